@@ -1,0 +1,290 @@
+package gitdiff
+
+import (
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
+)
+
+// context is the number of unchanged lines around a change, git's default.
+const context = 3
+
+// maxDistinct is how many distinct lines fit in go-diff's rune encoding:
+// every code point except the surrogates. Past it go-diff panics; the
+// line differ falls back to replacing the whole changed region instead.
+const maxDistinct = utf8.MaxRune + 1 - (0xE000 - 0xD800)
+
+// lineDiffer computes line diffs; it keeps its buffers between files.
+type lineDiffer struct {
+	dmp   *diffmatchpatch.DiffMatchPatch
+	ids   map[string]int32
+	inA   []bool
+	inB   []bool
+	dense []int32
+	idA   []int32
+	idB   []int32
+	keepA []int
+	keepB []int
+	runeA []rune
+	runeB []rune
+	// maxDistinct, when positive, overrides the package constant so tests
+	// can reach the fallback without a million-line file.
+	maxDistinct int
+}
+
+// splitLines splits s after each '\n'; a last line without one is kept.
+func splitLines(s string) []string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			n++
+		}
+	}
+	if len(s) > 0 && s[len(s)-1] != '\n' {
+		n++
+	}
+	lines := make([]string, 0, n)
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != '\n' {
+			i++
+		}
+		if i < len(s) {
+			i++
+		}
+		lines = append(lines, s[:i])
+		s = s[i:]
+	}
+	return lines
+}
+
+// diff marks the lines of a that are deleted (ca) and the lines of b that
+// are inserted (cb) by a minimal line diff, then slides the changed groups
+// the way git's xdiff does, so that hunks come out as git's do.
+func (d *lineDiffer) diff(a, b []string) (ca, cb []bool) {
+	n, m := len(a), len(b)
+	ca, cb = make([]bool, n), make([]bool, m)
+	p := 0
+	for p < n && p < m && a[p] == b[p] {
+		p++
+	}
+	s := 0
+	for s < n-p && s < m-p && a[n-1-s] == b[m-1-s] {
+		s++
+	}
+	am, bm := a[p:n-s], b[p:m-s]
+	if len(am) > 0 && len(bm) > 0 {
+		d.middle(am, bm, ca[p:n-s], cb[p:m-s])
+	} else {
+		fill(ca[p : n-s])
+		fill(cb[p : m-s])
+	}
+	compact(a, ca, cb)
+	compact(b, cb, ca)
+	return ca, cb
+}
+
+func fill(c []bool) {
+	for i := range c {
+		c[i] = true
+	}
+}
+
+// middle diffs two regions that share no first and no last line. Like
+// git's xdl_cleanup_records it first drops the lines that have no match on
+// the other side: they are changed in every minimal diff, and leaving them
+// out keeps the diff of two unrelated files from going quadratic.
+func (d *lineDiffer) middle(a, b []string, ca, cb []bool) {
+	if d.ids == nil {
+		d.ids = make(map[string]int32)
+		d.dmp = diffmatchpatch.New()
+		d.dmp.DiffTimeout = 0 // output must never depend on machine speed
+	}
+	clear(d.ids)
+	d.inA, d.inB = d.inA[:0], d.inB[:0]
+	id := func(line string) int32 {
+		v, ok := d.ids[line]
+		if !ok {
+			v = int32(len(d.ids))
+			d.ids[line] = v
+			d.inA = append(d.inA, false)
+			d.inB = append(d.inB, false)
+		}
+		return v
+	}
+	d.idA, d.idB = d.idA[:0], d.idB[:0]
+	for _, l := range a {
+		v := id(l)
+		d.inA[v] = true
+		d.idA = append(d.idA, v)
+	}
+	for _, l := range b {
+		v := id(l)
+		d.inB[v] = true
+		d.idB = append(d.idB, v)
+	}
+	// Renumber the lines found on both sides densely, in order of first
+	// appearance, and turn them into runes.
+	d.dense = d.dense[:0]
+	for range len(d.ids) {
+		d.dense = append(d.dense, -1)
+	}
+	next := int32(0)
+	toRune := func(v int32) rune {
+		if d.dense[v] < 0 {
+			d.dense[v] = next
+			next++
+		}
+		r := rune(d.dense[v])
+		if r >= 0xD800 {
+			r += 0xE000 - 0xD800 // skip the surrogates, as go-diff does
+		}
+		return r
+	}
+	d.keepA, d.runeA = d.keepA[:0], d.runeA[:0]
+	for i, v := range d.idA {
+		if !d.inB[v] {
+			ca[i] = true
+			continue
+		}
+		d.keepA = append(d.keepA, i)
+		d.runeA = append(d.runeA, toRune(v))
+	}
+	d.keepB, d.runeB = d.keepB[:0], d.runeB[:0]
+	for j, v := range d.idB {
+		if !d.inA[v] {
+			cb[j] = true
+			continue
+		}
+		d.keepB = append(d.keepB, j)
+		d.runeB = append(d.runeB, toRune(v))
+	}
+	limit := int(maxDistinct)
+	if d.maxDistinct > 0 {
+		limit = d.maxDistinct
+	}
+	if int(next) > limit {
+		// go-diff cannot encode this many lines: rewrite the region.
+		fill(ca)
+		fill(cb)
+		return
+	}
+	if len(d.runeA) == 0 || len(d.runeB) == 0 {
+		for _, i := range d.keepA {
+			ca[i] = true
+		}
+		for _, j := range d.keepB {
+			cb[j] = true
+		}
+		return
+	}
+	ia, ib := 0, 0
+	for _, df := range d.dmp.DiffMainRunes(d.runeA, d.runeB, false) {
+		k := utf8.RuneCountInString(df.Text)
+		switch df.Type {
+		case diffmatchpatch.DiffEqual:
+			ia += k
+			ib += k
+		case diffmatchpatch.DiffDelete:
+			for _, i := range d.keepA[ia : ia+k] {
+				ca[i] = true
+			}
+			ia += k
+		case diffmatchpatch.DiffInsert:
+			for _, j := range d.keepB[ib : ib+k] {
+				cb[j] = true
+			}
+			ib += k
+		}
+	}
+}
+
+// change is a run of deleted lines a[i1:i1+n1] replaced by b[i2:i2+n2].
+type change struct{ i1, i2, n1, n2 int }
+
+// hunks writes the unified hunks of a line diff of old and new.
+func (e *encoder) hunks(old, new []byte) {
+	a, b := splitLines(string(old)), splitLines(string(new))
+	ca, cb := e.differ.diff(a, b)
+	var script []change
+	for i, j := 0, 0; i < len(a) || j < len(b); {
+		if (i < len(a) && ca[i]) || (j < len(b) && cb[j]) {
+			c := change{i1: i, i2: j}
+			for i < len(a) && ca[i] {
+				i++
+			}
+			for j < len(b) && cb[j] {
+				j++
+			}
+			c.n1, c.n2 = i-c.i1, j-c.i2
+			script = append(script, c)
+			continue
+		}
+		i++
+		j++
+	}
+	for len(script) > 0 {
+		// Changes at most 2*context unchanged lines apart share a hunk.
+		k := 1
+		for k < len(script) && script[k].i1-(script[k-1].i1+script[k-1].n1) <= 2*context {
+			k++
+		}
+		e.hunk(a, b, script[:k])
+		script = script[k:]
+	}
+}
+
+func (e *encoder) hunk(a, b []string, cs []change) {
+	first, last := cs[0], cs[len(cs)-1]
+	s1, s2 := max(first.i1-context, 0), max(first.i2-context, 0)
+	post := min(context, len(a)-(last.i1+last.n1), len(b)-(last.i2+last.n2))
+	e1, e2 := last.i1+last.n1+post, last.i2+last.n2+post
+	w := e.w
+	buf := append(e.scratch[:0], "@@ -"...)
+	buf = appendRange(buf, s1, e1-s1)
+	buf = append(buf, " +"...)
+	buf = appendRange(buf, s2, e2-s2)
+	buf = append(buf, " @@\n"...)
+	w.Write(buf)
+	e.scratch = buf
+	i := s1
+	for _, c := range cs {
+		for ; i < c.i1; i++ {
+			e.line(' ', a[i])
+		}
+		for _, l := range a[c.i1 : c.i1+c.n1] {
+			e.line('-', l)
+		}
+		for _, l := range b[c.i2 : c.i2+c.n2] {
+			e.line('+', l)
+		}
+		i = c.i1 + c.n1
+	}
+	for ; i < e1; i++ {
+		e.line(' ', a[i])
+	}
+}
+
+// appendRange appends git's "start,count" for the lines [start, start+count)
+// (0-based start): ",1" is omitted, and an empty range names the line before.
+func appendRange(buf []byte, start, count int) []byte {
+	if count == 0 {
+		buf = strconv.AppendInt(buf, int64(start), 10)
+		return append(buf, ",0"...)
+	}
+	buf = strconv.AppendInt(buf, int64(start+1), 10)
+	if count != 1 {
+		buf = append(buf, ',')
+		buf = strconv.AppendInt(buf, int64(count), 10)
+	}
+	return buf
+}
+
+func (e *encoder) line(prefix byte, l string) {
+	e.w.WriteByte(prefix)
+	e.w.WriteString(l)
+	if len(l) == 0 || l[len(l)-1] != '\n' {
+		e.w.WriteString("\n\\ No newline at end of file\n")
+	}
+}
