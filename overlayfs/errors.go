@@ -1,0 +1,77 @@
+package overlayfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// ErrOutsideRoot is wrapped by the error of a write to a path outside the
+// root under the default policy. errors.Is(err, fs.ErrPermission) is true for
+// it as well, so code written against os treats it as a permission failure.
+var ErrOutsideRoot error = outsideRootError{}
+
+// ErrConflict is wrapped by the error of Commit when a lower file the layer
+// depends on changed on disk since the layer read it.
+var ErrConflict = errors.New("overlayfs: lower changed since it was read")
+
+type outsideRootError struct{}
+
+func (outsideRootError) Error() string { return "write outside the overlay root" }
+
+func (outsideRootError) Is(target error) bool { return target == fs.ErrPermission }
+
+// errNegativeOffset is what os says for ReadAt/WriteAt at a negative offset;
+// it also matches syscall.EINVAL.
+var errNegativeOffset error = negativeOffsetError{}
+
+type negativeOffsetError struct{}
+
+func (negativeOffsetError) Error() string        { return "negative offset" }
+func (negativeOffsetError) Is(target error) bool { return target == syscall.EINVAL }
+
+// errWriteAtInAppendMode mirrors os's error for WriteAt on an O_APPEND handle.
+var errWriteAtInAppendMode = errors.New("os: invalid use of WriteAt on file opened with O_APPEND")
+
+func pathErr(op, name string, err error) error {
+	return &fs.PathError{Op: op, Path: name, Err: err}
+}
+
+func linkErr(op, oldname, newname string, err error) error {
+	return &os.LinkError{Op: op, Old: oldname, New: newname, Err: err}
+}
+
+// renameErr turns a resolver error into the LinkError rename reports.
+func asLinkErr(op, oldname, newname string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return linkErr(op, oldname, newname, err)
+}
+
+// fixErr rewrites the path of an error returned by os for a host path into
+// the name the caller passed, so errors never leak the resolved host path.
+func fixErr(err error, op, name string) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		if op == "" {
+			op = pe.Op
+		}
+		return &fs.PathError{Op: op, Path: name, Err: pe.Err}
+	}
+	return err
+}
+
+// errno returns the syscall.Errno inside err, or 0.
+func errno(err error) syscall.Errno {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return 0
+}

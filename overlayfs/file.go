@@ -1,0 +1,607 @@
+package overlayfs
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/spf13/afero"
+)
+
+var (
+	_ afero.File      = (*file)(nil)
+	_ afero.File      = (*dir)(nil)
+	_ afero.File      = (*osFile)(nil)
+	_ fs.ReadDirFile  = (*file)(nil)
+	_ fs.ReadDirFile  = (*dir)(nil)
+	_ fs.ReadDirFile  = (*osFile)(nil)
+	_ io.StringWriter = (*file)(nil)
+)
+
+// file is a handle on a layer file. It refers to the file's identity, so it
+// follows the file through renames and keeps working after an unlink.
+type file struct {
+	fs   *Fs
+	name string
+	ino  uint64
+	flag int
+
+	mu     sync.Mutex // guards off, closed, last
+	off    int64
+	closed bool
+	last   *blob // the content last seen; kept if the identity is dropped
+	detach bool  // last is private: the layer no longer has ino
+}
+
+func (h *file) readable() bool { return h.flag&(os.O_WRONLY|os.O_RDWR) != os.O_WRONLY }
+func (h *file) writable() bool { return h.flag&(os.O_WRONLY|os.O_RDWR) != 0 }
+
+// content returns the blob to read (write=false) or change (write=true).
+// Callers hold h.mu and h.fs.mu.
+func (h *file) content(write bool) (*blob, error) {
+	f := h.fs
+	var b *blob
+	if !h.detach {
+		if write {
+			b = f.ownBlobLocked(h.ino)
+		} else {
+			b = f.blobLocked(h.ino)
+		}
+		if b == nil && h.last != nil {
+			h.last, h.detach = h.last.clone(0), true
+		}
+	}
+	if h.detach {
+		b = h.last
+	}
+	if b == nil {
+		return nil, pathErr("read", h.name, fs.ErrNotExist)
+	}
+	if b.lazy {
+		if !h.detach && !write {
+			b = f.ownBlobLocked(h.ino)
+		}
+		if err := b.load(f); err != nil {
+			return nil, err
+		}
+	}
+	h.last = b
+	return b, nil
+}
+
+// lock takes the handle and the file system locks, checking the handle.
+func (h *file) lock(op string) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return pathErr(op, h.name, os.ErrClosed)
+	}
+	h.fs.mu.Lock()
+	return nil
+}
+
+func (h *file) unlock() {
+	h.fs.mu.Unlock()
+	h.mu.Unlock()
+}
+
+func (h *file) Name() string { return h.name }
+
+func (h *file) Read(p []byte) (int, error) {
+	if err := h.lock("read"); err != nil {
+		return 0, err
+	}
+	defer h.unlock()
+	if !h.readable() {
+		return 0, pathErr("read", h.name, errBadFd)
+	}
+	b, err := h.content(false)
+	if err != nil {
+		return 0, fixErr(err, "read", h.name)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if h.off >= int64(len(b.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, b.data[h.off:])
+	h.off += int64(n)
+	return n, nil
+}
+
+func (h *file) ReadAt(p []byte, off int64) (int, error) {
+	if err := h.lock("read"); err != nil {
+		return 0, err
+	}
+	defer h.unlock()
+	if off < 0 {
+		return 0, pathErr("readat", h.name, errNegativeOffset)
+	}
+	if !h.readable() {
+		return 0, pathErr("read", h.name, errBadFd)
+	}
+	b, err := h.content(false)
+	if err != nil {
+		return 0, fixErr(err, "read", h.name)
+	}
+	if off >= int64(len(b.data)) {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	n := copy(p, b.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (h *file) Write(p []byte) (int, error) {
+	if err := h.lock("write"); err != nil {
+		return 0, err
+	}
+	defer h.unlock()
+	if !h.writable() {
+		return 0, pathErr("write", h.name, errBadFd)
+	}
+	b, err := h.content(true)
+	if err != nil {
+		return 0, fixErr(err, "write", h.name)
+	}
+	if h.flag&os.O_APPEND != 0 {
+		h.off = int64(len(b.data))
+	}
+	h.off = h.fs.writeAt(b, p, h.off)
+	return len(p), nil
+}
+
+func (h *file) WriteAt(p []byte, off int64) (int, error) {
+	if err := h.lock("write"); err != nil {
+		return 0, err
+	}
+	defer h.unlock()
+	if h.flag&os.O_APPEND != 0 {
+		return 0, errWriteAtInAppendMode
+	}
+	if off < 0 {
+		return 0, pathErr("writeat", h.name, errNegativeOffset)
+	}
+	if !h.writable() {
+		return 0, pathErr("write", h.name, errBadFd)
+	}
+	b, err := h.content(true)
+	if err != nil {
+		return 0, fixErr(err, "write", h.name)
+	}
+	h.fs.writeAt(b, p, off)
+	return len(p), nil
+}
+
+func (h *file) WriteString(s string) (int, error) { return h.Write([]byte(s)) }
+
+// writeAt writes p at off in an owned, loaded blob, zero-filling any gap,
+// and returns the offset after it.
+func (f *Fs) writeAt(b *blob, p []byte, off int64) int64 {
+	end := off + int64(len(p))
+	if end > int64(len(b.data)) {
+		b.data = slices.Grow(b.data, int(end)-len(b.data))[:end]
+	}
+	copy(b.data[off:], p)
+	if len(p) > 0 {
+		b.mtime = f.now()
+	}
+	return end
+}
+
+func (h *file) Seek(offset int64, whence int) (int64, error) {
+	if err := h.lock("seek"); err != nil {
+		return 0, err
+	}
+	defer h.unlock()
+	var abs int64
+	switch whence {
+	case io.SeekStart:
+		abs = offset
+	case io.SeekCurrent:
+		abs = h.off + offset
+	case io.SeekEnd:
+		b, err := h.content(false)
+		if err != nil {
+			return 0, fixErr(err, "seek", h.name)
+		}
+		abs = int64(len(b.data)) + offset
+	default:
+		return 0, pathErr("seek", h.name, errInval)
+	}
+	if abs < 0 {
+		return 0, pathErr("seek", h.name, errInval)
+	}
+	h.off = abs
+	return abs, nil
+}
+
+func (h *file) Truncate(size int64) error {
+	if err := h.lock("truncate"); err != nil {
+		return err
+	}
+	defer h.unlock()
+	if size < 0 || !h.writable() {
+		return pathErr("truncate", h.name, errInval)
+	}
+	b, err := h.content(true)
+	if err != nil {
+		return fixErr(err, "truncate", h.name)
+	}
+	if size <= int64(len(b.data)) {
+		b.data = b.data[:size]
+	} else {
+		b.data = slices.Grow(b.data, int(size)-len(b.data))[:size]
+	}
+	b.mtime = h.fs.now()
+	return nil
+}
+
+func (h *file) Stat() (fs.FileInfo, error) {
+	if err := h.lock("stat"); err != nil {
+		return nil, err
+	}
+	defer h.unlock()
+	b := h.last
+	if !h.detach {
+		if cur := h.fs.blobLocked(h.ino); cur != nil {
+			b = cur
+		}
+	}
+	if b == nil {
+		return nil, pathErr("stat", h.name, fs.ErrNotExist)
+	}
+	return &fileInfo{name: infoName(h.name), size: b.len(), mode: b.perm, mtime: b.mtime, uid: b.uid, gid: b.gid}, nil
+}
+
+func (h *file) Sync() error {
+	if err := h.lock("sync"); err != nil {
+		return err
+	}
+	h.unlock()
+	return nil
+}
+
+func (h *file) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return pathErr("close", h.name, os.ErrClosed)
+	}
+	h.closed = true
+	h.fs.mu.Lock()
+	h.fs.releaseLocked(h.ino)
+	h.fs.mu.Unlock()
+	return nil
+}
+
+func (h *file) Readdir(int) ([]fs.FileInfo, error) {
+	return []fs.FileInfo{}, h.notDir()
+}
+
+func (h *file) Readdirnames(int) ([]string, error) {
+	return []string{}, h.notDir()
+}
+
+func (h *file) ReadDir(int) ([]fs.DirEntry, error) {
+	return nil, h.notDir()
+}
+
+func (h *file) notDir() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return pathErr("readdirent", h.name, os.ErrClosed)
+	}
+	return pathErr("readdirent", h.name, errNotDir)
+}
+
+// dir is a handle on a directory inside the root. Its listing is taken at
+// the first read and paged from there, merged and sorted.
+type dir struct {
+	fs   *Fs
+	name string
+	rel  string
+	n    node
+
+	mu     sync.Mutex
+	ents   []dirent
+	read   bool
+	pos    int
+	closed bool
+}
+
+func (d *dir) Name() string { return d.name }
+
+// next returns up to n entries (all remaining for n <= 0).
+func (d *dir) next(n int) ([]dirent, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, pathErr("readdirent", d.name, os.ErrClosed)
+	}
+	if !d.read {
+		d.fs.mu.RLock()
+		ents, err := d.fs.listLocked(d.rel, d.n)
+		d.fs.mu.RUnlock()
+		if err != nil {
+			return nil, fixErr(err, "readdirent", d.name)
+		}
+		d.ents, d.read = ents, true
+	}
+	rest := d.ents[d.pos:]
+	if n > 0 {
+		if len(rest) == 0 {
+			return nil, io.EOF
+		}
+		rest = rest[:min(n, len(rest))]
+	}
+	d.pos += len(rest)
+	return rest, nil
+}
+
+func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
+	ents, err := d.next(n)
+	infos := make([]fs.FileInfo, 0, len(ents))
+	for i := range ents {
+		fi, err := ents[i].info()
+		if err != nil {
+			continue // vanished from the lower since listed, as os skips it
+		}
+		infos = append(infos, fi)
+	}
+	return infos, err
+}
+
+func (d *dir) Readdirnames(n int) ([]string, error) {
+	ents, err := d.next(n)
+	names := make([]string, len(ents))
+	for i := range ents {
+		names[i] = ents[i].name
+	}
+	return names, err
+}
+
+func (d *dir) ReadDir(n int) ([]fs.DirEntry, error) {
+	ents, err := d.next(n)
+	var out []fs.DirEntry
+	for _, e := range ents {
+		out = append(out, dirEntry{e})
+	}
+	return out, err
+}
+
+func (d *dir) Stat() (fs.FileInfo, error) {
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return nil, pathErr("stat", d.name, os.ErrClosed)
+	}
+	d.fs.mu.RLock()
+	defer d.fs.mu.RUnlock()
+	n := d.n
+	if n.fi == nil || n.layer {
+		if cur, err := d.fs.lookup(d.rel, d.fs.lowerVisible(parent(d.rel))); err == nil && cur.exists() {
+			n = cur
+		} else if d.rel == "" {
+			n, _ = d.fs.rootNode()
+		}
+	}
+	if !n.layer && n.fi == nil {
+		return nil, pathErr("stat", d.name, fs.ErrNotExist)
+	}
+	return d.fs.infoLocked(infoName(d.name), n), nil
+}
+
+func (d *dir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return pathErr("close", d.name, os.ErrClosed)
+	}
+	d.closed = true
+	return nil
+}
+
+// Seek to the start rewinds the listing, as on os; other seeks are refused.
+func (d *dir) Seek(offset int64, whence int) (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return 0, pathErr("seek", d.name, os.ErrClosed)
+	}
+	if offset == 0 && whence == io.SeekStart {
+		d.read, d.ents, d.pos = false, nil, 0
+		return 0, nil
+	}
+	return 0, pathErr("seek", d.name, errInval)
+}
+
+func (d *dir) Read([]byte) (int, error)           { return 0, d.fail("read", errIsDir) }
+func (d *dir) ReadAt([]byte, int64) (int, error)  { return 0, d.fail("read", errIsDir) }
+func (d *dir) Write([]byte) (int, error)          { return 0, d.fail("write", errBadFd) }
+func (d *dir) WriteAt([]byte, int64) (int, error) { return 0, d.fail("write", errBadFd) }
+func (d *dir) WriteString(string) (int, error)    { return 0, d.fail("write", errBadFd) }
+func (d *dir) Truncate(int64) error               { return d.fail("truncate", errInval) }
+func (d *dir) Sync() error                        { return d.fail("sync", nil) }
+
+func (d *dir) fail(op string, err error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return pathErr(op, d.name, os.ErrClosed)
+	}
+	if err == nil {
+		return nil
+	}
+	return pathErr(op, d.name, err)
+}
+
+// osFile is a real file opened read-only from the lower, or any real file
+// outside the root. Errors carry the caller's name; directory listings are
+// sorted (and merged with the layer when fs is set).
+type osFile struct {
+	*os.File
+	name string
+	fs   *Fs // set for files inside the root
+
+	mu sync.Mutex
+	d  *dir // listing state, once listed
+}
+
+func (o *osFile) dir() (*dir, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.d == nil {
+		d, err := o.asDir()
+		if err != nil {
+			return nil, err
+		}
+		o.d = d
+	}
+	return o.d, nil
+}
+
+func (o *osFile) Readdir(n int) ([]fs.FileInfo, error) {
+	d, err := o.dir()
+	if err != nil {
+		return []fs.FileInfo{}, err
+	}
+	return d.Readdir(n)
+}
+
+func (o *osFile) Readdirnames(n int) ([]string, error) {
+	d, err := o.dir()
+	if err != nil {
+		return []string{}, err
+	}
+	return d.Readdirnames(n)
+}
+
+func (o *osFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	d, err := o.dir()
+	if err != nil {
+		return nil, err
+	}
+	return d.ReadDir(n)
+}
+
+func (o *osFile) Name() string { return o.name }
+
+func (o *osFile) Stat() (fs.FileInfo, error) {
+	fi, err := o.File.Stat()
+	if err != nil {
+		return nil, fixErr(err, "", o.name)
+	}
+	if n := infoName(o.name); fi.Name() != n {
+		return renamedInfo{fi, n}, nil
+	}
+	return fi, nil
+}
+
+func (o *osFile) Read(p []byte) (int, error) {
+	n, err := o.File.Read(p)
+	if err != nil && err != io.EOF {
+		err = fixErr(err, "", o.name)
+	}
+	return n, err
+}
+
+func (o *osFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := o.File.ReadAt(p, off)
+	if err != nil && err != io.EOF {
+		if off < 0 {
+			return n, pathErr("readat", o.name, errNegativeOffset)
+		}
+		err = fixErr(err, "", o.name)
+	}
+	return n, err
+}
+
+func (o *osFile) Write(p []byte) (int, error) {
+	n, err := o.File.Write(p)
+	return n, fixErr(err, "", o.name)
+}
+
+func (o *osFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := o.File.WriteAt(p, off)
+	if err != nil && off < 0 {
+		return n, pathErr("writeat", o.name, errNegativeOffset)
+	}
+	return n, fixErr(err, "", o.name)
+}
+
+func (o *osFile) WriteString(s string) (int, error) { return o.Write([]byte(s)) }
+
+func (o *osFile) Seek(offset int64, whence int) (int64, error) {
+	if offset == 0 && whence == io.SeekStart {
+		o.mu.Lock()
+		o.d = nil
+		o.mu.Unlock()
+	}
+	n, err := o.File.Seek(offset, whence)
+	return n, fixErr(err, "", o.name)
+}
+
+func (o *osFile) Truncate(size int64) error { return fixErr(o.File.Truncate(size), "", o.name) }
+func (o *osFile) Sync() error               { return fixErr(o.File.Sync(), "", o.name) }
+func (o *osFile) Close() error              { return fixErr(o.File.Close(), "", o.name) }
+
+// listing returns the whole sorted listing of the directory.
+func (o *osFile) listing() ([]dirent, error) {
+	if o.fs == nil {
+		des, err := o.File.ReadDir(-1)
+		if err != nil {
+			return nil, fixErr(err, "", o.name)
+		}
+		ents := make([]dirent, len(des))
+		for i, de := range des {
+			ents[i] = dirent{name: de.Name(), n: node{kind: kindOfMode(de.Type())}, de: de}
+		}
+		slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
+		return ents, nil
+	}
+	// Inside the root the lower handle is a merged directory: list it so.
+	f := o.fs
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	l, err := f.resolve("readdirent", o.name, true)
+	if err != nil {
+		return nil, err
+	}
+	n, err := f.final(l)
+	if err != nil {
+		return nil, fixErr(err, "readdirent", o.name)
+	}
+	if n.kind != kindDir {
+		return nil, pathErr("readdirent", o.name, errNotDir)
+	}
+	return f.listLocked(l.rel, n)
+}
+
+// osFile directories are rare (the fast path opens directories this way
+// only when nothing marks them in the layer); they page through a dir.
+func (o *osFile) asDir() (*dir, error) {
+	fi, err := o.File.Stat()
+	if err != nil {
+		return nil, fixErr(err, "readdirent", o.name)
+	}
+	if !fi.IsDir() {
+		return nil, pathErr("readdirent", o.name, errNotDir)
+	}
+	ents, err := o.listing()
+	if err != nil {
+		return nil, err
+	}
+	return &dir{name: o.name, ents: ents, read: true}, nil
+}

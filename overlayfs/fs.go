@@ -1,0 +1,156 @@
+package overlayfs
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/afero"
+	"github.com/tidwall/btree"
+)
+
+var (
+	_ afero.Fs         = (*Fs)(nil)
+	_ afero.Lstater    = (*Fs)(nil)
+	_ afero.Linker     = (*Fs)(nil)
+	_ afero.LinkReader = (*Fs)(nil)
+)
+
+// Fs is a copy-on-write overlay of a real directory tree. See the package
+// documentation for the contract.
+type Fs struct {
+	root  string // canonical absolute root
+	opts  options
+	umask fs.FileMode
+	uid   int
+	gid   int
+	fam   *family
+
+	mu     sync.RWMutex
+	paths  *btree.Map[string, entry] // root-relative slash path -> entry
+	blobs  *btree.Map[uint64, *blob] // file identity -> content
+	gen    uint64                    // blobs with another gen are shared: clone before writing
+	deps   map[string]dep            // lower files the layer depends on (for Commit)
+
+	hmu    sync.Mutex
+	opened map[uint64]int  // open handle count per file identity
+	orphan map[uint64]bool // identities unlinked while open
+
+	// dirs caches root-relative paths known to be real lower directories
+	// (not symlinks). The lower must not change while the Fs is in use, so
+	// the cache is only dropped by Commit.
+	dirs sync.Map
+}
+
+// family is shared by an Fs and its forks: generations must be unique
+// across all of them because they share blobs.
+type family struct {
+	gen atomic.Uint64
+	ino atomic.Uint64
+}
+
+type options struct {
+	outsideWrites bool
+	outsideReads  bool
+	umask         fs.FileMode
+	umaskSet      bool
+	now           func() time.Time
+}
+
+// Option configures New.
+type Option func(*options)
+
+// AllowOutsideWrites lets writes to paths outside the root go to the real
+// file system, as afero.OsFs would do. By default they fail with
+// ErrOutsideRoot.
+func AllowOutsideWrites() Option { return func(o *options) { o.outsideWrites = true } }
+
+// DenyOutsideReads makes reads of paths outside the root fail with
+// ErrOutsideRoot. By default they pass through to the real file system.
+func DenyOutsideReads() Option { return func(o *options) { o.outsideReads = false } }
+
+// WithUmask sets the umask applied to the permission bits of new files and
+// directories. The default is the process umask at the time of New.
+func WithUmask(m fs.FileMode) Option {
+	return func(o *options) { o.umask, o.umaskSet = m&fs.ModePerm, true }
+}
+
+// New returns an overlay of the directory root. The root is made absolute and
+// its symlinks are resolved once, here; it must exist and be a directory.
+func New(root string, opts ...Option) (*Fs, error) {
+	o := options{outsideReads: true, now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, pathErr("overlayfs.New", root, err)
+	}
+	canon, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fixErr(err, "overlayfs.New", root)
+	}
+	fi, err := os.Stat(canon)
+	if err != nil {
+		return nil, fixErr(err, "overlayfs.New", root)
+	}
+	if !fi.IsDir() {
+		return nil, pathErr("overlayfs.New", root, fmt.Errorf("not a directory: %w", errNotDir))
+	}
+	f := &Fs{
+		root: canon,
+		opts: o,
+		uid:  os.Getuid(),
+		gid:  os.Getgid(),
+		fam:  new(family),
+	}
+	f.umask = o.umask
+	if !o.umaskSet {
+		f.umask = processUmask()
+	}
+	f.resetLocked()
+	return f, nil
+}
+
+// resetLocked gives f an empty layer.
+func (f *Fs) resetLocked() {
+	f.paths = btree.NewMap[string, entry](32)
+	f.blobs = btree.NewMap[uint64, *blob](32)
+	f.gen = f.fam.gen.Add(1)
+	f.deps = make(map[string]dep)
+	f.hmu.Lock()
+	f.opened = make(map[uint64]int)
+	f.orphan = make(map[uint64]bool)
+	f.hmu.Unlock()
+}
+
+// Root returns the canonical absolute path of the root.
+func (f *Fs) Root() string { return f.root }
+
+// Name returns "overlayfs".
+func (f *Fs) Name() string { return "overlayfs" }
+
+// Reset discards the layer: the view is the lower again. Handles open on
+// layer files keep working on detached copies of their content.
+func (f *Fs) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resetLocked()
+}
+
+// host returns the host path of a root-relative path.
+func (f *Fs) host(rel string) string {
+	if rel == "" {
+		return f.root
+	}
+	if f.root == "/" {
+		return "/" + rel
+	}
+	return f.root + "/" + filepath.FromSlash(rel)
+}
+
+func (f *Fs) now() time.Time { return f.opts.now() }

@@ -1,0 +1,280 @@
+package overlayfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+)
+
+// kind is the type of a path in the layer or the merged view.
+type kind uint8
+
+const (
+	kindNone kind = iota // does not exist
+	kindFile
+	kindDir
+	kindSymlink
+	kindWhiteout
+)
+
+// meta is the metadata of a directory, symlink or file.
+type meta struct {
+	perm  fs.FileMode // permission bits plus setuid, setgid, sticky
+	mtime time.Time
+	uid   int
+	gid   int
+}
+
+// entry is a layer entry. A file's metadata and content live in its blob,
+// found by identity (ino), so that handles follow a file through renames
+// and snapshots share content; directories and symlinks carry their meta.
+type entry struct {
+	kind kind
+	meta
+	opaque bool   // directory: the lower at this path is hidden
+	target string // symlink
+	ino    uint64 // file
+}
+
+// blob is a layer file: its metadata and content. A lazy blob's content is
+// still the lower file src: renames and metadata copy-ups never read it.
+type blob struct {
+	meta
+	gen  uint64
+	data []byte
+	lazy bool
+	src  string // root-relative lower path, while lazy
+	size int64  // size of src, while lazy
+}
+
+func (b *blob) len() int64 {
+	if b.lazy {
+		return b.size
+	}
+	return int64(len(b.data))
+}
+
+// node is what a path is in the merged view.
+type node struct {
+	kind  kind
+	layer bool        // e is valid; otherwise fi is the lower's Lstat
+	e     entry       //
+	fi    fs.FileInfo //
+	under bool        // a directory through which the lower is visible
+}
+
+func (n node) exists() bool { return n.kind != kindNone }
+
+func kindOfMode(m fs.FileMode) kind {
+	switch {
+	case m.IsDir():
+		return kindDir
+	case m&fs.ModeSymlink != 0:
+		return kindSymlink
+	default:
+		return kindFile
+	}
+}
+
+// lookup returns the merged-view node at rel without following a final
+// symlink. visible says whether the lower shows through rel's parent.
+// Callers hold f.mu.
+func (f *Fs) lookup(rel string, visible bool) (node, error) {
+	if e, ok := f.paths.Get(rel); ok {
+		if e.kind == kindWhiteout {
+			return node{}, nil
+		}
+		return node{kind: e.kind, layer: true, e: e, under: visible && e.kind == kindDir && !e.opaque}, nil
+	}
+	if !visible {
+		return node{}, nil
+	}
+	fi, err := os.Lstat(f.host(rel))
+	if err != nil {
+		if isMissing(err) {
+			return node{}, nil
+		}
+		return node{}, err
+	}
+	k := kindOfMode(fi.Mode())
+	if k == kindDir {
+		f.dirs.Store(rel, struct{}{})
+	}
+	return node{kind: k, fi: fi, under: k == kindDir}, nil
+}
+
+// isMissing reports whether a lower lookup error means "nothing there".
+func isMissing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errno(err) == errNotDir
+}
+
+// lowerNode returns the lower's node at rel ignoring the layer, or kindNone.
+func (f *Fs) lowerNode(rel string) node {
+	fi, err := os.Lstat(f.host(rel))
+	if err != nil {
+		return node{}
+	}
+	return node{kind: kindOfMode(fi.Mode()), fi: fi, under: fi.IsDir()}
+}
+
+// lowerVisible reports whether the lower shows through at rel: no ancestor
+// (nor rel itself) is opaque, a whiteout, or a non-directory in the layer.
+// Callers hold f.mu.
+func (f *Fs) lowerVisible(rel string) bool {
+	for p := rel; ; {
+		if e, ok := f.paths.Get(p); ok {
+			if e.kind != kindDir || e.opaque {
+				return false
+			}
+		}
+		if p == "" {
+			return true
+		}
+		p = parent(p)
+	}
+}
+
+// permBits are the mode bits chmod sets.
+const permBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+// metaOf returns the metadata of a lower file.
+func metaOf(fi fs.FileInfo) meta {
+	m := meta{perm: fi.Mode() & permBits, mtime: fi.ModTime()}
+	m.uid, m.gid = owner(fi)
+	return m
+}
+
+// newBlobLocked registers content for a new file identity.
+func (f *Fs) newBlobLocked(b *blob) uint64 {
+	ino := f.fam.ino.Add(1)
+	b.gen = f.gen
+	f.blobs.Set(ino, b)
+	return ino
+}
+
+// blobLocked returns the content of ino for reading.
+func (f *Fs) blobLocked(ino uint64) *blob {
+	b, _ := f.blobs.Get(ino)
+	return b
+}
+
+// ownBlobLocked returns the blob of ino for changing, cloning it first if a
+// snapshot or a fork shares it. It returns nil if ino is gone.
+func (f *Fs) ownBlobLocked(ino uint64) *blob {
+	b, ok := f.blobs.Get(ino)
+	if !ok {
+		return nil
+	}
+	if b.gen != f.gen {
+		b = b.clone(f.gen)
+		f.blobs.Set(ino, b)
+	}
+	return b
+}
+
+// clone returns a private copy of b with generation gen.
+func (b *blob) clone(gen uint64) *blob {
+	nb := *b
+	nb.gen = gen
+	if !b.lazy {
+		nb.data = append([]byte(nil), b.data...)
+	}
+	return &nb
+}
+
+// load reads lazy content from the lower. b must be owned by the caller.
+func (b *blob) load(f *Fs) error {
+	if !b.lazy {
+		return nil
+	}
+	data, err := os.ReadFile(f.host(b.src))
+	if err != nil {
+		return err
+	}
+	b.data, b.lazy, b.src, b.size = data, false, "", 0
+	return nil
+}
+
+// dropBlobLocked forgets the content of an unlinked file, or marks it as an
+// orphan while handles still use it.
+func (f *Fs) dropBlobLocked(ino uint64) {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	if f.opened[ino] > 0 {
+		f.orphan[ino] = true
+		return
+	}
+	f.blobs.Delete(ino)
+}
+
+// deleteTreeLocked removes the layer entries at and below rel.
+func (f *Fs) deleteTreeLocked(rel string) {
+	var keys []string
+	f.eachBelow(rel, true, func(k string, e entry) bool {
+		keys = append(keys, k)
+		return true
+	})
+	for _, k := range keys {
+		if e, ok := f.paths.Delete(k); ok && e.kind == kindFile {
+			f.dropBlobLocked(e.ino)
+		}
+	}
+}
+
+// eachBelow calls fn for layer entries strictly below rel (and rel itself if
+// self), in path order.
+func (f *Fs) eachBelow(rel string, self bool, fn func(k string, e entry) bool) {
+	prefix := rel + "/"
+	if rel == "" {
+		prefix = ""
+	}
+	if self {
+		if e, ok := f.paths.Get(rel); ok && rel != "" {
+			if !fn(rel, e) {
+				return
+			}
+		}
+	}
+	f.paths.Ascend(prefix, func(k string, e entry) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		if k == "" {
+			return true
+		}
+		return fn(k, e)
+	})
+}
+
+// hasBelow reports whether the layer has entries strictly below rel.
+func (f *Fs) hasBelow(rel string) bool {
+	found := false
+	f.eachBelow(rel, false, func(string, entry) bool { found = true; return false })
+	return found
+}
+
+// parent returns the parent of a root-relative path ("" for top level).
+func parent(rel string) string {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return ""
+}
+
+// join joins a root-relative directory and a name.
+func join(dir, name string) string {
+	if name == "" {
+		return dir
+	}
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// base returns the last element of a root-relative path.
+func base(rel string) string {
+	return rel[strings.LastIndexByte(rel, '/')+1:]
+}

@@ -1,0 +1,172 @@
+package overlayfs
+
+import (
+	"io/fs"
+	"os"
+
+	"github.com/spf13/afero"
+)
+
+const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
+
+// Open opens name for reading, as os.Open.
+func (f *Fs) Open(name string) (afero.File, error) {
+	return f.OpenFile(name, os.O_RDONLY, 0)
+}
+
+// Create creates or truncates name, as os.Create.
+func (f *Fs) Create(name string) (afero.File, error) {
+	return f.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+}
+
+// OpenFile opens name with os's flags. Opening a lower file for writing puts
+// a lazy copy in the layer (its bytes are read at the first write that needs
+// them; O_TRUNC never reads them). Handles on one layer file share it:
+// every handle sees every write.
+//
+// A handle opened read-only on a lower file reads the lower directly, as
+// the kernel's overlayfs does; writes made later through other handles are
+// not seen by it.
+func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, error) {
+	if flag&writeFlags == 0 {
+		return f.openRead(name, flag)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
+	l, ok, err := f.writeLoc("open", name, !excl)
+	if !ok {
+		if err == nil {
+			fh, err := os.OpenFile(name, flag, perm)
+			if err != nil {
+				return nil, err
+			}
+			return &osFile{File: fh, name: name}, nil
+		}
+		return nil, err
+	}
+	n, err := f.final(l)
+	if err != nil {
+		return nil, fixErr(err, "open", name)
+	}
+	switch {
+	case n.exists() && excl:
+		return nil, pathErr("open", name, errExist)
+	case !n.exists() && flag&os.O_CREATE == 0:
+		return nil, pathErr("open", name, errNoEnt)
+	case !n.exists() && l.dirOnly:
+		return nil, pathErr("open", name, errIsDir)
+	case n.kind == kindDir:
+		return nil, pathErr("open", name, errIsDir)
+	case l.dirOnly:
+		return nil, pathErr("open", name, errNotDir)
+	}
+	var ino uint64
+	if n.exists() {
+		e, err := f.copyUpLocked(l.rel, n)
+		if err != nil {
+			return nil, fixErr(err, "open", name)
+		}
+		f.paths.Set(l.rel, e)
+		ino = e.ino
+		if flag&os.O_TRUNC != 0 {
+			b := f.ownBlobLocked(ino)
+			b.data, b.lazy, b.src, b.size = nil, false, "", 0
+			b.mtime = f.now()
+		}
+	} else {
+		m := f.newMeta(perm & permBits &^ f.umask)
+		ino = f.newBlobLocked(&blob{meta: m})
+		f.paths.Set(l.rel, entry{kind: kindFile, ino: ino})
+	}
+	f.hold(ino)
+	return &file{fs: f, name: name, ino: ino, flag: flag}, nil
+}
+
+// openRead opens name read-only. Lower files are opened directly with
+// O_NOFOLLOW, so the common case costs one system call more than nothing.
+func (f *Fs) openRead(name string, flag int) (afero.File, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	l, err := f.resolve("open", name, false)
+	if err != nil {
+		return nil, err
+	}
+	if !l.inside {
+		if !f.opts.outsideReads {
+			return nil, pathErr("open", name, ErrOutsideRoot)
+		}
+		fh, err := os.OpenFile(name, flag, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &osFile{File: fh, name: name}, nil
+	}
+	if !l.have && !l.dirOnly {
+		if _, inLayer := f.paths.Get(l.rel); !inLayer && l.visible {
+			fh, err := os.OpenFile(l.host, flag|oNoFollow, 0)
+			if err == nil {
+				return &osFile{File: fh, name: name, fs: f}, nil
+			}
+			if errno(err) != errLoop {
+				return nil, fixErr(err, "open", name)
+			}
+		}
+	}
+	// A symlink, a directory, a layer entry or a trailing slash.
+	if l, err = f.resolve("open", name, true); err != nil {
+		return nil, err
+	}
+	if !l.inside {
+		if !f.opts.outsideReads {
+			return nil, pathErr("open", name, ErrOutsideRoot)
+		}
+		fh, err := os.OpenFile(l.host, flag, 0)
+		if err != nil {
+			return nil, fixErr(err, "open", name)
+		}
+		return &osFile{File: fh, name: name}, nil
+	}
+	n, err := f.final(l)
+	if err != nil {
+		return nil, fixErr(err, "open", name)
+	}
+	switch {
+	case !n.exists():
+		return nil, pathErr("open", name, errNoEnt)
+	case l.dirOnly && n.kind != kindDir:
+		return nil, pathErr("open", name, errNotDir)
+	case n.kind == kindDir:
+		return &dir{fs: f, name: name, rel: l.rel, n: n}, nil
+	case n.layer:
+		f.hold(n.e.ino)
+		return &file{fs: f, name: name, ino: n.e.ino, flag: flag}, nil
+	}
+	fh, err := os.OpenFile(l.host, flag, 0)
+	if err != nil {
+		return nil, fixErr(err, "open", name)
+	}
+	return &osFile{File: fh, name: name, fs: f}, nil
+}
+
+// hold counts an open handle on a file identity.
+func (f *Fs) hold(ino uint64) {
+	f.hmu.Lock()
+	f.opened[ino]++
+	f.hmu.Unlock()
+}
+
+// release ends a handle; the content of a file unlinked while open goes
+// with its last handle. Callers hold f.mu.
+func (f *Fs) releaseLocked(ino uint64) {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	if f.opened[ino]--; f.opened[ino] > 0 {
+		return
+	}
+	delete(f.opened, ino)
+	if f.orphan[ino] {
+		delete(f.orphan, ino)
+		f.blobs.Delete(ino)
+	}
+}

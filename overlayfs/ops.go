@@ -1,0 +1,397 @@
+package overlayfs
+
+import (
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+)
+
+// Stat returns the FileInfo of name, following symlinks, as os.Stat does.
+func (f *Fs) Stat(name string) (fs.FileInfo, error) {
+	if fi, ok, err := f.fastStat(name); ok {
+		return fi, err
+	}
+	return f.stat("stat", name, true)
+}
+
+// Lstat returns the FileInfo of name without following a final symlink.
+func (f *Fs) Lstat(name string) (fs.FileInfo, error) {
+	return f.stat("lstat", name, false)
+}
+
+// LstatIfPossible implements afero.Lstater; it always uses Lstat.
+func (f *Fs) LstatIfPossible(name string) (fs.FileInfo, bool, error) {
+	fi, err := f.Lstat(name)
+	return fi, true, err
+}
+
+// fastStat serves Stat straight from the lower while the layer is empty:
+// then the merged view is the lower and the kernel resolves names as we would.
+func (f *Fs) fastStat(name string) (fs.FileInfo, bool, error) {
+	f.mu.RLock()
+	empty := f.paths.Len() == 0
+	f.mu.RUnlock()
+	if !empty || !f.opts.outsideReads {
+		return nil, false, nil
+	}
+	if _, ok := f.within(name); !ok || len(name) == 0 {
+		return nil, false, nil
+	}
+	fi, err := os.Stat(name)
+	return fi, true, err
+}
+
+func (f *Fs) stat(op, name string, follow bool) (fs.FileInfo, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	l, err := f.resolve(op, name, follow)
+	if err != nil {
+		return nil, err
+	}
+	if !l.inside {
+		if !f.opts.outsideReads {
+			return nil, pathErr(op, name, ErrOutsideRoot)
+		}
+		if follow {
+			return os.Stat(name)
+		}
+		return os.Lstat(name)
+	}
+	n, err := f.final(l)
+	if err != nil {
+		return nil, fixErr(err, op, name)
+	}
+	if !n.exists() {
+		return nil, pathErr(op, name, errNoEnt)
+	}
+	if l.dirOnly && n.kind != kindDir {
+		return nil, pathErr(op, name, errNotDir)
+	}
+	return f.infoLocked(infoName(name), n), nil
+}
+
+// final returns the node a resolved location names.
+func (f *Fs) final(l loc) (node, error) {
+	if l.have {
+		return l.n, nil
+	}
+	return f.lookup(l.rel, l.visible)
+}
+
+// writeLoc resolves a name for a mutation. For a name outside the root it
+// returns ok=false and the error under the outside policy, or nil when the
+// caller should pass the operation through to os.
+func (f *Fs) writeLoc(op, name string, follow bool) (l loc, ok bool, err error) {
+	l, err = f.resolve(op, name, follow)
+	if err != nil {
+		return l, false, err
+	}
+	if !l.inside {
+		if !f.opts.outsideWrites {
+			return l, false, pathErr(op, name, ErrOutsideRoot)
+		}
+		return l, false, nil
+	}
+	return l, true, nil
+}
+
+// Mkdir creates a directory in the layer.
+func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok, err := f.writeLoc("mkdir", name, false)
+	if !ok {
+		if err == nil {
+			err = os.Mkdir(name, perm)
+		}
+		return err
+	}
+	n, err := f.final(l)
+	if err != nil {
+		return fixErr(err, "mkdir", name)
+	}
+	if n.exists() {
+		return pathErr("mkdir", name, errExist)
+	}
+	f.paths.Set(l.rel, entry{kind: kindDir, meta: f.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ f.umask), opaque: true})
+	return nil
+}
+
+// MkdirAll creates a directory and its missing parents, as os.MkdirAll.
+func (f *Fs) MkdirAll(path string, perm fs.FileMode) error {
+	if fi, err := f.Stat(path); err == nil {
+		if fi.IsDir() {
+			return nil
+		}
+		return pathErr("mkdir", path, errNotDir)
+	}
+	i := len(path)
+	for i > 0 && os.IsPathSeparator(path[i-1]) {
+		i--
+	}
+	j := i
+	for j > 0 && !os.IsPathSeparator(path[j-1]) {
+		j--
+	}
+	if j > 1 {
+		if err := f.MkdirAll(path[:j-1], perm); err != nil {
+			return err
+		}
+	}
+	if err := f.Mkdir(path, perm); err != nil {
+		if fi, err1 := f.Lstat(path); err1 == nil && fi.IsDir() {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// SymlinkIfPossible implements afero.Linker: it creates newname as a
+// symlink to oldname in the layer.
+func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok, err := f.writeLoc("symlink", newname, false)
+	if !ok {
+		if err == nil {
+			return os.Symlink(oldname, newname)
+		}
+		return asLinkErr("symlink", oldname, newname, err)
+	}
+	n, err := f.final(l)
+	if err != nil {
+		return asLinkErr("symlink", oldname, newname, err)
+	}
+	if n.exists() || l.dirOnly {
+		return linkErr("symlink", oldname, newname, errExist)
+	}
+	if oldname == "" {
+		return linkErr("symlink", oldname, newname, errNoEnt)
+	}
+	f.paths.Set(l.rel, entry{kind: kindSymlink, meta: f.newMeta(fs.ModePerm), target: oldname})
+	return nil
+}
+
+// ReadlinkIfPossible implements afero.LinkReader.
+func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	l, err := f.resolve("readlink", name, false)
+	if err != nil {
+		return "", err
+	}
+	if !l.inside {
+		if !f.opts.outsideReads {
+			return "", pathErr("readlink", name, ErrOutsideRoot)
+		}
+		return os.Readlink(name)
+	}
+	n, err := f.final(l)
+	if err != nil {
+		return "", fixErr(err, "readlink", name)
+	}
+	switch {
+	case !n.exists():
+		return "", pathErr("readlink", name, errNoEnt)
+	case n.kind != kindSymlink:
+		return "", pathErr("readlink", name, errInval)
+	}
+	t, err := f.linkTarget(l.rel, n)
+	return t, fixErr(err, "readlink", name)
+}
+
+// Chmod changes the mode of name, following symlinks. A lower entry's
+// metadata is copied up; its content is not read.
+func (f *Fs) Chmod(name string, mode fs.FileMode) error {
+	return f.setMeta("chmod", name, func() error { return os.Chmod(name, mode) }, func(m *meta) {
+		m.perm = mode & permBits
+	})
+}
+
+// Chown changes the owner of name, following symlinks; -1 keeps a value.
+func (f *Fs) Chown(name string, uid, gid int) error {
+	return f.setMeta("chown", name, func() error { return os.Chown(name, uid, gid) }, func(m *meta) {
+		if uid != -1 {
+			m.uid = uid
+		}
+		if gid != -1 {
+			m.gid = gid
+		}
+	})
+}
+
+// Chtimes changes the modification time of name, following symlinks. A
+// zero time leaves it unchanged, as in os. Access times are not kept.
+func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
+	return f.setMeta("chtimes", name, func() error { return os.Chtimes(name, atime, mtime) }, func(m *meta) {
+		if !mtime.IsZero() {
+			m.mtime = mtime
+		}
+	})
+}
+
+func (f *Fs) setMeta(op, name string, outside func() error, set func(*meta)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok, err := f.writeLoc(op, name, true)
+	if !ok {
+		if err == nil {
+			err = outside()
+		}
+		return err
+	}
+	n, err := f.final(l)
+	if err != nil {
+		return fixErr(err, op, name)
+	}
+	if !n.exists() {
+		return pathErr(op, name, errNoEnt)
+	}
+	if l.dirOnly && n.kind != kindDir {
+		return pathErr(op, name, errNotDir)
+	}
+	e, err := f.copyUpLocked(l.rel, n)
+	if err != nil {
+		return fixErr(err, op, name)
+	}
+	if e.kind == kindFile {
+		set(&f.ownBlobLocked(e.ino).meta)
+	} else {
+		set(&e.meta)
+	}
+	f.paths.Set(l.rel, e)
+	return nil
+}
+
+// newMeta is the metadata of something created now by this process.
+func (f *Fs) newMeta(perm fs.FileMode) meta {
+	return meta{perm: perm, mtime: f.now(), uid: f.uid, gid: f.gid}
+}
+
+// copyUpLocked returns the layer entry for a node, making one from the
+// lower's metadata if needed (files stay lazy: no content is read).
+func (f *Fs) copyUpLocked(rel string, n node) (entry, error) {
+	if n.layer {
+		return n.e, nil
+	}
+	if n.fi == nil {
+		var err error
+		if n, err = f.lookup(rel, true); err != nil {
+			return entry{}, err
+		}
+	}
+	e := entry{kind: n.kind, meta: metaOf(n.fi)}
+	switch n.kind {
+	case kindFile:
+		e.ino = f.newBlobLocked(&blob{meta: e.meta, lazy: true, src: rel, size: n.fi.Size()})
+		e.meta = meta{}
+		f.dependLocked(rel, n.fi)
+	case kindSymlink:
+		t, err := os.Readlink(f.host(rel))
+		if err != nil {
+			return entry{}, err
+		}
+		e.target = t
+	}
+	return e, nil
+}
+
+// Remove removes a file, symlink or empty directory, as os.Remove.
+func (f *Fs) Remove(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok, err := f.writeLoc("remove", name, false)
+	if !ok {
+		if err == nil {
+			err = os.Remove(name)
+		}
+		return err
+	}
+	n, err := f.final(l)
+	if err != nil {
+		return fixErr(err, "remove", name)
+	}
+	switch {
+	case !n.exists():
+		return pathErr("remove", name, errNoEnt)
+	case l.dirOnly && n.kind != kindDir:
+		return pathErr("remove", name, errNotDir)
+	case l.rel == "":
+		return pathErr("remove", name, syscall.EBUSY)
+	}
+	if n.kind == kindDir {
+		ents, err := f.listLocked(l.rel, n)
+		if err != nil {
+			return fixErr(err, "remove", name)
+		}
+		if len(ents) > 0 {
+			return pathErr("remove", name, errNotEmpty)
+		}
+	}
+	f.unlinkLocked(l.rel, l.visible, n)
+	return nil
+}
+
+// RemoveAll removes name and everything below it, as os.RemoveAll: a
+// missing name is not an error.
+func (f *Fs) RemoveAll(name string) error {
+	if name == "" {
+		return nil
+	}
+	if name == "." || len(name) >= 2 && name[len(name)-1] == '.' && os.IsPathSeparator(name[len(name)-2]) {
+		return pathErr("RemoveAll", name, errInval)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok, err := f.writeLoc("unlinkat", name, false)
+	if !ok {
+		if err == nil {
+			return os.RemoveAll(name)
+		}
+		if errno(err) == errNoEnt {
+			return nil
+		}
+		return err
+	}
+	n, err := f.final(l)
+	if err != nil {
+		return fixErr(err, "unlinkat", name)
+	}
+	switch {
+	case !n.exists():
+		return nil
+	case l.dirOnly && n.kind != kindDir:
+		return pathErr("unlinkat", name, errNotDir)
+	case l.rel == "":
+		return pathErr("RemoveAll", name, syscall.EBUSY)
+	}
+	f.unlinkLocked(l.rel, l.visible, n)
+	return nil
+}
+
+// unlinkLocked removes rel and its subtree from the view: layer entries go,
+// and a whiteout hides the lower where it has something there.
+func (f *Fs) unlinkLocked(rel string, visible bool, n node) {
+	f.deleteTreeLocked(rel)
+	f.whiteoutLocked(rel, visible, n)
+}
+
+// whiteoutLocked hides the lower at rel if it shows something there.
+func (f *Fs) whiteoutLocked(rel string, visible bool, n node) {
+	if !visible {
+		return
+	}
+	low := n
+	if n.layer {
+		low = f.lowerNode(rel)
+	}
+	if !low.exists() {
+		return
+	}
+	if low.fi != nil {
+		f.dependLocked(rel, low.fi)
+	}
+	f.paths.Set(rel, entry{kind: kindWhiteout})
+}

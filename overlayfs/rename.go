@@ -1,0 +1,121 @@
+package overlayfs
+
+import (
+	"os"
+	"strings"
+	"syscall"
+)
+
+// Rename renames oldname to newname with POSIX rules, for lower and layer
+// files and directories alike. A lower directory is moved by listing its
+// subtree into the layer; file contents are not read (they stay lazy
+// references to the lower). Cost: O(size of the moved subtree).
+func (f *Fs) Rename(oldname, newname string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lo, err := f.resolve("rename", oldname, false)
+	if err != nil {
+		return asLinkErr("rename", oldname, newname, err)
+	}
+	ln, err := f.resolve("rename", newname, false)
+	if err != nil {
+		return asLinkErr("rename", oldname, newname, err)
+	}
+	if !lo.inside || !ln.inside {
+		switch {
+		case !f.opts.outsideWrites:
+			return linkErr("rename", oldname, newname, ErrOutsideRoot)
+		case lo.inside != ln.inside:
+			return linkErr("rename", oldname, newname, errXDev)
+		}
+		return os.Rename(oldname, newname)
+	}
+	no, err := f.final(lo)
+	if err != nil {
+		return asLinkErr("rename", oldname, newname, err)
+	}
+	nn, err := f.final(ln)
+	if err != nil {
+		return asLinkErr("rename", oldname, newname, err)
+	}
+	// os.Rename refuses an existing directory as the target before asking
+	// the kernel, naming a bad source first.
+	if nn.exists() && nn.kind == kindDir {
+		if !no.exists() {
+			return linkErr("rename", oldname, newname, errNoEnt)
+		}
+		if newname == oldname || lo.rel != ln.rel {
+			return linkErr("rename", oldname, newname, errExist)
+		}
+	}
+	switch {
+	case !no.exists():
+		return linkErr("rename", oldname, newname, errNoEnt)
+	case lo.dirOnly && no.kind != kindDir, ln.dirOnly && no.kind != kindDir:
+		return linkErr("rename", oldname, newname, errNotDir)
+	case lo.rel == "" || ln.rel == "":
+		return linkErr("rename", oldname, newname, syscall.EBUSY)
+	case lo.rel == ln.rel:
+		return nil
+	case no.kind == kindDir && strings.HasPrefix(ln.rel, lo.rel+"/"):
+		return linkErr("rename", oldname, newname, errInval)
+	case no.kind == kindDir && nn.exists() && nn.kind != kindDir:
+		return linkErr("rename", oldname, newname, errNotDir)
+	}
+	moved, err := f.subtreeLocked(lo.rel, no)
+	if err != nil {
+		return asLinkErr("rename", oldname, newname, err)
+	}
+	// Take the source out without dropping the contents being moved.
+	var keys []string
+	f.eachBelow(lo.rel, true, func(k string, _ entry) bool { keys = append(keys, k); return true })
+	for _, k := range keys {
+		f.paths.Delete(k)
+	}
+	f.whiteoutLocked(lo.rel, lo.visible, no)
+	if nn.exists() {
+		f.unlinkLocked(ln.rel, ln.visible, nn)
+	}
+	for _, m := range moved {
+		f.paths.Set(join(ln.rel, m.sub), m.e)
+	}
+	return nil
+}
+
+type movedEntry struct {
+	sub string // path below the moved root ("" for the root itself)
+	e   entry
+}
+
+// subtreeLocked returns the merged view of rel and everything below it as
+// layer entries, parents first. Directories become opaque: the moved tree
+// is exactly what is listed, nothing of the lower at the new place shows.
+func (f *Fs) subtreeLocked(rel string, n node) ([]movedEntry, error) {
+	var out []movedEntry
+	var add func(sub, rel string, n node) error
+	add = func(sub, rel string, n node) error {
+		e, err := f.copyUpLocked(rel, n)
+		if err != nil {
+			return err
+		}
+		if e.kind == kindDir {
+			e.opaque = true
+		}
+		out = append(out, movedEntry{sub, e})
+		if n.kind != kindDir {
+			return nil
+		}
+		ents, err := f.listLocked(rel, n)
+		if err != nil {
+			return err
+		}
+		for _, d := range ents {
+			if err := add(join(sub, d.name), join(rel, d.name), d.n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := add("", rel, n)
+	return out, err
+}

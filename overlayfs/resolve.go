@@ -1,0 +1,253 @@
+package overlayfs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// maxHops is the number of symlinks followed before ELOOP, as Linux does.
+const maxHops = 40
+
+// loc is a resolved name: where an operation on it lands.
+type loc struct {
+	name    string // as the caller passed it; used in errors
+	inside  bool
+	rel     string // root-relative slash path, when inside
+	host    string // host path
+	visible bool   // the lower shows through rel's parent
+	dirOnly bool   // the name ended in a slash: it must be a directory
+	n       node   // the node at rel, when have is set
+	have    bool
+}
+
+// resolve maps a caller's name to a location. Every operation goes through
+// it: it cleans the name, decides inside or outside the root, and follows
+// symlinks component by component in the merged view. The final component
+// is followed only when follow is set or the name ends in a slash.
+// Callers hold f.mu (read or write).
+func (f *Fs) resolve(op, name string, follow bool) (loc, error) {
+	if name == "" {
+		return loc{}, pathErr(op, name, errNoEnt)
+	}
+	abs := name
+	if !filepath.IsAbs(name) {
+		wd, err := getwd()
+		if err != nil {
+			return loc{}, pathErr(op, name, err)
+		}
+		abs = wd + "/" + name
+	}
+	dirOnly := strings.HasSuffix(name, "/") || strings.HasSuffix(name, "/.") || name == "."
+	follow = follow || dirOnly
+	var l loc
+	var err error
+	if rest, ok := f.within(lexClean(abs)); ok {
+		l, err = f.walk(op, name, splitRel(rest), follow, 0)
+	} else {
+		l, err = f.outside(op, name, abs, follow, 0)
+	}
+	l.name, l.dirOnly = name, dirOnly
+	return l, err
+}
+
+// within reports whether a lexically clean absolute path lies in the root,
+// and returns the root-relative rest (which may still hold "..").
+func (f *Fs) within(p string) (string, bool) {
+	if f.root == "/" {
+		return strings.TrimPrefix(p, "/"), true
+	}
+	if p == f.root {
+		return "", true
+	}
+	if strings.HasPrefix(p, f.root) && p[len(f.root)] == '/' {
+		return p[len(f.root)+1:], true
+	}
+	return "", false
+}
+
+// outside handles a name that is not lexically under the root: it is inside
+// after all if its longest existing ancestor canonicalizes into the root.
+func (f *Fs) outside(op, name, abs string, follow bool, hops int) (loc, error) {
+	clean := filepath.Clean(abs)
+	if canon := canonical(clean); canon != clean {
+		if rest, ok := f.within(canon); ok {
+			return f.walk(op, name, splitRel(rest), follow, hops)
+		}
+	}
+	return loc{host: clean}, nil
+}
+
+// canonical resolves the symlinks of the longest existing ancestor of p.
+func canonical(p string) string {
+	dir, rest := p, ""
+	for {
+		if _, err := os.Lstat(dir); err == nil {
+			break
+		}
+		next := filepath.Dir(dir)
+		if next == dir {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = next
+	}
+	r, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return p
+	}
+	return filepath.Join(r, rest)
+}
+
+type frame struct {
+	rel   string
+	under bool // the lower shows through this directory
+}
+
+// walk resolves root-relative components in the merged view.
+func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc, error) {
+	stack := []frame{{"", f.rootUnder()}}
+	for len(pending) > 0 {
+		c := pending[0]
+		pending = pending[1:]
+		if c == "" || c == "." {
+			continue
+		}
+		top := stack[len(stack)-1]
+		if c == ".." {
+			if len(stack) == 1 {
+				out := filepath.Join(append([]string{filepath.Dir(f.root)}, pending...)...)
+				return f.outside(op, name, out, follow, hops)
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		rel := join(top.rel, c)
+		last := len(pending) == 0
+		if last && !follow {
+			return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under}, nil
+		}
+		n, err := f.step(rel, top.under, last)
+		if err != nil {
+			return loc{}, fixErr(err, op, name)
+		}
+		switch n.kind {
+		case kindNone:
+			if last {
+				return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, n: n, have: true}, nil
+			}
+			return loc{}, pathErr(op, name, errNoEnt)
+		case kindSymlink:
+			if hops++; hops > maxHops {
+				return loc{}, pathErr(op, name, errLoop)
+			}
+			target, err := f.linkTarget(rel, n)
+			if err != nil {
+				return loc{}, fixErr(err, op, name)
+			}
+			if !filepath.IsAbs(target) {
+				pending = append(splitRel(target), pending...)
+				continue
+			}
+			if rest, ok := f.within(lexClean(target)); ok {
+				stack = stack[:1]
+				pending = append(splitRel(rest), pending...)
+				continue
+			}
+			return f.outside(op, name, filepath.Join(append([]string{target}, pending...)...), follow, hops)
+		case kindDir:
+			if last {
+				return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, n: n, have: true}, nil
+			}
+			stack = append(stack, frame{rel, n.under})
+		default:
+			if last {
+				return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, n: n, have: true}, nil
+			}
+			return loc{}, pathErr(op, name, errNotDir)
+		}
+	}
+	// The name ended at a directory already on the stack ("a/..", the root).
+	top := stack[len(stack)-1]
+	visible := true
+	if len(stack) > 1 {
+		visible = stack[len(stack)-2].under
+	}
+	l := loc{inside: true, rel: top.rel, host: f.host(top.rel), visible: visible}
+	if top.rel == "" {
+		n, err := f.rootNode()
+		if err != nil {
+			return loc{}, fixErr(err, op, name)
+		}
+		l.n, l.have = n, true
+	}
+	return l, nil
+}
+
+// step looks up one component. Intermediate lower directories are served
+// from the cache of known real directories, so a deep path costs no system
+// calls beyond the first visit.
+func (f *Fs) step(rel string, visible, last bool) (node, error) {
+	if !last && visible {
+		if _, ok := f.paths.Get(rel); !ok {
+			if _, ok := f.dirs.Load(rel); ok {
+				return node{kind: kindDir, under: true}, nil
+			}
+		}
+	}
+	return f.lookup(rel, visible)
+}
+
+// rootUnder reports whether the lower shows through the root.
+func (f *Fs) rootUnder() bool {
+	e, ok := f.paths.Get("")
+	return !ok || !e.opaque
+}
+
+// rootNode returns the node of the root directory itself.
+func (f *Fs) rootNode() (node, error) {
+	if e, ok := f.paths.Get(""); ok {
+		return node{kind: kindDir, layer: true, e: e, under: !e.opaque}, nil
+	}
+	fi, err := os.Stat(f.root)
+	if err != nil {
+		return node{}, err
+	}
+	return node{kind: kindDir, fi: fi, under: true}, nil
+}
+
+// linkTarget returns the target of a symlink node.
+func (f *Fs) linkTarget(rel string, n node) (string, error) {
+	if n.layer {
+		return n.e.target, nil
+	}
+	return os.Readlink(f.host(rel))
+}
+
+// lexClean removes empty and "." components and duplicate slashes but keeps
+// "..", whose meaning depends on symlinks.
+func lexClean(p string) string {
+	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") && !strings.HasSuffix(p, "/") {
+		return p
+	}
+	parts := strings.Split(p, "/")
+	out := parts[:0]
+	for _, s := range parts {
+		if s != "" && s != "." {
+			out = append(out, s)
+		}
+	}
+	return "/" + strings.Join(out, "/")
+}
+
+// splitRel splits a slash path into its non-empty components.
+func splitRel(p string) []string {
+	p = filepath.ToSlash(p)
+	var out []string
+	for s := range strings.SplitSeq(p, "/") {
+		if s != "" && s != "." {
+			out = append(out, s)
+		}
+	}
+	return out
+}
