@@ -53,14 +53,14 @@ func (osTarget) Open(name string) (afero.File, error)         { return nilFile(o
 func (osTarget) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
 	return nilFile(os.OpenFile(name, flag, perm))
 }
-func (osTarget) Remove(name string) error                    { return os.Remove(name) }
-func (osTarget) RemoveAll(path string) error                 { return os.RemoveAll(path) }
-func (osTarget) Rename(oldname, newname string) error        { return os.Rename(oldname, newname) }
-func (osTarget) Stat(name string) (os.FileInfo, error)       { return os.Stat(name) }
-func (osTarget) Name() string                                { return "os" }
-func (osTarget) Chmod(name string, mode os.FileMode) error   { return os.Chmod(name, mode) }
-func (osTarget) Chown(name string, uid, gid int) error       { return os.Chown(name, uid, gid) }
-func (osTarget) Chtimes(name string, a, m time.Time) error   { return os.Chtimes(name, a, m) }
+func (osTarget) Remove(name string) error                        { return os.Remove(name) }
+func (osTarget) RemoveAll(path string) error                     { return os.RemoveAll(path) }
+func (osTarget) Rename(oldname, newname string) error            { return os.Rename(oldname, newname) }
+func (osTarget) Stat(name string) (os.FileInfo, error)           { return os.Stat(name) }
+func (osTarget) Name() string                                    { return "os" }
+func (osTarget) Chmod(name string, mode os.FileMode) error       { return os.Chmod(name, mode) }
+func (osTarget) Chown(name string, uid, gid int) error           { return os.Chown(name, uid, gid) }
+func (osTarget) Chtimes(name string, a, m time.Time) error       { return os.Chtimes(name, a, m) }
 func (osTarget) SymlinkIfPossible(oldname, newname string) error { return os.Symlink(oldname, newname) }
 func (osTarget) ReadlinkIfPossible(name string) (string, error)  { return os.Readlink(name) }
 func (osTarget) LstatIfPossible(name string) (os.FileInfo, bool, error) {
@@ -383,7 +383,7 @@ func origTree(t testing.TB, fixture string) string {
 // osCopy returns a fresh copy of orig in a temp dir for os to mutate.
 func osCopy(t testing.TB, orig string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "copy")
+	dir := filepath.Join(t.TempDir(), filepath.Base(orig))
 	if err := copyTree(orig, dir); err != nil {
 		t.Fatal(err)
 	}
@@ -1040,4 +1040,12 @@ func differential(t testing.TB, orig string, ops []op, opts ...overlayfs.Option)
 	errs = append(errs, diffTrees(wantTree, gotTree)...)
 	errs = append(errs, checkChanges(c, orig, copyDir)...)
 	return errs
+}
+
+func isSorted(s []string) bool { return slices.IsSorted(s) }
+
+func sortStrings(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }
