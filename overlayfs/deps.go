@@ -27,7 +27,7 @@ func depOf(fi fs.FileInfo) dep {
 
 // dependLocked records the first state of a lower path the layer relies on.
 func (f *Fs) dependLocked(rel string, fi fs.FileInfo) {
-	if _, ok := f.deps[rel]; !ok {
-		f.deps[rel] = depOf(fi)
+	if _, ok := f.deps.Get(rel); !ok {
+		f.deps.Set(rel, depOf(fi))
 	}
 }

@@ -503,10 +503,7 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 	if err != nil {
 		return nil, fixErr(err, "", o.name)
 	}
-	if n := infoName(o.name); fi.Name() != n {
-		return renamedInfo{fi, n}, nil
-	}
-	return fi, nil
+	return renameInfo(fi, infoName(o.name)), nil
 }
 
 func (o *osFile) Read(p []byte) (int, error) {

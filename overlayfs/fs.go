@@ -30,11 +30,11 @@ type Fs struct {
 	gid   int
 	fam   *family
 
-	mu     sync.RWMutex
-	paths  *btree.Map[string, entry] // root-relative slash path -> entry
-	blobs  *btree.Map[uint64, *blob] // file identity -> content
-	gen    uint64                    // blobs with another gen are shared: clone before writing
-	deps   map[string]dep            // lower files the layer depends on (for Commit)
+	mu    sync.RWMutex
+	paths *btree.Map[string, entry] // root-relative slash path -> entry
+	blobs *btree.Map[uint64, *blob] // file identity -> content
+	gen   uint64                    // blobs with another gen are shared: clone before writing
+	deps  *btree.Map[string, dep]   // lower paths the layer depends on (for Commit)
 
 	hmu    sync.Mutex
 	opened map[uint64]int  // open handle count per file identity
@@ -121,7 +121,7 @@ func (f *Fs) resetLocked() {
 	f.paths = btree.NewMap[string, entry](32)
 	f.blobs = btree.NewMap[uint64, *blob](32)
 	f.gen = f.fam.gen.Add(1)
-	f.deps = make(map[string]dep)
+	f.deps = btree.NewMap[string, dep](32)
 	f.hmu.Lock()
 	f.opened = make(map[uint64]int)
 	f.orphan = make(map[uint64]bool)

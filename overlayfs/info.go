@@ -35,10 +35,7 @@ func (fi renamedInfo) Name() string { return fi.name }
 // infoLocked returns the FileInfo of a node under the given name.
 func (f *Fs) infoLocked(name string, n node) fs.FileInfo {
 	if !n.layer {
-		if n.fi.Name() == name {
-			return n.fi
-		}
-		return renamedInfo{n.fi, name}
+		return renameInfo(n.fi, name)
 	}
 	e := n.e
 	m := e.meta

@@ -1,0 +1,258 @@
+package overlayfs
+
+import (
+	"bytes"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+)
+
+// ChangeKind says how a path differs from the lower.
+type ChangeKind uint8
+
+const (
+	Added    ChangeKind = iota + 1 // in the view, not in the lower
+	Modified                       // in both, with other content, mode, symlink target or type
+	Deleted                        // in the lower, not in the view
+)
+
+func (k ChangeKind) String() string {
+	switch k {
+	case Added:
+		return "added"
+	case Modified:
+		return "modified"
+	case Deleted:
+		return "deleted"
+	}
+	return "ChangeKind(" + string(rune('0'+k)) + ")"
+}
+
+// Change is one path at which the view differs from the lower.
+type Change struct {
+	Path    string      // slash-separated, relative to Root()
+	Kind    ChangeKind  //
+	Mode    fs.FileMode // in the view, type bits included; 0 when Deleted
+	OldMode fs.FileMode // in the lower; 0 when Added
+}
+
+// String formats a change like git's name-status: "A path", "M path", "D path".
+func (c Change) String() string {
+	return strings.ToUpper(c.Kind.String()[:1]) + " " + c.Path
+}
+
+// side is one side of a change: what a path is in the lower or the view.
+type side struct {
+	kind   kind
+	mode   fs.FileMode // type bits included
+	target string      // symlink
+	host   string      // file content on disk, when lazy
+	data   []byte      // file content in memory, when !lazy
+	lazy   bool
+	size   int64
+}
+
+func (s side) content() ([]byte, error) {
+	switch {
+	case s.kind == kindSymlink:
+		return []byte(s.target), nil
+	case s.lazy:
+		return os.ReadFile(s.host)
+	}
+	return s.data, nil
+}
+
+// change is a Change with both sides, for patches.
+type change struct {
+	Change
+	old, new side
+}
+
+// Changes returns every path at which the view differs from the lower,
+// sorted by path. A file written back to its original bytes and mode is not
+// a change; a deleted lower directory lists itself and its descendants.
+// Times and owners are not compared. Cost: O(layer) plus a read of each
+// changed file's lower content that has the same size as the new content.
+func (f *Fs) Changes() []Change {
+	cs, _ := f.changes()
+	out := make([]Change, len(cs))
+	for i, c := range cs {
+		out[i] = c.Change
+	}
+	return out
+}
+
+func (f *Fs) changes() ([]change, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []change
+	var firstErr error
+	note := func(err error) {
+		if firstErr == nil && err != nil {
+			firstErr = err
+		}
+	}
+	f.paths.Scan(func(k string, e entry) bool {
+		if k == "" {
+			return true
+		}
+		low := f.lowerSide(k)
+		var view side
+		if e.kind != kindWhiteout {
+			view = f.viewSide(e)
+		}
+		c, ok, err := compare(k, low, view)
+		note(err)
+		if ok {
+			out = append(out, c)
+		}
+		if low.kind == kindDir && (e.kind != kindDir || e.opaque) {
+			note(f.deletedBelow(k, &out))
+		}
+		return true
+	})
+	slices.SortFunc(out, func(a, b change) int { return strings.Compare(a.Path, b.Path) })
+	return out, firstErr
+}
+
+// deletedBelow lists the lower's subtree of rel, which the view hides, as
+// deletions; paths the layer has are left to their own entries.
+func (f *Fs) deletedBelow(rel string, out *[]change) error {
+	des, err := os.ReadDir(f.host(rel))
+	if err != nil {
+		return err
+	}
+	for _, de := range des {
+		p := join(rel, de.Name())
+		if _, ok := f.paths.Get(p); ok {
+			continue
+		}
+		low := f.lowerSide(p)
+		if low.kind == kindNone {
+			continue
+		}
+		*out = append(*out, change{Change: Change{Path: p, Kind: Deleted, OldMode: low.mode}, old: low})
+		if low.kind == kindDir {
+			if err := f.deletedBelow(p, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lowerSide returns what the lower tree has at rel: every ancestor must be
+// a real directory there, so a lower symlink is never followed.
+func (f *Fs) lowerSide(rel string) side {
+	for p := parent(rel); p != ""; p = parent(p) {
+		if _, ok := f.dirs.Load(p); ok {
+			break
+		}
+		fi, err := os.Lstat(f.host(p))
+		if err != nil || !fi.IsDir() {
+			return side{}
+		}
+		f.dirs.Store(p, struct{}{})
+	}
+	fi, err := os.Lstat(f.host(rel))
+	if err != nil {
+		return side{}
+	}
+	s := side{kind: kindOfMode(fi.Mode()), mode: fi.Mode(), size: fi.Size(), host: f.host(rel), lazy: true}
+	if s.kind == kindSymlink {
+		s.target, _ = os.Readlink(s.host)
+	}
+	return s
+}
+
+// viewSide returns what a layer entry shows.
+func (f *Fs) viewSide(e entry) side {
+	switch e.kind {
+	case kindDir:
+		return side{kind: kindDir, mode: fs.ModeDir | e.perm}
+	case kindSymlink:
+		return side{kind: kindSymlink, mode: fs.ModeSymlink | e.perm, target: e.target}
+	}
+	b := f.blobLocked(e.ino)
+	if b == nil {
+		return side{}
+	}
+	s := side{kind: kindFile, mode: b.perm, size: b.len(), lazy: b.lazy}
+	if b.lazy {
+		s.host = f.host(b.src)
+	} else {
+		s.data = b.data
+	}
+	return s
+}
+
+// compare returns the change at rel between a lower side and a view side.
+func compare(rel string, low, view side) (change, bool, error) {
+	c := change{Change: Change{Path: rel, Mode: view.mode, OldMode: low.mode}, old: low, new: view}
+	switch {
+	case low.kind == kindNone && view.kind == kindNone:
+		return c, false, nil
+	case low.kind == kindNone:
+		c.Kind = Added
+		return c, true, nil
+	case view.kind == kindNone:
+		c.Kind = Deleted
+		return c, true, nil
+	}
+	c.Kind = Modified
+	if low.kind != view.kind || low.mode != view.mode {
+		return c, true, nil
+	}
+	switch low.kind {
+	case kindSymlink:
+		return c, low.target != view.target, nil
+	case kindFile:
+		same, err := sameContent(low, view)
+		return c, !same, err
+	}
+	return c, false, nil
+}
+
+// sameContent compares a lower file with a view file, reading as little as
+// it can: a lazy view of the same lower file is equal without a read.
+func sameContent(low, view side) (bool, error) {
+	if view.lazy && view.host == low.host {
+		return true, nil
+	}
+	if low.size != view.size {
+		return false, nil
+	}
+	if !view.lazy {
+		return equalFile(low.host, view.data)
+	}
+	a, err := os.ReadFile(view.host)
+	if err != nil {
+		return false, err
+	}
+	return equalFile(low.host, a)
+}
+
+// equalFile reports whether the file at host holds exactly data, streaming.
+func equalFile(host string, data []byte) (bool, error) {
+	fh, err := os.Open(host)
+	if err != nil {
+		return false, err
+	}
+	defer fh.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := io.ReadFull(fh, buf)
+		if n > len(data) || !bytes.Equal(buf[:n], data[:n]) {
+			return false, nil
+		}
+		data = data[n:]
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return len(data) == 0, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+}

@@ -1,0 +1,76 @@
+// Package overlayfs is a copy-on-write [afero.Fs] over a real directory
+// tree, the root. Reads pass through to the root; every mutation stays in
+// an in-memory layer. To the code using it, the Fs behaves like a writable
+// copy of the root: same paths, same errors as package os on Linux. The
+// root itself is never written (unless [Fs.Commit] is called).
+//
+// Afterwards the layer can be listed ([Fs.Changes]), rendered as a git
+// patch ([Fs.WriteDiff]), read entry by entry ([Fs.Layer]), snapshotted and
+// forked in O(1) ([Fs.Snapshot], [Fs.Fork]), discarded ([Fs.Reset]) or
+// written to the root ([Fs.Commit]).
+//
+// # Path names
+//
+// Names are OS paths exactly as os takes them: absolute, or relative to the
+// process working directory at the time of the call. The root is made
+// absolute and its symlinks resolved once, in [New]. A name is inside the
+// root when, cleaned (with the symlinks of its longest existing ancestor
+// resolved, so that /var and /private/var style aliases agree), it lies
+// under the root. Inside the root, symlinks are resolved component by
+// component in the merged view, so a symlink made in the layer works like a
+// real one; after 40 symlinks resolution fails with ELOOP.
+//
+// Reads outside the root pass through to the real file system, unless
+// [DenyOutsideReads] is given. Writes outside the root fail with an error
+// wrapping [ErrOutsideRoot] (which also matches [fs.ErrPermission]),
+// unless [AllowOutsideWrites] is given. This holds for names reaching
+// outside through "..", and through symlinks inside the root that point
+// outside it.
+//
+// [Fs.IOFS] gives an [io/fs] view rooted at the root.
+//
+// # Semantics
+//
+// The layer follows the kernel's overlayfs and POSIX. Deleting a lower
+// entry leaves a whiteout; RemoveAll of a lower directory hides its whole
+// subtree; a directory created where a lower one was deleted is opaque: the
+// lower's children never reappear. New files and directories get
+// perm &^ umask. A copy-up keeps mode, mtime and owner; Chmod, Chown and
+// Chtimes of a lower entry copy up its metadata only. Opening a lower file
+// for writing copies it up lazily: its bytes are read at the first write
+// that needs them, and O_TRUNC never reads them. Rename works for lower
+// files and directories (the kernel says EXDEV; afero says EPERM); a
+// renamed lower file keeps referring to the lower's bytes until written.
+// Directory listings merge the layer and the lower and come back sorted by
+// name from Readdir, Readdirnames and ReadDir alike.
+//
+// Not kept: access times, hard links, directory modification times
+// changing with their entries, and permission checks (the process is
+// assumed to be allowed everything the root's owner is).
+//
+// # Concurrency
+//
+// An Fs is safe for concurrent use by many goroutines. Handles are too.
+// Mutations are serialized by one lock per Fs; lower reads run in
+// parallel. Two goroutines racing on the first write or append to a lower
+// file never lose bytes: the copy-up happens once, under the lock.
+//
+// The lower must not change while an Fs uses it: its directories are cached
+// as seen once. Commit checks the files the layer depends on.
+//
+// # Errors
+//
+// Errors are *[fs.PathError] and *[os.LinkError] carrying the name the
+// caller passed (never the host path resolved from it), wrapping the errno
+// Linux would give: [syscall.ENOENT], [syscall.ENOTDIR],
+// [syscall.ENOTEMPTY], [syscall.EISDIR], [syscall.ELOOP] and so on, so
+// errors.Is(err, fs.ErrNotExist) and friends work as with os.
+//
+// # Costs
+//
+// The layer is a copy-on-write B-tree keyed by root-relative path: lookups
+// are O(log n), Snapshot, Restore and Fork are O(1), Changes is O(layer),
+// listing a directory costs the lower's ReadDir plus that directory's layer
+// children. Renaming a directory is O(size of its subtree), without reading
+// file contents.
+package overlayfs

@@ -1,0 +1,181 @@
+package overlayfs
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"time"
+)
+
+// EntryType is the type of a layer entry.
+type EntryType uint8
+
+const (
+	EntryFile     EntryType = iota + 1 // a regular file
+	EntryDir                           // a directory
+	EntrySymlink                       // a symbolic link
+	EntryWhiteout                      // a deletion of what the lower has at the path
+)
+
+func (t EntryType) String() string {
+	switch t {
+	case EntryFile:
+		return "file"
+	case EntryDir:
+		return "dir"
+	case EntrySymlink:
+		return "symlink"
+	case EntryWhiteout:
+		return "whiteout"
+	}
+	return fmt.Sprintf("EntryType(%d)", uint8(t))
+}
+
+// LayerEntry is one entry of the layer as a low-level tool (package kernel,
+// an archive writer) sees it: what an overlayfs upper directory holds.
+type LayerEntry struct {
+	Path     string      // slash-separated, relative to Root(); never "" (the root itself)
+	Type     EntryType   //
+	Mode     fs.FileMode // permission bits plus setuid, setgid, sticky; no type bits
+	ModTime  time.Time   //
+	Uid, Gid int         //
+	Opaque   bool        // directory: nothing of the lower at Path shows through
+	Target   string      // symlink target
+	Size     int64       // file size
+
+	data []byte // file content, when in memory
+	host string // file content on the lower, when not
+}
+
+// Open returns the content of a file entry, from memory or from the lower
+// file it still refers to. The content is the one at the time of Layer.
+func (e LayerEntry) Open() (io.ReadCloser, error) {
+	if e.Type != EntryFile {
+		return nil, pathErr("open", e.Path, errInval)
+	}
+	if e.host != "" {
+		return os.Open(e.host)
+	}
+	return io.NopCloser(bytes.NewReader(e.data)), nil
+}
+
+// Layer returns every layer entry, sorted by path, as a consistent
+// snapshot: later changes to the Fs do not show in it. A parent of an entry
+// always exists in the view but may have no entry itself (then it is the
+// lower's directory, unchanged). Whiteouts exist only where the lower has
+// the path. Cost: O(layer entries); content is not copied.
+func (f *Fs) Layer() []LayerEntry {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// Freeze the blobs: from now on writes through f clone before changing.
+	f.gen = f.fam.gen.Add(1)
+	var out []LayerEntry
+	f.paths.Scan(func(k string, e entry) bool {
+		if k == "" {
+			return true
+		}
+		le := LayerEntry{Path: k, Opaque: e.opaque, Target: e.target}
+		m := e.meta
+		switch e.kind {
+		case kindFile:
+			le.Type = EntryFile
+			b := f.blobLocked(e.ino)
+			if b == nil {
+				return true
+			}
+			m, le.Size = b.meta, b.len()
+			if b.lazy {
+				le.host = f.host(b.src)
+			} else {
+				le.data = b.data
+			}
+		case kindDir:
+			le.Type = EntryDir
+		case kindSymlink:
+			le.Type = EntrySymlink
+		case kindWhiteout:
+			le.Type = EntryWhiteout
+		}
+		le.Mode, le.ModTime, le.Uid, le.Gid = m.perm, m.mtime, m.uid, m.gid
+		out = append(out, le)
+		return true
+	})
+	return out
+}
+
+// PutEntry stacks e on top of the current view, as an overlayfs upper
+// layer would: a whiteout removes the path and its subtree; an opaque
+// directory replaces whatever was there with an empty directory; a
+// non-opaque directory over a directory keeps its children; a file or
+// symlink replaces. content is read for files. The parent must exist in the
+// view as a directory (put parents first). Paths are taken literally: no
+// symlink is followed.
+func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
+	rel := e.Path
+	if rel == "" || !fs.ValidPath(rel) || rel == "." || path.Clean(rel) != rel {
+		return pathErr("put", e.Path, fs.ErrInvalid)
+	}
+	var data []byte
+	if e.Type == EntryFile && content != nil {
+		var err error
+		if data, err = io.ReadAll(content); err != nil {
+			return pathErr("put", e.Path, err)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pn := f.nodeAtLocked(parent(rel))
+	if pn.kind != kindDir {
+		if pn.exists() {
+			return pathErr("put", e.Path, errNotDir)
+		}
+		return pathErr("put", e.Path, errNoEnt)
+	}
+	visible := pn.under
+	cur, err := f.lookup(rel, visible)
+	if err != nil {
+		return pathErr("put", e.Path, err)
+	}
+	m := meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}
+	switch e.Type {
+	case EntryWhiteout:
+		if cur.exists() {
+			f.unlinkLocked(rel, visible, cur)
+		}
+	case EntryDir:
+		ne := entry{kind: kindDir, meta: m, opaque: true}
+		if cur.kind == kindDir && !e.Opaque {
+			ne.opaque = cur.layer && cur.e.opaque
+		} else {
+			f.deleteTreeLocked(rel)
+		}
+		f.paths.Set(rel, ne)
+	case EntryFile:
+		f.deleteTreeLocked(rel)
+		f.paths.Set(rel, entry{kind: kindFile, ino: f.newBlobLocked(&blob{meta: m, data: data})})
+	case EntrySymlink:
+		f.deleteTreeLocked(rel)
+		f.paths.Set(rel, entry{kind: kindSymlink, meta: m, target: e.Target})
+	default:
+		return pathErr("put", e.Path, fs.ErrInvalid)
+	}
+	return nil
+}
+
+// nodeAtLocked returns the node at a literal root-relative path: no
+// symlink is followed.
+func (f *Fs) nodeAtLocked(rel string) node {
+	if rel == "" {
+		n, _ := f.rootNode()
+		return n
+	}
+	pn := f.nodeAtLocked(parent(rel))
+	if pn.kind != kindDir {
+		return node{}
+	}
+	n, _ := f.lookup(rel, pn.under)
+	return n
+}
