@@ -1,0 +1,53 @@
+package overlayfs
+
+import (
+	"io"
+
+	"github.com/cowfs/cowfs/internal/gitdiff"
+)
+
+// WriteDiff writes the layer as a git patch, paths relative to the root, in
+// path order (except that where a path turns from a directory into a file,
+// the deletions under it come first: git apply does not reorder).
+//
+// The guarantee: in a copy of the root, `git apply` of the patch
+// reproduces every file and symlink of the view byte for byte, with its
+// executable bit, and `git apply -R` undoes it. A git patch cannot carry
+// empty directories, directory modes, times, owners, or any mode bit of a
+// file other than the executable bit; those changes are left out.
+func (f *Fs) WriteDiff(w io.Writer) error {
+	f.freeze()
+	cs, err := f.changes()
+	if err != nil {
+		return err
+	}
+	return gitdiff.Write(w, patchChanges(cs))
+}
+
+// freeze makes the current contents immutable to later writes through f
+// (they clone first), so they can be read without holding the lock.
+func (f *Fs) freeze() {
+	f.mu.Lock()
+	f.gen = f.fam.gen.Add(1)
+	f.mu.Unlock()
+}
+
+// patchChanges keeps the file and symlink sides of changes: git knows
+// nothing else.
+func patchChanges(cs []change) []gitdiff.Change {
+	var out []gitdiff.Change
+	for _, c := range cs {
+		gc := gitdiff.Change{Path: c.Path, Old: patchFile(c.old), New: patchFile(c.new)}
+		if gc.Old != nil || gc.New != nil {
+			out = append(out, gc)
+		}
+	}
+	return out
+}
+
+func patchFile(s side) *gitdiff.File {
+	if s.kind != kindFile && s.kind != kindSymlink {
+		return nil
+	}
+	return &gitdiff.File{Mode: s.mode, Content: s.content}
+}
