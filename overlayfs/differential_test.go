@@ -4,10 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/cowfs/cowfs/overlayfs"
 )
 
 const (
@@ -338,3 +346,367 @@ func TestDifferentialPaths(t *testing.T) {
 		{name: "private-dir", ops: []op{readFile("private/diary.txt"), writeFile("private/new", "n", 0o644), lstat("private/new"), readFile("secrets/key.pem")}},
 	})
 }
+
+// TestUmask runs creating ops under a process umask and the same WithUmask.
+// Not parallel: the process umask is global.
+func TestUmask(t *testing.T) {
+	ops := []op{
+		writeFile("f666", "x", 0o666),
+		writeFile("f777", "x", 0o777),
+		openFile(0, "f700", wronly|creat|excl, 0o700),
+		mkdir("d777", 0o777),
+		mkdirAll("p/q/r", 0o777),
+		symlink("f666", "l"),
+		create(1, "created"),
+		lstat("f666"), lstat("f777"), lstat("f700"), lstat("d777"), lstat("p/q"), lstat("l"), lstat("created"),
+	}
+	orig := origTree(t, "small")
+	t.Run("default", func(t *testing.T) {
+		if err := errors.Join(differential(t, orig, ops)...); err != nil {
+			t.Errorf("ops:\n\t%s\nmismatches:\n%v", opList(ops), err)
+		}
+	})
+	for _, mask := range []int{0o027, 0o077, 0} {
+		t.Run(fmt.Sprintf("%#o", mask), func(t *testing.T) {
+			old := syscall.Umask(mask)
+			defer syscall.Umask(old)
+			if err := errors.Join(differential(t, orig, ops, overlayfs.WithUmask(fs.FileMode(mask)))...); err != nil {
+				t.Errorf("ops:\n\t%s\nmismatches:\n%v", opList(ops), err)
+			}
+		})
+	}
+}
+
+// outsideTree lays out parent/{root,outside} with symlinks in root that lead
+// out of it, and returns the three directories.
+func outsideTree(t *testing.T) (parent, root, outside string) {
+	t.Helper()
+	parent = t.TempDir()
+	root = filepath.Join(parent, "root")
+	writeTree(t, "small", root)
+	outside = filepath.Join(parent, "outside")
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "file.txt"), []byte("outside\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"escape":      "../outside",
+		"escape-file": "../outside/file.txt",
+		"abs-escape":  outside,
+		"escape-new":  "../outside/new-via-link",
+		"d/up":        "../../outside",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return parent, root, outside
+}
+
+type namedCall struct {
+	name string
+	call func() error
+}
+
+// writesOutside are calls that would write outside root, each reached a
+// different way.
+func writesOutside(c *overlayfs.Fs, root, outside string) []namedCall {
+	o := func(rel string) string { return filepath.Join(outside, rel) }
+	r := func(rel string) string { return root + "/" + rel }
+	openW := func(name string, flag int) func() error {
+		return func() error {
+			f, err := c.OpenFile(name, flag, 0o644)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}
+	}
+	return []namedCall{
+		{"create outside", openW(o("new"), os.O_WRONLY|os.O_CREATE)},
+		{"open outside file rdwr", openW(o("file.txt"), os.O_RDWR)},
+		{"open outside file wronly", openW(o("file.txt"), os.O_WRONLY)},
+		{"open outside file trunc", openW(o("file.txt"), os.O_RDONLY|os.O_TRUNC)},
+		{"open outside file append", openW(o("file.txt"), os.O_WRONLY|os.O_APPEND)},
+		{"Create root/../outside", func() error { _, err := c.Create(root + "/../outside/x"); return err }},
+		{"Create root/d/../../outside", func() error { _, err := c.Create(root + "/d/../../outside/y"); return err }},
+		{"create via dir symlink", openW(r("escape/new"), os.O_WRONLY|os.O_CREATE)},
+		{"create via nested dir symlink", openW(r("d/up/new"), os.O_WRONLY|os.O_CREATE)},
+		{"create via absolute dir symlink", openW(r("abs-escape/new"), os.O_WRONLY|os.O_CREATE)},
+		{"write via file symlink", openW(r("escape-file"), os.O_WRONLY)},
+		{"create via dangling symlink", openW(r("escape-new"), os.O_WRONLY|os.O_CREATE)},
+		{"mkdir outside", func() error { return c.Mkdir(o("d"), 0o755) }},
+		{"mkdir via symlink", func() error { return c.Mkdir(r("escape/d"), 0o755) }},
+		{"mkdirall outside", func() error { return c.MkdirAll(o("d/e"), 0o755) }},
+		{"remove outside", func() error { return c.Remove(o("file.txt")) }},
+		{"remove via symlink", func() error { return c.Remove(r("escape/file.txt")) }},
+		{"removeall outside", func() error { return c.RemoveAll(outside) }},
+		{"rename into outside", func() error { return c.Rename(r("a"), o("a")) }},
+		{"rename from outside", func() error { return c.Rename(o("file.txt"), r("stolen")) }},
+		{"rename via symlink", func() error { return c.Rename(r("a"), r("escape/a")) }},
+		{"chmod outside", func() error { return c.Chmod(o("file.txt"), 0o600) }},
+		{"chmod via file symlink", func() error { return c.Chmod(r("escape-file"), 0o600) }},
+		{"chown outside", func() error { return c.Chown(o("file.txt"), 1, 1) }},
+		{"chtimes outside", func() error { return c.Chtimes(o("file.txt"), t1, t1) }},
+		{"chtimes via symlink", func() error { return c.Chtimes(r("escape-file"), t1, t1) }},
+		{"symlink outside", func() error { return c.SymlinkIfPossible("x", o("l")) }},
+		{"symlink via dir symlink", func() error { return c.SymlinkIfPossible("x", r("escape/l")) }},
+	}
+}
+
+func TestOutsideRootWritesRefused(t *testing.T) {
+	parent, root, outside := outsideTree(t)
+	sum := hashTree(t, parent)
+	c := newCow(t, root)
+	for _, w := range writesOutside(c, root, outside) {
+		err := w.call()
+		var pe *fs.PathError
+		var le *os.LinkError
+		switch {
+		case err == nil:
+			t.Errorf("%s: err = nil, want ErrOutsideRoot", w.name)
+		case !errors.Is(err, overlayfs.ErrOutsideRoot) || !errors.Is(err, fs.ErrPermission):
+			t.Errorf("%s: err = %v, want errors.Is ErrOutsideRoot and fs.ErrPermission", w.name, err)
+		case !errors.As(err, &pe) && !errors.As(err, &le):
+			t.Errorf("%s: err = %T, want *fs.PathError or *os.LinkError", w.name, err)
+		}
+	}
+	checkUnchanged(t, parent, sum)
+	if cs := c.Changes(); len(cs) != 0 {
+		t.Errorf("refused writes left changes: %s", fmtChanges(cs))
+	}
+	// What stays inside is allowed: removing or renaming the escaping link itself.
+	if err := c.Remove(root + "/escape-file"); err != nil {
+		t.Errorf("Remove(in-root link to outside) = %v, want nil", err)
+	}
+	if err := c.Rename(root+"/escape", root+"/esc2"); err != nil {
+		t.Errorf("Rename(in-root link to outside) = %v, want nil", err)
+	}
+	if err := afero.WriteFile(c, root+"/d/../inside.txt", []byte("in"), 0o644); err != nil {
+		t.Errorf("write to root/d/../inside.txt = %v, want nil", err)
+	}
+	checkUnchanged(t, parent, sum)
+}
+
+func TestOutsideRootReadsPassThrough(t *testing.T) {
+	parent, root, outside := outsideTree(t)
+	sum := hashTree(t, parent)
+	c := newCow(t, root)
+	for _, name := range []string{
+		filepath.Join(outside, "file.txt"),
+		root + "/../outside/file.txt",
+		root + "/escape/file.txt",
+		root + "/escape-file",
+		root + "/abs-escape/file.txt",
+		root + "/d/up/file.txt",
+	} {
+		data, err := afero.ReadFile(c, name)
+		if err != nil || string(data) != "outside\n" {
+			t.Errorf("ReadFile(%s) = %q, %v; want %q, nil", name, data, err, "outside\n")
+		}
+		if fi, err := c.Stat(name); err != nil || fi.Size() != 8 {
+			t.Errorf("Stat(%s) = %v, %v", name, fi, err)
+		}
+	}
+	names, err := afero.ReadDir(c, outside)
+	if err != nil || len(names) != 1 || names[0].Name() != "file.txt" {
+		t.Errorf("ReadDir(outside) = %v, %v", names, err)
+	}
+	if _, err := c.Stat(filepath.Join(outside, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Stat(outside/missing) = %v, want ErrNotExist", err)
+	}
+	checkUnchanged(t, parent, sum)
+}
+
+func TestDenyOutsideReads(t *testing.T) {
+	parent, root, outside := outsideTree(t)
+	sum := hashTree(t, parent)
+	c := newCow(t, root, overlayfs.DenyOutsideReads())
+	for _, name := range []string{
+		filepath.Join(outside, "file.txt"),
+		root + "/../outside/file.txt",
+		root + "/escape/file.txt",
+		root + "/escape-file",
+		root + "/abs-escape/file.txt",
+	} {
+		_, err := afero.ReadFile(c, name)
+		if !errors.Is(err, overlayfs.ErrOutsideRoot) || !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("ReadFile(%s) err = %v, want ErrOutsideRoot", name, err)
+		}
+		_, err = c.Stat(name)
+		if !errors.Is(err, overlayfs.ErrOutsideRoot) || !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("Stat(%s) err = %v, want ErrOutsideRoot", name, err)
+		}
+	}
+	// The escaping link itself lives in the root: Lstat and Readlink work.
+	if fi, _, err := c.LstatIfPossible(root + "/escape"); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("Lstat(root/escape) = %v, %v; want a symlink", fi, err)
+	}
+	if target, err := c.ReadlinkIfPossible(root + "/escape"); err != nil || target != "../outside" {
+		t.Errorf("Readlink(root/escape) = %q, %v", target, err)
+	}
+	if data, err := afero.ReadFile(c, root+"/a"); err != nil || string(data) != "alpha\n" {
+		t.Errorf("ReadFile(root/a) = %q, %v; inside reads must work", data, err)
+	}
+	checkUnchanged(t, parent, sum)
+}
+
+func TestAllowOutsideWrites(t *testing.T) {
+	parent, root, outside := outsideTree(t)
+	rootSum := hashTree(t, root)
+	c := newCow(t, root, overlayfs.AllowOutsideWrites())
+	if err := afero.WriteFile(c, filepath.Join(outside, "new"), []byte("real"), 0o600); err != nil {
+		t.Fatalf("WriteFile outside: %v", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(outside, "new")); err != nil || string(data) != "real" {
+		t.Errorf("the outside write did not reach the disk: %q, %v", data, err)
+	}
+	if err := afero.WriteFile(c, root+"/escape/via-link", []byte("v"), 0o644); err != nil {
+		t.Errorf("write via escaping link: %v", err)
+	} else if _, err := os.Lstat(filepath.Join(outside, "via-link")); err != nil {
+		t.Errorf("write via escaping link did not reach the disk: %v", err)
+	}
+	if err := c.Mkdir(filepath.Join(parent, "sibling"), 0o755); err != nil {
+		t.Errorf("Mkdir outside: %v", err)
+	} else if fi, err := os.Stat(filepath.Join(parent, "sibling")); err != nil || !fi.IsDir() {
+		t.Errorf("Mkdir outside did not reach the disk: %v", err)
+	}
+	if err := c.Remove(filepath.Join(outside, "file.txt")); err != nil {
+		t.Errorf("Remove outside: %v", err)
+	} else if _, err := os.Lstat(filepath.Join(outside, "file.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Remove outside did not reach the disk: %v", err)
+	}
+	// Inside the root, writes still stay in the layer.
+	if err := afero.WriteFile(c, root+"/a", []byte("changed"), 0o644); err != nil {
+		t.Errorf("WriteFile inside: %v", err)
+	}
+	checkUnchanged(t, root, rootSum)
+	if got := fmtChanges(c.Changes()); got != "[modified:a(-rw-r--r--<--rw-r--r--)]" {
+		t.Errorf("Changes() = %s, want only a modified", got)
+	}
+}
+
+// TestRelativeNames: names relative to the working directory, as os takes them.
+// Not parallel: t.Chdir changes the process's directory.
+func TestRelativeNames(t *testing.T) {
+	parent, root, _ := outsideTree(t)
+	sum := hashTree(t, parent)
+	c := newCow(t, root)
+	t.Chdir(filepath.Join(root, "d"))
+	if data, err := afero.ReadFile(c, "b"); err != nil || string(data) != "bravo\n" {
+		t.Errorf("ReadFile(b) = %q, %v", data, err)
+	}
+	if err := afero.WriteFile(c, "rel.txt", []byte("r"), 0o644); err != nil {
+		t.Errorf("WriteFile(rel.txt) = %v", err)
+	}
+	if err := afero.WriteFile(c, "../top.txt", []byte("t"), 0o644); err != nil {
+		t.Errorf("WriteFile(../top.txt) = %v", err)
+	}
+	if err := c.Rename("c", "../c-moved"); err != nil {
+		t.Errorf("Rename(c, ../c-moved) = %v", err)
+	}
+	for _, name := range []string{"../../outside/x", "up/x", "../escape/x", "../../root2"} {
+		err := afero.WriteFile(c, name, []byte("x"), 0o644)
+		if !errors.Is(err, overlayfs.ErrOutsideRoot) || !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("WriteFile(%s) = %v, want ErrOutsideRoot", name, err)
+		}
+	}
+	if data, err := afero.ReadFile(c, filepath.Join(root, "d", "rel.txt")); err != nil || string(data) != "r" {
+		t.Errorf("ReadFile(abs rel.txt) = %q, %v", data, err)
+	}
+	want := "[added:c-moved(-rw-r--r--<-----------) deleted:d/c(-----------<--rw-r--r--) added:d/rel.txt(-rw-r--r--<-----------) added:top.txt(-rw-r--r--<-----------)]"
+	if got := fmtChanges(c.Changes()); got != want {
+		t.Errorf("Changes() =\n\t%s\nwant\n\t%s", got, want)
+	}
+	checkUnchanged(t, parent, sum)
+}
+
+// TestRootAlias: the root named through a symlink is canonicalized, and names
+// through the alias are inside the root.
+func TestRootAlias(t *testing.T) {
+	parent, root, _ := outsideTree(t)
+	sum := hashTree(t, parent)
+	alias := filepath.Join(t.TempDir(), "alias")
+	if err := os.Symlink(root, alias); err != nil {
+		t.Fatal(err)
+	}
+	c := newCow(t, alias)
+	canon, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Root() != canon {
+		t.Errorf("Root() = %q, want %q", c.Root(), canon)
+	}
+	if err := afero.WriteFile(c, alias+"/via-alias", []byte("v"), 0o644); err != nil {
+		t.Errorf("write through the alias: %v", err)
+	}
+	if data, err := afero.ReadFile(c, canon+"/via-alias"); err != nil || string(data) != "v" {
+		t.Errorf("read through the canonical root = %q, %v", data, err)
+	}
+	if _, err := afero.ReadFile(c, alias+"/a"); err != nil {
+		t.Errorf("read through the alias: %v", err)
+	}
+	checkUnchanged(t, parent, sum)
+}
+
+func TestNewErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := overlayfs.New(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("New(missing) = %v, want ErrNotExist", err)
+	}
+	if _, err := overlayfs.New(file); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("New(file) = %v, want ENOTDIR", err)
+	}
+}
+
+func TestResetAndChangeKinds(t *testing.T) {
+	orig := origTree(t, "small")
+	c := newCow(t, orig)
+	for k, want := range map[overlayfs.ChangeKind]string{overlayfs.Added: "added", overlayfs.Modified: "modified", overlayfs.Deleted: "deleted"} {
+		if k.String() != want {
+			t.Errorf("%d.String() = %q, want %q", k, k.String(), want)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(afero.WriteFile(c, orig+"/a", []byte("A"), 0o644))
+	must(c.RemoveAll(orig + "/d"))
+	must(afero.WriteFile(c, orig+"/n", []byte("n"), 0o644))
+	if len(c.Changes()) == 0 {
+		t.Fatal("no changes after writes")
+	}
+	c.Reset()
+	if cs := c.Changes(); len(cs) != 0 {
+		t.Errorf("Changes() after Reset = %s, want none", fmtChanges(cs))
+	}
+	if err := errors.Join(diffTrees(mustWalk(t, osTarget{}, orig), mustWalk(t, c, c.Root()))...); err != nil {
+		t.Errorf("view after Reset differs from the root:\n%v", err)
+	}
+	// The Fs is usable again after Reset.
+	must(afero.WriteFile(c, orig+"/d/b", []byte("B"), 0o644))
+	if got := fmtChanges(c.Changes()); got != "[modified:d/b(-rw-r--r--<--rw-r--r--)]" {
+		t.Errorf("Changes() = %s", got)
+	}
+}
+
+func mustWalk(t *testing.T, fsys target, root string) map[string]entry {
+	t.Helper()
+	m, err := walkTarget(fsys, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+var _ = slices.Sort[[]string]
