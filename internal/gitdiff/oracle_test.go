@@ -181,12 +181,14 @@ func short(s string) string {
 // gitPath returns the git binary or skips the test.
 func gitPath(t testing.TB) string {
 	t.Helper()
-	git, err := exec.LookPath("git")
+	git, err := lookGit()
 	if err != nil {
-		t.Skip("git not found in PATH: skipping the git apply oracle")
+		t.Skipf("git not found in PATH (%v): skipping the git apply oracle", err)
 	}
 	return git
 }
+
+func lookGit() (string, error) { return exec.LookPath("git") }
 
 // gitCmd runs git in dir with no user or system config, and with dir
 // outside any repository (git apply inside a repository's subdirectory
@@ -306,4 +308,3 @@ func applyGoGitdiff(old tree, patch []byte) (tree, error) {
 	}
 	return got, nil
 }
-
