@@ -1,0 +1,88 @@
+// Package gitdiff renders changes to files and symlinks as one git patch
+// that `git apply` reproduces byte for byte, and `git apply -R` reverses.
+//
+// It is the encoder behind (*overlayfs.Fs).WriteDiff, kept apart so that it
+// can be tested against git on plain trees. Call Write with the changes;
+// each side is a File whose content is read lazily, once.
+//
+// # Path names
+//
+// A Change's Path is slash-separated and relative to the root the patch
+// applies in: no leading slash, no empty, "." or ".." elements, no NUL.
+// The patch names it "a/Path" and "b/Path", C-quoted as git quotes them
+// with core.quotePath at its default: a name with a control byte, DEL, '"',
+// '\\' or any byte of 0x80 and above is written in double quotes, with
+// \a \b \t \n \v \f \r \" \\ or a three-digit octal escape, the "a/" prefix
+// inside the quotes. Spaces are not quoted; as git does, the "---" and
+// "+++" lines of a name with a space end with a tab.
+//
+// # Format
+//
+// Each changed path gets a "diff --git" section with at least one extended
+// header line (git skips a section without one): "new file mode",
+// "deleted file mode", "old mode"/"new mode", and "index". Modes are git's:
+// 100644, 100755 (the owner's executable bit set) and 120000 for a symlink,
+// whose content is its target without a trailing newline. A change between
+// a regular file and a symlink is a deletion followed by a creation of the
+// same path.
+//
+// Text hunks have three lines of context; changes at most six unchanged
+// lines apart share a hunk, as in git. Lines are compared whole, so CRLF,
+// CR-only and invalid UTF-8 content and very long lines pass through as
+// they are; a last line without a newline is followed by
+// "\ No newline at end of file". A new or deleted empty file has no hunk.
+// The index line of a text section has abbreviated ids (git apply does not
+// check them).
+//
+// Content with a NUL byte anywhere (git's rule looks only at the first
+// 8000 bytes) goes into a "GIT binary patch" with two "literal" hunks, the
+// new content and then the old, so that `git apply -R` works too; both are
+// zlib-deflated and encoded in git's base85 with a length character per
+// line. The index line then carries the full 40-hex blob ids, which git
+// apply checks against the file it patches and against its result.
+//
+// # Line diff
+//
+// Lines are diffed with github.com/sergi/go-diff (Myers' algorithm, no
+// time limit, so the output never depends on machine speed), after common
+// leading and trailing lines are set aside and lines that occur on one side
+// only are marked changed up front, as git's xdiff does: two unrelated files
+// then cost linear time. The diff is minimal. Where a group of changed lines
+// could slide (repeated lines around it), it is placed as git places it,
+// including git's default indent heuristic, so that hunks match
+// `git diff --no-index` when git's diff is minimal too. Past about 1.1
+// million distinct lines in the changed region of one file (go-diff's
+// limit), the region is rewritten whole.
+//
+// # Order
+//
+// Sections come in path order (bytewise, which is git's order), except that
+// where a path changes between directory and file (or symlink), every
+// deletion under "P/" comes before the creation of "P": git apply does not
+// reorder, and a creation of "P" followed by deletions under "P/" is what
+// `git diff --no-index` prints and git apply cannot always take.
+//
+// # What a patch cannot carry
+//
+// Directories (so no empty directories, and no directory modes), times,
+// owners, and any permission bit but the owner's executable bit. git apply
+// also refuses some names no matter how they are quoted (a ".git" element,
+// and with core.protectNTFS, on by default, its NTFS aliases), and cannot
+// create "P/x" while "P" is a symlink loop on disk. git apply warns about
+// trailing whitespace in added lines (CR-only files are full of it) unless
+// run with --whitespace=nowarn; the warning changes no bytes.
+//
+// # Concurrency
+//
+// Write keeps no state between calls and may be called from many goroutines;
+// the Content functions of one call are called from the calling goroutine,
+// one at a time, in output order.
+//
+// # Errors
+//
+// Write returns an error wrapping ErrInvalidChange for a malformed path, a
+// path given twice, a mode that is neither regular nor symlink, a nil
+// Content, or changes that contradict each other (a file "P" and a file
+// "P/x" on the same side). Errors from Content and from the writer are
+// returned wrapped with %w. A patch cut short by an error is incomplete.
+package gitdiff
