@@ -1,0 +1,391 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cowfs/cowfs/overlayfs"
+	"golang.org/x/sys/unix"
+)
+
+// runCopy is Run without an overlay: the command runs in a copy of the view
+// and the difference is imported, stacked on the view like an upper dir.
+func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig) error {
+	tmp, err := os.MkdirTemp(cfg.tempDir, "cowfs-copy-")
+	if err != nil {
+		return err
+	}
+	defer removeTree(tmp)
+	cp := filepath.Join(tmp, "root")
+	vc := &viewCopy{f: f, dst: cp, inode: map[string]uint64{}, ownerLost: map[string]bool{}}
+	if err := vc.copyDir(""); err != nil {
+		return err
+	}
+	c := cloneCmd(ctx, cmd)
+	c.Dir = mapDir(f.Root(), cp, cmd.Dir)
+	if err := c.Start(); err != nil {
+		return err
+	}
+	runErr := c.Wait()
+	entries, err := vc.diff()
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	root, err := os.OpenRoot(cp)
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	defer root.Close()
+	for _, e := range entries {
+		if err := applyUpperEntry(root, cp, f, e); err != nil {
+			return errors.Join(runErr, err)
+		}
+	}
+	return runErr
+}
+
+// mapDir maps a working directory inside root into the copy; an empty dir
+// outside the root becomes the copy's root.
+func mapDir(root, cp, dir string) string {
+	d := dir
+	if d == "" {
+		d, _ = os.Getwd()
+	}
+	if abs, err := filepath.Abs(d); err == nil {
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		if rel, err := filepath.Rel(root, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return filepath.Join(cp, rel)
+		}
+	}
+	if dir == "" {
+		return cp
+	}
+	return dir
+}
+
+// removeTree removes dir even where the copy made directories unwritable.
+func removeTree(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	os.RemoveAll(dir)
+}
+
+// viewCopy is a real directory copy of an overlay view.
+type viewCopy struct {
+	f         *overlayfs.Fs
+	dst       string
+	inode     map[string]uint64 // copied directories: replaced ones get new inodes
+	ownerLost map[string]bool   // chown refused: the owner cannot be compared
+}
+
+func (vc *viewCopy) view(rel string) string {
+	return filepath.Join(vc.f.Root(), filepath.FromSlash(rel))
+}
+
+func (vc *viewCopy) real(rel string) string {
+	return filepath.Join(vc.dst, filepath.FromSlash(rel))
+}
+
+func joinRel(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+func (vc *viewCopy) viewNames(rel string) ([]string, error) {
+	d, err := vc.f.Open(vc.view(rel))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	slices.Sort(names)
+	return names, err
+}
+
+func (vc *viewCopy) copyDir(rel string) error {
+	fi, err := vc.f.Lstat(vc.view(rel))
+	if err != nil {
+		return err
+	}
+	p := vc.real(rel)
+	if err := os.Mkdir(p, 0o700); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return err
+	}
+	vc.inode[rel] = st.Ino
+	names, err := vc.viewNames(rel)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := vc.copyEntry(joinRel(rel, name)); err != nil {
+			return err
+		}
+	}
+	return vc.setMeta(rel, fi)
+}
+
+func (vc *viewCopy) copyEntry(rel string) error {
+	fi, err := vc.f.Lstat(vc.view(rel))
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.IsDir():
+		return vc.copyDir(rel)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := vc.f.ReadlinkIfPossible(vc.view(rel))
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(target, vc.real(rel)); err != nil {
+			return err
+		}
+	case fi.Mode().IsRegular():
+		r, err := vc.f.Open(vc.view(rel))
+		if err != nil {
+			return err
+		}
+		w, err := os.OpenFile(vc.real(rel), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			r.Close()
+			return err
+		}
+		_, err = io.Copy(w, r)
+		r.Close()
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	default:
+		return &fs.PathError{Op: "copy", Path: vc.view(rel), Err: ErrUnsupportedType}
+	}
+	return vc.setMeta(rel, fi)
+}
+
+func (vc *viewCopy) setMeta(rel string, fi fs.FileInfo) error {
+	p := vc.real(rel)
+	if uid, gid, ok := ownerOf(fi); ok {
+		if err := os.Lchown(p, uid, gid); err != nil {
+			if !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.EINVAL) {
+				return err
+			}
+			vc.ownerLost[rel] = true
+		}
+	} else {
+		vc.ownerLost[rel] = true
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		if err := unix.Chmod(p, unixMode(fi.Mode())); err != nil {
+			return &fs.PathError{Op: "chmod", Path: p, Err: err}
+		}
+	}
+	ts := timespecs(fi.ModTime(), fi.ModTime())
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, ts[:], unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &fs.PathError{Op: "utimensat", Path: p, Err: err}
+	}
+	return nil
+}
+
+// ownerOf reads the owner from a FileInfo of the view.
+func ownerOf(fi fs.FileInfo) (uid, gid int, ok bool) {
+	switch s := fi.Sys().(type) {
+	case *syscall.Stat_t:
+		return int(s.Uid), int(s.Gid), true
+	case interface{ Owner() (int, int) }:
+		uid, gid := s.Owner()
+		return uid, gid, true
+	}
+	return 0, 0, false
+}
+
+// diff lists, parent-first, the entries that stack the copy's current state
+// on the view, in the form Import applies.
+func (vc *viewCopy) diff() ([]upperEntry, error) {
+	var out []upperEntry
+	err := vc.diffDir("", true, false, &out)
+	return out, err
+}
+
+// diffDir compares the children of copy dir rel with the view's; when the
+// view has no directory there (or it was replaced) every child is new.
+func (vc *viewCopy) diffDir(rel string, viewDir, replaced bool, out *[]upperEntry) error {
+	ents, err := os.ReadDir(vc.real(rel))
+	if err != nil {
+		return err
+	}
+	var copyNames, viewNames []string
+	for _, e := range ents {
+		copyNames = append(copyNames, e.Name())
+	}
+	if viewDir && !replaced {
+		if viewNames, err = vc.viewNames(rel); err != nil {
+			return err
+		}
+	}
+	i, j := 0, 0
+	for i < len(copyNames) || j < len(viewNames) {
+		switch {
+		case j == len(viewNames) || (i < len(copyNames) && copyNames[i] < viewNames[j]):
+			if err := vc.diffEntry(joinRel(rel, copyNames[i]), false, out); err != nil {
+				return err
+			}
+			i++
+		case i == len(copyNames) || viewNames[j] < copyNames[i]:
+			*out = append(*out, upperEntry{rel: joinRel(rel, viewNames[j]), typ: overlayfs.EntryWhiteout})
+			j++
+		default:
+			if err := vc.diffEntry(joinRel(rel, copyNames[i]), true, out); err != nil {
+				return err
+			}
+			i++
+			j++
+		}
+	}
+	return nil
+}
+
+func (vc *viewCopy) diffEntry(rel string, inView bool, out *[]upperEntry) error {
+	p := vc.real(rel)
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return &fs.PathError{Op: "lstat", Path: p, Err: err}
+	}
+	e := upperEntry{rel: rel, mode: permBits(st.Mode), uid: int(st.Uid), gid: int(st.Gid), mtime: time.Unix(st.Mtim.Unix()), size: st.Size}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		e.typ = overlayfs.EntryDir
+	case unix.S_IFREG:
+		e.typ = overlayfs.EntryFile
+	case unix.S_IFLNK:
+		e.typ = overlayfs.EntrySymlink
+		t, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		e.target = t
+	default:
+		return &fs.PathError{Op: "import", Path: p, Err: ErrUnsupportedType}
+	}
+	var vfi fs.FileInfo
+	if inView {
+		var err error
+		if vfi, err = vc.f.Lstat(vc.view(rel)); err != nil {
+			return err
+		}
+	}
+	if e.typ == overlayfs.EntryDir {
+		viewDir := vfi != nil && vfi.IsDir()
+		replaced := viewDir && vc.inode[rel] != st.Ino
+		e.opaque = replaced
+		if !viewDir || replaced || !vc.sameMeta(rel, e, vfi) {
+			*out = append(*out, e)
+		}
+		return vc.diffDir(rel, viewDir, replaced, out)
+	}
+	if vfi != nil && vc.sameMeta(rel, e, vfi) {
+		same, err := vc.sameContent(rel, e, vfi)
+		if err != nil || same {
+			return err
+		}
+	}
+	*out = append(*out, e)
+	return nil
+}
+
+func (vc *viewCopy) sameMeta(rel string, e upperEntry, vfi fs.FileInfo) bool {
+	vm := vfi.Mode()
+	var typ overlayfs.EntryType
+	switch {
+	case vm.IsDir():
+		typ = overlayfs.EntryDir
+	case vm&fs.ModeSymlink != 0:
+		typ = overlayfs.EntrySymlink
+	case vm.IsRegular():
+		typ = overlayfs.EntryFile
+	}
+	if typ != e.typ || !vfi.ModTime().Equal(e.mtime) {
+		return false
+	}
+	if typ != overlayfs.EntrySymlink && vm&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != e.mode {
+		return false
+	}
+	if !vc.ownerLost[rel] {
+		if uid, gid, ok := ownerOf(vfi); ok && (uid != e.uid || gid != e.gid) {
+			return false
+		}
+	}
+	return true
+}
+
+func (vc *viewCopy) sameContent(rel string, e upperEntry, vfi fs.FileInfo) (bool, error) {
+	switch e.typ {
+	case overlayfs.EntrySymlink:
+		t, err := vc.f.ReadlinkIfPossible(vc.view(rel))
+		return t == e.target, err
+	case overlayfs.EntryFile:
+		if vfi.Size() != e.size {
+			return false, nil
+		}
+		a, err := vc.f.Open(vc.view(rel))
+		if err != nil {
+			return false, err
+		}
+		defer a.Close()
+		b, err := os.Open(vc.real(rel))
+		if err != nil {
+			return false, err
+		}
+		defer b.Close()
+		return sameReaders(a, b)
+	}
+	return true, nil
+}
+
+func sameReaders(a, b io.Reader) (bool, error) {
+	ba, bb := make([]byte, 32<<10), make([]byte, 32<<10)
+	for {
+		na, erra := io.ReadFull(a, ba)
+		nb, errb := io.ReadFull(b, bb)
+		if !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		endA := erra == io.EOF || erra == io.ErrUnexpectedEOF
+		endB := errb == io.EOF || errb == io.ErrUnexpectedEOF
+		if erra != nil && !endA {
+			return false, erra
+		}
+		if errb != nil && !endB {
+			return false, errb
+		}
+		if endA || endB {
+			return endA == endB, nil
+		}
+	}
+}

@@ -1,0 +1,503 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/cowfs/cowfs/overlayfs"
+	"golang.org/x/sys/unix"
+)
+
+// Materialize writes f's layer into upper, an empty or missing directory, so
+// that an overlay mounted with lowerdir=f.Root(), upperdir=upper (see
+// [Mount]) shows exactly f's view.
+//
+// Deletions become 0/0 character-device whiteouts, and only where the lower
+// has the path under a merged directory. A directory that replaces a lower
+// directory gets the opaque xattr in the namespace opts selects. Directories
+// the layer does not hold (parents of its entries) and the upper root copy
+// the lower's mode, owner and times. Everything is created first; metadata
+// follows children-first (owner before mode, so setuid bits survive; symlink
+// times without following the link). All writes go through an [os.Root] at
+// upper, so no layer path can write outside it.
+//
+// It needs no privilege unless the layer holds owners other than the
+// caller's, or opts selects trusted.* xattrs and an opaque directory is
+// needed. Errors are *fs.PathError naming the upper path.
+func Materialize(f *overlayfs.Fs, upper string, opts Options) error {
+	lowerRoot := f.Root()
+	if err := prepareUpper(upper); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(upper)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	m := &materializer{
+		upper: upper,
+		lower: lowerRoot,
+		opts:  opts,
+		dirs:  newDirStack(root),
+		state: map[string]dirState{"": {merged: true}},
+		euid:  os.Geteuid(),
+		egid:  os.Getegid(),
+	}
+	defer m.dirs.close()
+	if err := m.checkRootSetgid(root); err != nil {
+		return err
+	}
+	for _, e := range f.Layer() {
+		if err := m.create(e); err != nil {
+			return err
+		}
+	}
+	// Children-first: in reverse bytewise order every path precedes its
+	// ancestors, since an ancestor is a proper prefix.
+	for i := len(m.meta) - 1; i >= 0; i-- {
+		if err := m.applyDirMeta(m.meta[i]); err != nil {
+			return err
+		}
+	}
+	return m.copyRootMeta(root)
+}
+
+// prepareUpper creates upper (private until its metadata is copied) or
+// checks that it is an empty directory.
+func prepareUpper(upper string) error {
+	err := os.Mkdir(upper, 0o700)
+	if err == nil || !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	d, err := os.Open(upper)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(1)
+	if len(names) > 0 {
+		return &fs.PathError{Op: "materialize", Path: upper, Err: unix.ENOTEMPTY}
+	}
+	if err != nil && err != io.EOF {
+		return err
+	}
+	return nil
+}
+
+type dirState struct {
+	merged bool // the kernel merges this upper dir with a lower dir
+}
+
+type dirMeta struct {
+	rel      string
+	mode     fs.FileMode
+	uid, gid int
+	atime    time.Time
+	mtime    time.Time
+}
+
+type materializer struct {
+	upper, lower string
+	opts         Options
+	dirs         *dirStack
+	state        map[string]dirState // upper dirs created so far
+	meta         []dirMeta           // in creation order
+	euid, egid   int
+	alwaysChown  bool // upper root is setgid: new entries inherit its group
+}
+
+func (m *materializer) upperPath(rel string) string {
+	return filepath.Join(m.upper, filepath.FromSlash(rel))
+}
+
+func (m *materializer) checkRootSetgid(root *os.Root) error {
+	fi, err := root.Stat(".")
+	if err != nil {
+		return err
+	}
+	m.alwaysChown = fi.Mode()&fs.ModeSetgid != 0
+	return nil
+}
+
+// lowerLstat stats rel in the lower, where every ancestor is a real
+// directory: merged parents guarantee that, so callers check them first.
+func (m *materializer) lowerLstat(rel string) (fs.FileInfo, error) {
+	return os.Lstat(filepath.Join(m.lower, filepath.FromSlash(rel)))
+}
+
+func parentOf(rel string) string {
+	p := path.Dir(rel)
+	if p == "." {
+		return ""
+	}
+	return p
+}
+
+// ensureDir creates the upper dir rel, and its missing parents, as copies of
+// the lower's directories (the layer does not hold them, so they are
+// unchanged lower dirs).
+func (m *materializer) ensureDir(rel string) error {
+	if _, ok := m.state[rel]; ok {
+		return nil
+	}
+	parent := parentOf(rel)
+	if err := m.ensureDir(parent); err != nil {
+		return err
+	}
+	fi, err := m.lowerLstat(rel)
+	if err != nil {
+		return &fs.PathError{Op: "materialize", Path: m.upperPath(rel), Err: fmt.Errorf("parent not in the layer nor a lower directory: %w", err)}
+	}
+	if !fi.IsDir() {
+		return &fs.PathError{Op: "materialize", Path: m.upperPath(rel), Err: fmt.Errorf("parent not in the layer nor a lower directory: %w", unix.ENOTDIR)}
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if err := m.mkdir(rel); err != nil {
+		return err
+	}
+	m.state[rel] = dirState{merged: m.state[parent].merged}
+	m.meta = append(m.meta, dirMeta{
+		rel: rel, mode: fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky),
+		uid: int(st.Uid), gid: int(st.Gid),
+		atime: time.Unix(st.Atim.Unix()), mtime: time.Unix(st.Mtim.Unix()),
+	})
+	return nil
+}
+
+func (m *materializer) mkdir(rel string) error {
+	dir, err := m.dirs.get(parentOf(rel))
+	if err != nil {
+		return err
+	}
+	if err := dir.root.Mkdir(path.Base(rel), 0o700); err != nil {
+		return &fs.PathError{Op: "mkdir", Path: m.upperPath(rel), Err: underlying(err)}
+	}
+	return nil
+}
+
+// dirFd is a descriptor of the upper dir rel, for the *at system calls
+// os.Root lacks; it stays valid until the next dirs.get.
+func (m *materializer) dirFd(rel string) (int, error) {
+	d, err := m.dirs.get(rel)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := d.fd()
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: m.upperPath(rel), Err: underlying(err)}
+	}
+	return fd, nil
+}
+
+func validRel(rel string) bool {
+	return rel != "" && rel != "." && fs.ValidPath(rel)
+}
+
+func (m *materializer) create(e overlayfs.LayerEntry) error {
+	if !validRel(e.Path) {
+		return &fs.PathError{Op: "materialize", Path: e.Path, Err: fs.ErrInvalid}
+	}
+	parent := parentOf(e.Path)
+	if err := m.ensureDir(parent); err != nil {
+		return err
+	}
+	parentMerged := m.state[parent].merged
+	name := path.Base(e.Path)
+	switch e.Type {
+	case overlayfs.EntryWhiteout:
+		if !parentMerged {
+			return nil // nothing of the lower shows through here
+		}
+		if _, err := m.lowerLstat(e.Path); err != nil {
+			return nil // nothing to hide
+		}
+		dfd, err := m.dirFd(parent)
+		if err != nil {
+			return err
+		}
+		if err := unix.Mknodat(dfd, name, unix.S_IFCHR|0o000, 0); err != nil {
+			return &fs.PathError{Op: "mknod", Path: m.upperPath(e.Path), Err: err}
+		}
+		return nil
+
+	case overlayfs.EntryDir:
+		if err := m.mkdir(e.Path); err != nil {
+			return err
+		}
+		lowerDir := false
+		if parentMerged {
+			fi, err := m.lowerLstat(e.Path)
+			lowerDir = err == nil && fi.IsDir()
+		}
+		if lowerDir && e.Opaque {
+			dfd, err := m.dirFd(e.Path)
+			if err != nil {
+				return err
+			}
+			if err := unix.Fsetxattr(dfd, m.opts.xattrPrefix()+"opaque", []byte("y"), 0); err != nil {
+				return &fs.PathError{Op: "setxattr", Path: m.upperPath(e.Path), Err: err}
+			}
+		}
+		m.state[e.Path] = dirState{merged: lowerDir && !e.Opaque}
+		m.meta = append(m.meta, dirMeta{rel: e.Path, mode: e.Mode, uid: e.Uid, gid: e.Gid, atime: e.ModTime, mtime: e.ModTime})
+		return nil
+
+	case overlayfs.EntrySymlink:
+		dir, err := m.dirs.get(parent)
+		if err != nil {
+			return err
+		}
+		if err := dir.root.Symlink(e.Target, name); err != nil {
+			return &fs.PathError{Op: "symlink", Path: m.upperPath(e.Path), Err: underlying(err)}
+		}
+		dfd, err := m.dirFd(parent)
+		if err != nil {
+			return err
+		}
+		if e.Uid != m.euid || e.Gid != m.egid || m.alwaysChown {
+			if err := unix.Fchownat(dfd, name, e.Uid, e.Gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return &fs.PathError{Op: "lchown", Path: m.upperPath(e.Path), Err: err}
+			}
+		}
+		ts := timespecs(e.ModTime, e.ModTime)
+		if err := unix.UtimesNanoAt(dfd, name, ts[:], unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &fs.PathError{Op: "utimensat", Path: m.upperPath(e.Path), Err: err}
+		}
+		return nil
+
+	case overlayfs.EntryFile:
+		dir, err := m.dirs.get(parent)
+		if err != nil {
+			return err
+		}
+		return m.writeFile(dir, name, e)
+	}
+	return &fs.PathError{Op: "materialize", Path: m.upperPath(e.Path), Err: fmt.Errorf("entry type %d: %w", e.Type, ErrUnsupportedType)}
+}
+
+// writeFile creates a file and applies its metadata through the open
+// descriptor: nothing created later changes a file's times.
+func (m *materializer) writeFile(dir *openDir, name string, e overlayfs.LayerEntry) (err error) {
+	p := m.upperPath(e.Path)
+	w, err := dir.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: p, Err: underlying(err)}
+	}
+	defer func() {
+		if cerr := w.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	if e.Size > 0 {
+		r, err := e.Open()
+		if err != nil {
+			return fmt.Errorf("materialize %s: layer content: %w", p, err)
+		}
+		_, err = io.Copy(w, r)
+		r.Close()
+		if err != nil {
+			return &fs.PathError{Op: "write", Path: p, Err: underlying(err)}
+		}
+	}
+	if e.Uid != m.euid || e.Gid != m.egid || m.alwaysChown {
+		if err := w.Chown(e.Uid, e.Gid); err != nil {
+			return &fs.PathError{Op: "chown", Path: p, Err: underlying(err)}
+		}
+	}
+	if e.Mode != 0o600 {
+		if err := w.Chmod(e.Mode); err != nil {
+			return &fs.PathError{Op: "chmod", Path: p, Err: underlying(err)}
+		}
+	}
+	ts := timespecs(e.ModTime, e.ModTime)
+	if err := futimens(w, &ts); err != nil {
+		return &fs.PathError{Op: "futimens", Path: p, Err: err}
+	}
+	return nil
+}
+
+func (m *materializer) applyDirMeta(d dirMeta) error {
+	dfd, err := m.dirFd(parentOf(d.rel))
+	if err != nil {
+		return err
+	}
+	name, p := path.Base(d.rel), m.upperPath(d.rel)
+	if d.uid != m.euid || d.gid != m.egid || m.alwaysChown {
+		if err := unix.Fchownat(dfd, name, d.uid, d.gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &fs.PathError{Op: "chown", Path: p, Err: err}
+		}
+	}
+	if err := unix.Fchmodat(dfd, name, unixMode(d.mode), 0); err != nil {
+		return &fs.PathError{Op: "chmod", Path: p, Err: err}
+	}
+	ts := timespecs(d.atime, d.mtime)
+	if err := unix.UtimesNanoAt(dfd, name, ts[:], unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &fs.PathError{Op: "utimensat", Path: p, Err: err}
+	}
+	return nil
+}
+
+// copyRootMeta gives the upper root the lower root's metadata: the merged
+// root shows the upper's.
+func (m *materializer) copyRootMeta(root *os.Root) error {
+	fi, err := os.Stat(m.lower)
+	if err != nil {
+		return err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	d, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if int(st.Uid) != m.euid || int(st.Gid) != m.egid || m.alwaysChown {
+		if err := d.Chown(int(st.Uid), int(st.Gid)); err != nil {
+			return &fs.PathError{Op: "chown", Path: m.upper, Err: underlying(err)}
+		}
+	}
+	if err := d.Chmod(fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)); err != nil {
+		return &fs.PathError{Op: "chmod", Path: m.upper, Err: underlying(err)}
+	}
+	ts := [2]unix.Timespec{unix.Timespec(st.Atim), unix.Timespec(st.Mtim)}
+	if err := futimens(d, &ts); err != nil {
+		return &fs.PathError{Op: "futimens", Path: m.upper, Err: err}
+	}
+	return nil
+}
+
+func timespecs(atime, mtime time.Time) [2]unix.Timespec {
+	return [2]unix.Timespec{unix.NsecToTimespec(atime.UnixNano()), unix.NsecToTimespec(mtime.UnixNano())}
+}
+
+// futimens sets both times of an open file (utimensat with a NULL path).
+func futimens(f *os.File, ts *[2]unix.Timespec) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var errno unix.Errno
+	if err := rc.Control(func(fd uintptr) {
+		_, _, errno = unix.Syscall6(unix.SYS_UTIMENSAT, fd, 0, uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+	}); err != nil {
+		return err
+	}
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// unixMode converts permission and special bits for chmod(2).
+func unixMode(m fs.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		u |= unix.S_ISUID
+	}
+	if m&fs.ModeSetgid != 0 {
+		u |= unix.S_ISGID
+	}
+	if m&fs.ModeSticky != 0 {
+		u |= unix.S_ISVTX
+	}
+	return u
+}
+
+// underlying unwraps an os error to its errno so the caller's PathError
+// names the full upper path instead of os.Root's relative one.
+func underlying(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// openDir is one directory of a dirStack.
+type openDir struct {
+	rel  string
+	root *os.Root
+	file *os.File // opened lazily for the *at system calls
+}
+
+func (d *openDir) fd() (int, error) {
+	if d.file == nil {
+		f, err := d.root.Open(".")
+		if err != nil {
+			return -1, err
+		}
+		d.file = f
+	}
+	return int(d.file.Fd()), nil
+}
+
+func (d *openDir) close() {
+	if d.file != nil {
+		d.file.Close()
+	}
+	d.root.Close()
+}
+
+// dirStack keeps the chain of open directories from the upper root down to
+// the last one used. Layer entries come in path order, so each step opens
+// at most the new components, each a single name below an os.Root.
+type dirStack struct {
+	stack []*openDir
+}
+
+func newDirStack(root *os.Root) *dirStack {
+	return &dirStack{stack: []*openDir{{rel: "", root: root}}}
+}
+
+func (s *dirStack) get(rel string) (*openDir, error) {
+	for len(s.stack) > 1 {
+		top := s.stack[len(s.stack)-1].rel
+		if rel == top || strings.HasPrefix(rel, top+"/") {
+			break
+		}
+		s.stack[len(s.stack)-1].close()
+		s.stack = s.stack[:len(s.stack)-1]
+	}
+	for {
+		top := s.stack[len(s.stack)-1]
+		if top.rel == rel {
+			return top, nil
+		}
+		rest := rel
+		if top.rel != "" {
+			rest = rel[len(top.rel)+1:]
+		}
+		name, _, _ := strings.Cut(rest, "/")
+		r, err := top.root.OpenRoot(name)
+		if err != nil {
+			return nil, err
+		}
+		next := name
+		if top.rel != "" {
+			next = top.rel + "/" + name
+		}
+		s.stack = append(s.stack, &openDir{rel: next, root: r})
+	}
+}
+
+func (s *dirStack) close() {
+	for i := len(s.stack) - 1; i > 0; i-- {
+		s.stack[i].close()
+	}
+	if f := s.stack[0].file; f != nil {
+		f.Close()
+	}
+	s.stack = s.stack[:1]
+}

@@ -1,0 +1,109 @@
+package kernel
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cowfs/cowfs/overlayfs"
+	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
+)
+
+// writeTree makes a small lower tree: files, dirs, symlinks, odd modes.
+func writeTree(t testing.TB, dir string) {
+	t.Helper()
+	mt := time.Date(2020, 1, 2, 3, 4, 5, 600, time.UTC)
+	for _, d := range []string{"d", "d/e", "d/e/f", "g", "empty"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{"a": "alpha\n", "d/b": "bravo", "d/e/c": "charlie", "d/e/f/x": "", "g/y": "yankee"}
+	for name, s := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "g/y"), 0o4755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"l": "d/e", "d/dangling": "../nowhere"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error {
+		ts := []unix.Timespec{unix.NsecToTimespec(mt.UnixNano()), unix.NsecToTimespec(mt.UnixNano())}
+		unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW)
+		return nil
+	})
+}
+
+// checkKernelView materializes f, mounts it on a fresh target and compares
+// the kernel's merged view with f's.
+func checkKernelView(t *testing.T, f *overlayfs.Fs, opts Options, o cmpOpts) {
+	t.Helper()
+	want, err := viewTree(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := t.TempDir()
+	upper, work, mnt := filepath.Join(d, "upper"), filepath.Join(d, "work"), filepath.Join(d, "mnt")
+	for _, p := range []string{work, mnt} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Materialize(f, upper, opts); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Mount(context.Background(), f.Root(), upper, work, mnt, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := dirTree(mnt)
+	if uerr := m.Unmount(); uerr != nil {
+		t.Fatal(uerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := diffTrees(want, got, o); err != nil {
+		t.Errorf("kernel view differs from the overlay view:\n%v", err)
+	}
+}
+
+func TestMaterializeBasic(t *testing.T) {
+	needMount(t)
+	lower := t.TempDir()
+	writeTree(t, lower)
+	f, err := overlayfs.New(lower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := func(s string) string { return filepath.Join(lower, s) }
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(afero.WriteFile(f, j("a"), []byte("changed"), 0o600))
+	must(f.Remove(j("d/b")))
+	must(f.RemoveAll(j("d/e")))
+	must(f.Mkdir(j("d/e"), 0o750))                         // opaque: replaces a lower dir
+	must(afero.WriteFile(f, j("d/e/new"), []byte("n"), 0o644)) // inside the opaque dir
+	must(f.Chmod(j("g"), 0o700))                            // metadata-only copy-up of a dir
+	must(f.Chmod(j("g/y"), 0o2711))
+	must(f.MkdirAll(j("n/m/o"), 0o755))
+	must(f.SymlinkIfPossible("../a", j("n/m/s")))
+	must(f.Remove(j("l")))
+	must(f.Mkdir(j("l"), 0o755)) // a dir replacing a symlink: no opaque needed
+	must(f.Rename(j("empty"), j("moved")))
+	must(f.Chtimes(j("moved"), time.Time{}, time.Unix(1e9, 5)))
+	opts := Options{UserXattr: !inInitUserNS()}
+	checkKernelView(t, f, opts, cmpOpts{times: true, dtimes: true, owners: true})
+}

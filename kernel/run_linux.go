@@ -1,0 +1,255 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/cowfs/cowfs/overlayfs"
+)
+
+// runEnv carries the mount request from Run to the re-executed binary.
+const runEnv = "COWFS_KERNEL_RUN_HOOK"
+
+// runRequest is what the re-executed binary needs to mount and exec.
+type runRequest struct {
+	Root      string   `json:"root"`
+	Upper     string   `json:"upper"`
+	Work      string   `json:"work"`
+	UserXattr bool     `json:"userxattr"`
+	Path      string   `json:"path"`
+	Args      []string `json:"args"`
+	StatusFD  int      `json:"statusfd"`
+}
+
+// runStatus is written to the status pipe when the hook fails; a successful
+// exec closes the pipe (close-on-exec) with nothing written.
+type runStatus struct {
+	Stage string `json:"stage"` // "mount" or "exec"
+	Errno int    `json:"errno"`
+	Msg   string `json:"msg"`
+}
+
+func (s runStatus) err() error {
+	if s.Errno != 0 {
+		return fmt.Errorf("%s: %w", s.Msg, syscall.Errno(s.Errno))
+	}
+	return errors.New(s.Msg)
+}
+
+// The hook: a binary that links this package and is started by Run with
+// runEnv set is Run's helper. Running inside the fresh mount namespace Run
+// created, it mounts the overlay over the root in place, changes back into
+// its working directory (which now resolves through the overlay) and execs
+// the command. It never returns to the program's main.
+func init() {
+	if req, ok := os.LookupEnv(runEnv); ok {
+		runHook(req)
+	}
+}
+
+func runHook(reqJSON string) {
+	var req runRequest
+	if err := json.Unmarshal([]byte(reqJSON), &req); err != nil {
+		fmt.Fprintf(os.Stderr, "cowfs kernel hook: bad %s: %v\n", runEnv, err)
+		os.Exit(125)
+	}
+	status := os.NewFile(uintptr(req.StatusFD), "cowfs-status")
+	fail := func(stage string, err error) {
+		s := runStatus{Stage: stage, Msg: err.Error()}
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			s.Errno = int(errno)
+		}
+		json.NewEncoder(status).Encode(s)
+		os.Exit(125)
+	}
+	syscall.CloseOnExec(req.StatusFD)
+	wd, err := os.Getwd()
+	if err != nil {
+		fail("mount", err)
+	}
+	if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
+		fail("mount", err)
+	}
+	// The old working directory is the hidden original; re-resolve it.
+	if err := os.Chdir(wd); err != nil {
+		fail("mount", err)
+	}
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
+	err = syscall.Exec(req.Path, req.Args, env)
+	fail("exec", fmt.Errorf("exec %s: %w", req.Path, err))
+}
+
+// Run runs cmd with f's view overlaid on f.Root() in place, so the command
+// sees its usual absolute paths, and replaces f's layer with everything the
+// view holds afterwards: what the layer held before plus what the command
+// changed. The real root is never written.
+//
+// The overlay lives in a private mount namespace of the command only. Run
+// materializes the layer into a temporary upper dir, starts the current
+// executable (which links this package) in a new mount namespace (and,
+// when not root in the initial user namespace, a new user namespace that
+// maps the caller to uid 0, mounting with userxattr), mounts there and
+// execs cmd; afterwards it imports the upper dir. The command therefore
+// runs as root inside the user namespace in that mode.
+//
+// Where no overlay can be mounted (no overlayfs, no privilege, no user
+// namespaces), or with [WithCopyFallback], Run copies the view into a
+// temporary directory instead, runs the command there (its Dir, or the
+// working directory, mapped into the copy when inside the root; absolute
+// paths into the root are not remapped) and imports the difference. Both
+// ways give the same layer.
+//
+// Run does not start cmd itself: it runs a copy of cmd's Path, Args, Env,
+// Dir, Stdin, Stdout, Stderr and ExtraFiles; SysProcAttr is kept, with the
+// namespace flags added. When the command fails, its error (an
+// *exec.ExitError for a non-zero exit) is returned after its changes are
+// imported. ctx kills the command as exec.CommandContext does.
+func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
+	var cfg runConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cmd.Err != nil {
+		return cmd.Err
+	}
+	if cmd.Process != nil {
+		return errors.New("kernel: Run: command already started")
+	}
+	if cfg.tempDir == "" {
+		cfg.tempDir = os.TempDir()
+	}
+	if !cfg.forceCopy {
+		err := runOverlay(ctx, f, cmd, cfg)
+		var me *mountFailed
+		if !errors.As(err, &me) {
+			return err
+		}
+	}
+	return runCopy(ctx, f, cmd, cfg)
+}
+
+// mountFailed means the overlay could not be mounted; the command did not run.
+type mountFailed struct{ err error }
+
+func (e *mountFailed) Error() string { return "kernel: Run: overlay mount failed: " + e.err.Error() }
+func (e *mountFailed) Unwrap() error { return e.err }
+
+// cloneCmd copies what Run promises to honour from cmd.
+func cloneCmd(ctx context.Context, cmd *exec.Cmd) *exec.Cmd {
+	c := exec.CommandContext(ctx, cmd.Path)
+	c.Args = slices.Clone(cmd.Args)
+	c.Env = slices.Clone(cmd.Env)
+	c.Dir = cmd.Dir
+	c.Stdin, c.Stdout, c.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
+	c.ExtraFiles = slices.Clone(cmd.ExtraFiles)
+	if cmd.SysProcAttr != nil {
+		a := *cmd.SysProcAttr
+		c.SysProcAttr = &a
+	}
+	c.WaitDelay = cmd.WaitDelay
+	return c
+}
+
+func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig) error {
+	userNS := os.Geteuid() != 0
+	if cfg.userNSSet {
+		userNS = cfg.userNS
+	}
+	opts := Options{UserXattr: userNS || !inInitUserNS()}
+	tmp, err := os.MkdirTemp(cfg.tempDir, "cowfs-run-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	upper, work := filepath.Join(tmp, "upper"), filepath.Join(tmp, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		return err
+	}
+	if err := Materialize(f, upper, opts); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return &mountFailed{fmt.Errorf("cannot re-execute this program: %w", err)}
+	}
+	path := cmd.Path
+	if !filepath.IsAbs(path) && strings.Contains(path, "/") && cmd.Dir != "" {
+		path = filepath.Join(cmd.Dir, path)
+	}
+	c := cloneCmd(ctx, cmd)
+	c.Path, c.Args = exe, []string{exe}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer statusR.Close()
+	req := runRequest{
+		Root: f.Root(), Upper: upper, Work: work, UserXattr: opts.UserXattr,
+		Path: path, Args: cmd.Args, StatusFD: 3 + len(c.ExtraFiles),
+	}
+	c.ExtraFiles = append(c.ExtraFiles, statusW)
+	reqJSON, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if c.Env == nil {
+		c.Env = os.Environ()
+	}
+	c.Env = append(c.Env, runEnv+"="+string(reqJSON))
+	if c.SysProcAttr == nil {
+		c.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	// Go's child makes the new namespace's mounts private (MS_REC|MS_PRIVATE)
+	// after unshare(CLONE_NEWNS), so the overlay never propagates out.
+	c.SysProcAttr.Unshareflags |= syscall.CLONE_NEWNS
+	if userNS {
+		c.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
+		c.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		c.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		c.SysProcAttr.GidMappingsEnableSetgroups = false
+	}
+	if err := c.Start(); err != nil {
+		statusW.Close()
+		if userNS && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC)) {
+			return &mountFailed{fmt.Errorf("cannot create a user namespace: %w", err)}
+		}
+		return err
+	}
+	statusW.Close()
+	msg, _ := io.ReadAll(statusR)
+	waitErr := c.Wait()
+	if len(msg) > 0 {
+		var s runStatus
+		if err := json.Unmarshal(msg, &s); err != nil {
+			return fmt.Errorf("kernel: Run: helper: %s", msg)
+		}
+		if s.Stage == "mount" {
+			return &mountFailed{s.err()}
+		}
+		return s.err()
+	}
+	return importUpper(upper, f, opts, waitErr)
+}
+
+// importUpper makes f's layer the upper dir: the upper holds the whole
+// layer (Materialize wrote the old one into it), so the layer is reset
+// first; on failure the old layer is restored.
+func importUpper(upper string, f *overlayfs.Fs, opts Options, runErr error) error {
+	snap := f.Snapshot()
+	f.Reset()
+	if err := Import(upper, f, opts); err != nil {
+		f.Restore(snap)
+		return errors.Join(runErr, err)
+	}
+	return runErr
+}
