@@ -1,0 +1,96 @@
+// Package tape records every operation made through an afero.Fs on a
+// content-hashed tape, reads tapes back, and compares two tapes to prove a
+// test deterministic or to name the first place where two runs differ.
+//
+// A [Recorder] writes one tape. [Recorder.Wrap] decorates any afero.Fs
+// (afero.OsFs, afero.MemMapFs, an overlay) so that each call is forwarded
+// and then recorded; [Recorder.Close] writes the trailer. [Read] parses a
+// tape, [Compare] and [Classify] compare two. The format is specified in
+// FORMAT.md, next to this file, precisely enough for another tool to read
+// and write tapes.
+//
+// # Path names
+//
+// Records hold slash-separated paths relative to the root given to Wrap
+// ("." is the root itself). Relative names are resolved against the working
+// directory at call time, as os does. A name that is not lexically under
+// the root (in its Abs or its EvalSymlinks spelling) is recorded as
+// [OutsidePath]; the absolute name is never written, so tapes of two runs
+// over two temporary roots compare equal. Symlinks are not resolved: the
+// path is the name the caller used. Symlink targets that are absolute names
+// inside the root are written with [RootPrefix] in place of the root.
+//
+// # What is recorded
+//
+// Every call on the Fs (Create, Open, OpenFile, Mkdir, MkdirAll, Remove,
+// RemoveAll, Rename, Stat, LstatIfPossible, SymlinkIfPossible,
+// ReadlinkIfPossible, Chmod, Chown, Chtimes) makes one record, failures
+// included, with the outcome as an error class ([ErrorClass]), never as
+// message text. Fs.Name is not recorded.
+//
+// A handle makes one record, at Close: the content version it read (BLAKE3
+// and size) with the byte spans read, the resulting content after its
+// writes or truncation (BLAKE3 and size; an append records the new whole
+// content), the sorted listing of a directory it read, and the classes of
+// the calls on it that failed. Buffer sizes of bufio or io.Copy therefore
+// never show. File.Stat makes an "fstat" record when called. Handles still
+// open when the Recorder closes are flushed with End "unclosed".
+//
+// # Hashing cost
+//
+// Hashes are computed while the bytes flow through Read, ReadAt, Write and
+// WriteAt, with pooled hashers; no byte the caller reads or writes in order
+// is read again. The recorder reads file bytes itself only where the
+// caller's own traffic does not determine the hash, and then each byte at
+// most once:
+//
+//   - bytes the caller skipped (a partial read, a Seek or ReadAt past
+//     unread bytes, an append to an existing file, a write after a hole);
+//   - the whole result, once, at Close, when a write or truncate landed
+//     inside bytes already hashed (WriteAt in the middle of a file,
+//     Seek back and overwrite). This read-back is unavoidable for a
+//     content hash and is counted in the benchmarks.
+//
+// A handle opened write-only reads those bytes through a fresh read-only
+// Open of its current name (renames made through the same Fs are
+// followed). If that fails, for instance because the file was removed
+// while open, the record says so in Unhashed instead of holding a hash.
+// The recorder assumes nothing else changes a file while a handle to it is
+// open.
+//
+// # Comparison
+//
+// [Compare] compares two tapes in one of four modes: [ModePath] (per path,
+// the same operations and outcomes in the same order; the default),
+// [ModeGlobal] (all records in order), [ModeSet] (the same multiset),
+// [ModeFinal] (the same end state, [Tape.Final]). Records are compared by
+// their canonical line ([Record.Canon]), which drops only the sequence
+// number. The first divergence is found by aligning the two sequences
+// (patience anchors, then Myers' diff), so one extra record in the middle is
+// one hunk and the records after it still match. [Classify] tells
+// [Identical], [InterleavingOnly] and [Data] apart in one call.
+//
+// A Recorder given [WithReference] compares each record with a reference
+// tape as it is made and calls back at the first divergence with the stack
+// of the offending call, so a test can fail right there.
+//
+// # Concurrency
+//
+// A Recorder and the file systems it wraps are safe for use by many
+// goroutines. Each record takes its sequence number when it is written,
+// under one lock; lines appear in sequence order, one Write per line, so a
+// crash leaves a readable prefix ([Tape.Truncated]). Calls on one handle are
+// serialized by the handle, except the I/O of ReadAt.
+//
+// # Errors
+//
+// The wrapped Fs returns exactly the errors of the inner Fs; recording
+// never changes a result. Write errors on the tape are sticky and reported
+// by [Recorder.Close] and [Recorder.Err]. [Read] returns a *[ReadError]
+// with the line number, wrapping [ErrFormat], [ErrVersion] or [ErrTrailer].
+//
+// # Environment
+//
+// [EnvDir] (COWFS_TAPE_DIR) names the directory where package helpers
+// writes one tape per test, named by [FileName], for a whole go test run.
+package tape

@@ -1,0 +1,174 @@
+package tape
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// finalState replays successful records into the end state of every path
+// the records changed. Paths only read, and paths outside the root, are not
+// part of it.
+type finalState struct {
+	m map[string]*finalEntry
+}
+
+type finalEntry struct {
+	kind   string // "file", "dir", "symlink", "deleted", "lower" (bytes never seen), "moved"
+	from   string // moved: the path the lower entry came from
+	hash   string
+	size   int64
+	mode   string
+	target string
+	owner  string
+	mtime  string
+}
+
+func newFinalState() *finalState { return &finalState{m: map[string]*finalEntry{}} }
+
+func (s *finalState) get(p string) *finalEntry {
+	e := s.m[p]
+	if e == nil {
+		e = &finalEntry{kind: "lower"}
+		s.m[p] = e
+	}
+	return e
+}
+
+func under(p, dir string) bool {
+	return dir == "." && p != "." || strings.HasPrefix(p, dir+"/")
+}
+
+func (s *finalState) deleteTree(p string) {
+	for k := range s.m {
+		if under(k, p) {
+			delete(s.m, k)
+		}
+	}
+}
+
+func (s *finalState) apply(r *Record) {
+	if r.Err != "" || r.Path == OutsidePath && r.To == "" {
+		return
+	}
+	switch r.Op {
+	case OpOpen:
+		if r.Hash == "" {
+			return
+		}
+		p := r.Path
+		if r.To != "" {
+			p = r.To
+		}
+		if p == OutsidePath {
+			return
+		}
+		e := s.get(p)
+		if e.kind != "file" && e.kind != "lower" && e.kind != "moved" {
+			*e = finalEntry{}
+		}
+		e.kind, e.hash, e.size = "file", r.Hash, r.Size
+	case OpMkdir, OpMkdirAll:
+		e := s.get(r.Path)
+		if e.kind != "dir" {
+			*e = finalEntry{kind: "dir", mode: r.Mode}
+		}
+	case OpSymlink:
+		s.m[r.Path] = &finalEntry{kind: "symlink", target: r.Target}
+	case OpRemove, OpRemoveAll:
+		s.deleteTree(r.Path)
+		s.m[r.Path] = &finalEntry{kind: "deleted"}
+	case OpRename:
+		s.rename(r.Path, r.To)
+	case OpChmod:
+		s.get(r.Path).mode = r.Mode
+	case OpChown:
+		var b strings.Builder
+		if r.UID != nil {
+			b.WriteString(strconv.Itoa(*r.UID))
+		}
+		b.WriteByte(':')
+		if r.GID != nil {
+			b.WriteString(strconv.Itoa(*r.GID))
+		}
+		s.get(r.Path).owner = b.String()
+	case OpChtimes:
+		s.get(r.Path).mtime = r.Mtime
+	}
+}
+
+func (s *finalState) rename(old, new string) {
+	if old == new {
+		return
+	}
+	moved := map[string]*finalEntry{}
+	for k, e := range s.m {
+		if k == old || under(k, old) {
+			moved[new+k[len(old):]] = e
+			delete(s.m, k)
+		}
+	}
+	if new != OutsidePath {
+		s.deleteTree(new)
+		if _, ok := moved[new]; !ok {
+			moved[new] = &finalEntry{kind: "moved", from: old}
+		}
+		for k, e := range moved {
+			s.m[k] = e
+		}
+	}
+	if old != OutsidePath {
+		s.m[old] = &finalEntry{kind: "deleted"}
+	}
+}
+
+// lines returns the state as sorted canonical lines.
+func (s *finalState) lines() []string {
+	keys := make([]string, 0, len(s.m))
+	for k, e := range s.m {
+		if e.kind == "lower" && e.mode == "" && e.owner == "" && e.mtime == "" {
+			continue // touched by nothing that changes it
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		e := s.m[k]
+		var b strings.Builder
+		b.WriteString(quoteIfNeeded(k))
+		b.WriteByte(' ')
+		b.WriteString(e.kind)
+		kv := func(k, v string) {
+			if v != "" {
+				b.WriteString(" " + k + "=" + quoteIfNeeded(v))
+			}
+		}
+		kv("from", e.from)
+		if e.kind == "file" {
+			kv("size", strconv.FormatInt(e.size, 10))
+		}
+		kv("hash", e.hash)
+		kv("target", e.target)
+		kv("mode", e.mode)
+		kv("owner", e.owner)
+		kv("mtime", e.mtime)
+		out[i] = b.String()
+	}
+	return out
+}
+
+func (s *finalState) digest() string {
+	return HashBytes([]byte(strings.Join(s.lines(), "\n")))
+}
+
+// Final returns the end state the records describe, one canonical line per
+// changed path in path order ("<path> <kind> key=value..."), as FORMAT.md
+// defines. Its BLAKE3 (lines joined by "\n") is the trailer's Final.
+func (t *Tape) Final() []string {
+	s := newFinalState()
+	for i := range t.Records {
+		s.apply(&t.Records[i])
+	}
+	return s.lines()
+}

@@ -1,0 +1,251 @@
+package tape
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// Fs is the recording afero.Fs returned by Recorder.Wrap.
+type Fs struct {
+	rec   *Recorder
+	inner afero.Fs
+	roots []string // cleaned absolute spellings of the root
+}
+
+var (
+	_ afero.Fs         = (*Fs)(nil)
+	_ afero.Lstater    = (*Fs)(nil)
+	_ afero.Linker     = (*Fs)(nil)
+	_ afero.LinkReader = (*Fs)(nil)
+	_ afero.File       = (*file)(nil)
+)
+
+func newFs(r *Recorder, inner afero.Fs, root string) *Fs {
+	f := &Fs{rec: r, inner: inner}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		abs = filepath.Clean(root)
+	}
+	f.roots = append(f.roots, abs)
+	if ev, err := filepath.EvalSymlinks(abs); err == nil && ev != abs {
+		f.roots = append(f.roots, ev)
+	}
+	return f
+}
+
+// Inner returns the wrapped file system.
+func (f *Fs) Inner() afero.Fs { return f.inner }
+
+// rel maps a name as the caller gave it to the recorded path.
+func (f *Fs) rel(name string) string {
+	abs := name
+	if !filepath.IsAbs(abs) {
+		var err error
+		if abs, err = filepath.Abs(name); err != nil {
+			return OutsidePath
+		}
+	}
+	abs = filepath.Clean(abs)
+	for _, root := range f.roots {
+		if abs == root {
+			return "."
+		}
+		prefix := root
+		if !strings.HasSuffix(prefix, string(filepath.Separator)) {
+			prefix += string(filepath.Separator)
+		}
+		if strings.HasPrefix(abs, prefix) {
+			return filepath.ToSlash(abs[len(prefix):])
+		}
+	}
+	return OutsidePath
+}
+
+// target maps link text: an absolute name inside the root becomes
+// RootPrefix + "/" + its relative path; anything else is kept.
+func (f *Fs) target(t string) string {
+	if !filepath.IsAbs(t) {
+		return filepath.ToSlash(t)
+	}
+	switch p := f.rel(t); p {
+	case OutsidePath:
+		return filepath.ToSlash(t)
+	case ".":
+		return RootPrefix
+	default:
+		return RootPrefix + "/" + p
+	}
+}
+
+func statFields(rec *Record, fi os.FileInfo) {
+	rec.Mode = fi.Mode().String()
+	if fi.Mode().IsRegular() {
+		rec.Size = fi.Size()
+	}
+}
+
+// Name returns "TapeFs".
+func (f *Fs) Name() string { return "TapeFs" }
+
+func (f *Fs) Create(name string) (afero.File, error) {
+	return f.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+}
+
+func (f *Fs) Open(name string) (afero.File, error) {
+	return f.OpenFile(name, os.O_RDONLY, 0)
+}
+
+func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	rec := Record{Op: OpOpen, Path: f.rel(name), Flag: flagString(flag)}
+	if flag&os.O_CREATE != 0 {
+		rec.Mode = perm.String()
+	}
+	var inner afero.File
+	var err error
+	if flag == os.O_RDONLY {
+		inner, err = f.inner.Open(name)
+	} else {
+		inner, err = f.inner.OpenFile(name, flag, perm)
+	}
+	if err != nil {
+		rec.Err = ErrorClass(err)
+		f.rec.emit(&rec)
+		return nil, err
+	}
+	h := newFile(f, inner, name, flag, rec)
+	f.rec.track(h)
+	return h, nil
+}
+
+func flagString(flag int) string {
+	var s string
+	switch flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR) {
+	case os.O_RDONLY:
+		s = "r"
+	case os.O_WRONLY:
+		s = "w"
+	default:
+		s = "rw"
+	}
+	for _, b := range []struct {
+		bit  int
+		name string
+	}{{os.O_APPEND, "append"}, {os.O_CREATE, "create"}, {os.O_EXCL, "excl"}, {os.O_SYNC, "sync"}, {os.O_TRUNC, "trunc"}} {
+		if flag&b.bit != 0 {
+			s += "|" + b.name
+		}
+	}
+	return s
+}
+
+func (f *Fs) simple(op, name string, err error, fill func(*Record)) error {
+	rec := Record{Op: op, Path: f.rel(name), Err: ErrorClass(err)}
+	if fill != nil {
+		fill(&rec)
+	}
+	f.rec.emit(&rec)
+	return err
+}
+
+func (f *Fs) Mkdir(name string, perm os.FileMode) error {
+	return f.simple(OpMkdir, name, f.inner.Mkdir(name, perm), func(r *Record) { r.Mode = perm.String() })
+}
+
+func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
+	return f.simple(OpMkdirAll, name, f.inner.MkdirAll(name, perm), func(r *Record) { r.Mode = perm.String() })
+}
+
+func (f *Fs) Remove(name string) error {
+	return f.simple(OpRemove, name, f.inner.Remove(name), nil)
+}
+
+func (f *Fs) RemoveAll(name string) error {
+	return f.simple(OpRemoveAll, name, f.inner.RemoveAll(name), nil)
+}
+
+func (f *Fs) Rename(oldname, newname string) error {
+	err := f.inner.Rename(oldname, newname)
+	if err == nil {
+		f.rec.renamed(f, filepath.Clean(oldname), filepath.Clean(newname))
+	}
+	return f.simple(OpRename, oldname, err, func(r *Record) { r.To = f.rel(newname) })
+}
+
+func (f *Fs) Stat(name string) (os.FileInfo, error) {
+	fi, err := f.inner.Stat(name)
+	f.simple(OpStat, name, err, func(r *Record) {
+		if err == nil {
+			statFields(r, fi)
+		}
+	})
+	return fi, err
+}
+
+// LstatIfPossible calls the inner Lstater, or Stat (reporting false) when
+// the inner file system has none.
+func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
+	var fi os.FileInfo
+	var ok bool
+	var err error
+	if l, isL := f.inner.(afero.Lstater); isL {
+		fi, ok, err = l.LstatIfPossible(name)
+	} else {
+		fi, err = f.inner.Stat(name)
+	}
+	f.simple(OpLstat, name, err, func(r *Record) {
+		if err == nil {
+			statFields(r, fi)
+		}
+	})
+	return fi, ok, err
+}
+
+// SymlinkIfPossible calls the inner Linker, or fails with an *os.LinkError
+// wrapping afero.ErrNoSymlink when the inner file system has none.
+func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
+	var err error
+	if l, ok := f.inner.(afero.Linker); ok {
+		err = l.SymlinkIfPossible(oldname, newname)
+	} else {
+		err = &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: afero.ErrNoSymlink}
+	}
+	return f.simple(OpSymlink, newname, err, func(r *Record) { r.Target = f.target(oldname) })
+}
+
+// ReadlinkIfPossible calls the inner LinkReader, or fails with an
+// *os.PathError wrapping afero.ErrNoReadlink when the inner file system has
+// none.
+func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
+	var t string
+	var err error
+	if l, ok := f.inner.(afero.LinkReader); ok {
+		t, err = l.ReadlinkIfPossible(name)
+	} else {
+		err = &os.PathError{Op: "readlink", Path: name, Err: afero.ErrNoReadlink}
+	}
+	f.simple(OpReadlink, name, err, func(r *Record) {
+		if err == nil {
+			r.Target = f.target(t)
+		}
+	})
+	return t, err
+}
+
+func (f *Fs) Chmod(name string, mode os.FileMode) error {
+	return f.simple(OpChmod, name, f.inner.Chmod(name, mode), func(r *Record) { r.Mode = mode.String() })
+}
+
+func (f *Fs) Chown(name string, uid, gid int) error {
+	return f.simple(OpChown, name, f.inner.Chown(name, uid, gid), func(r *Record) { r.UID, r.GID = &uid, &gid })
+}
+
+func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
+	return f.simple(OpChtimes, name, f.inner.Chtimes(name, atime, mtime), func(r *Record) {
+		r.Atime = atime.UTC().Format(time.RFC3339Nano)
+		r.Mtime = mtime.UTC().Format(time.RFC3339Nano)
+	})
+}

@@ -1,0 +1,254 @@
+package tape
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/zeebo/blake3"
+)
+
+// Errors of Read, wrapped in a *ReadError naming the line.
+var (
+	// ErrFormat: the input is not a tape (bad JSON, missing or second
+	// header, fields of the wrong shape, lines after the trailer).
+	ErrFormat = errors.New("malformed tape")
+	// ErrVersion: the tape's major version is newer than this reader's,
+	// or its hash algorithm is not blake3.
+	ErrVersion = errors.New("unsupported tape version")
+	// ErrTrailer: the trailer does not match the records (count, final
+	// state digest or chain hash): the tape was altered or spliced.
+	ErrTrailer = errors.New("trailer does not match the records")
+)
+
+// ReadError is the error of Read: what is wrong, and on which line (1 is
+// the header).
+type ReadError struct {
+	Line int
+	Err  error
+}
+
+func (e *ReadError) Error() string { return fmt.Sprintf("tape: line %d: %v", e.Line, e.Err) }
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// MaxLine bounds the length of one line Read accepts.
+const MaxLine = 16 << 20
+
+// Read parses a tape. A tape without trailer (cut short by a crash, or
+// still being written) is returned with Truncated set and a nil error; a
+// last line without its newline that does not parse is taken as a partial
+// write and dropped. Read rejects, with a *ReadError wrapping ErrFormat,
+// ErrVersion or ErrTrailer: a newer major version, a second header,
+// malformed JSON, sequence numbers out of order, and a trailer whose count,
+// final digest or chain hash disagrees with the records. Records with ops
+// unknown to this reader are kept (Tape.Unknown) when the tape's minor
+// version is newer than Minor, and rejected otherwise; lines of unknown
+// kind from a newer minor version are skipped.
+func Read(r io.Reader) (*Tape, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	t := &Tape{}
+	var chain [32]byte
+	ch := blake3.New()
+	lineNo := 0
+	fail := func(err error, format string, args ...any) (*Tape, error) {
+		return nil, &ReadError{Line: lineNo, Err: fmt.Errorf("%w: %s", err, fmt.Sprintf(format, args...))}
+	}
+	for {
+		line, rerr := readLine(br)
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			lineNo++
+			return fail(ErrFormat, "%v", rerr)
+		}
+		if len(line) == 0 && errors.Is(rerr, io.EOF) {
+			break
+		}
+		lineNo++
+		complete := len(line) > 0 && line[len(line)-1] == '\n'
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		last := errors.Is(rerr, io.EOF)
+
+		var kind struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal(line, &kind); err != nil {
+			if last && !complete && lineNo > 1 {
+				t.Truncated = true // a write cut in the middle
+				return t, nil
+			}
+			return fail(ErrFormat, "invalid JSON: %v", err)
+		}
+		if lineNo == 1 {
+			if kind.Kind != "header" {
+				return fail(ErrFormat, "first line is not a header (kind %q)", kind.Kind)
+			}
+			if err := parseHeader(line, &t.Header); err != nil {
+				return nil, &ReadError{Line: 1, Err: err}
+			}
+			chain = blake3.Sum256(line)
+			if last {
+				break
+			}
+			continue
+		}
+		if t.Trailer != nil {
+			return fail(ErrFormat, "line after the trailer")
+		}
+		switch kind.Kind {
+		case "header":
+			return fail(ErrFormat, "second header")
+		case "trailer":
+			var tr Trailer
+			if err := strictUnmarshal(line, &tr); err != nil {
+				return fail(ErrFormat, "trailer: %v", err)
+			}
+			if err := checkTrailer(t, &tr, chain); err != nil {
+				return fail(ErrTrailer, "%v", err)
+			}
+			t.Trailer = &tr
+		case "", "record":
+			rec, err := parseRecord(line, t)
+			if err != nil {
+				return fail(ErrFormat, "%v", err)
+			}
+			t.Records = append(t.Records, rec)
+		default:
+			if t.Header.Minor <= Minor {
+				return fail(ErrFormat, "unknown line kind %q in a %d.%d tape", kind.Kind, t.Header.Version, t.Header.Minor)
+			}
+		}
+		if kind.Kind != "trailer" {
+			ch.Reset()
+			ch.Write(chain[:])
+			ch.Write(line)
+			ch.Sum(chain[:0])
+		}
+		if last {
+			break
+		}
+	}
+	if lineNo == 0 {
+		return nil, &ReadError{Line: 0, Err: fmt.Errorf("%w: empty input, no header", ErrFormat)}
+	}
+	t.Truncated = t.Trailer == nil
+	return t, nil
+}
+
+// readLine returns the next line with its newline, bounded by MaxLine.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var out []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		out = append(out, frag...)
+		if len(out) > MaxLine {
+			return nil, fmt.Errorf("line longer than %d bytes", MaxLine)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return out, err
+	}
+}
+
+func strictUnmarshal(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return errors.New("text after the JSON object")
+	}
+	return nil
+}
+
+func parseHeader(line []byte, h *Header) error {
+	if err := strictUnmarshal(line, h); err != nil {
+		return fmt.Errorf("%w: header: %v", ErrFormat, err)
+	}
+	if h.Format != FormatName {
+		return fmt.Errorf("%w: header format %q, want %q", ErrFormat, h.Format, FormatName)
+	}
+	if h.Version > Version || h.Version < 1 {
+		return fmt.Errorf("%w: tape version %d.%d, this reader reads version %d", ErrVersion, h.Version, h.Minor, Version)
+	}
+	if h.Minor < 0 {
+		return fmt.Errorf("%w: negative minor version %d", ErrFormat, h.Minor)
+	}
+	if h.Hash != HashAlgo {
+		return fmt.Errorf("%w: hash algorithm %q, want %q", ErrVersion, h.Hash, HashAlgo)
+	}
+	return nil
+}
+
+func parseRecord(line []byte, t *Tape) (Record, error) {
+	var rec Record
+	if err := strictUnmarshal(line, &rec); err != nil {
+		return rec, err
+	}
+	if want := int64(len(t.Records)) + 1; rec.Seq != want {
+		return rec, fmt.Errorf("record seq %d, want %d", rec.Seq, want)
+	}
+	if rec.Op == "" {
+		return rec, errors.New("record without op")
+	}
+	if rec.Path == "" {
+		return rec, fmt.Errorf("record %d (%s) without path", rec.Seq, rec.Op)
+	}
+	for _, h := range []string{rec.Hash, rec.RHash, rec.List} {
+		if h != "" && !isHash(h) {
+			return rec, fmt.Errorf("record %d: %q is not a lowercase hex BLAKE3-256", rec.Seq, h)
+		}
+	}
+	if rec.Size < 0 || rec.RSize < 0 || rec.N < 0 {
+		return rec, fmt.Errorf("record %d: negative size or count", rec.Seq)
+	}
+	if !knownOps[rec.Op] {
+		if t.Header.Minor <= Minor {
+			return rec, fmt.Errorf("record %d: unknown op %q in a %d.%d tape", rec.Seq, rec.Op, t.Header.Version, t.Header.Minor)
+		}
+		var all map[string]json.RawMessage
+		if err := json.Unmarshal(line, &all); err != nil {
+			return rec, err
+		}
+		for k := range all {
+			if strings.Contains(knownFields, ","+k+",") {
+				delete(all, k)
+			}
+		}
+		rec.Extra = all
+		t.Unknown = append(t.Unknown, len(t.Records))
+	}
+	return rec, nil
+}
+
+const knownFields = ",seq,op,path,to,err,flag,mode,size,hash,rhash,rsize,spans,list,n,names,target,uid,gid,atime,mtime,fails,end,unhashed,kind,"
+
+func isHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkTrailer(t *Tape, tr *Trailer, chain [32]byte) error {
+	if tr.Records != int64(len(t.Records)) {
+		return fmt.Errorf("trailer counts %d records, the tape has %d", tr.Records, len(t.Records))
+	}
+	if got := hex.EncodeToString(chain[:]); tr.Chain != got {
+		return fmt.Errorf("chain hash %q, the lines give %q", tr.Chain, got)
+	}
+	if got := HashBytes([]byte(strings.Join(t.Final(), "\n"))); tr.Final != got {
+		return fmt.Errorf("final-state digest %q, the records give %q", tr.Final, got)
+	}
+	return nil
+}

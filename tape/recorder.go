@@ -1,0 +1,278 @@
+package tape
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/spf13/afero"
+	"github.com/zeebo/blake3"
+)
+
+// ErrClosed is returned by Recorder.Close when called twice.
+var ErrClosed = errors.New("tape: recorder already closed")
+
+// Option configures a Recorder.
+type Option func(*config)
+
+type config struct {
+	pkg, test  string
+	info       map[string]string
+	contentDir string
+	contentMax int64
+	ref        *Tape
+	refMode    Mode
+	onDiverge  func(*Divergence)
+}
+
+// WithTest names the Go package and test in the header. Both take part in
+// nothing but display: Compare ignores them.
+func WithTest(pkg, test string) Option {
+	return func(c *config) { c.pkg, c.test = pkg, test }
+}
+
+// WithInfo adds a volatile key/value to the header's info object (Compare
+// ignores info). The recorder itself fills "pid", "start" and "root".
+func WithInfo(key, value string) Option {
+	return func(c *config) {
+		if c.info == nil {
+			c.info = map[string]string{}
+		}
+		c.info[key] = value
+	}
+}
+
+// WithContent stores every content version of at most max bytes that the
+// recorder hashes in dir, content-addressed: the bytes whose BLAKE3 is H go to
+// [ContentPath](dir, H). Bytes are captured from the same stream that is
+// hashed, never read again for capture. Errors writing the sidecar are
+// reported by Close.
+func WithContent(dir string, max int64) Option {
+	return func(c *config) { c.contentDir, c.contentMax = dir, max }
+}
+
+// WithReference checks every record against ref while recording, in
+// ModePath unless [WithReferenceMode] says otherwise, and calls fn once,
+// for the first divergence, from the goroutine that made the offending
+// call. The Divergence carries both records and that call's Go stack, so
+// fn can t.Error right at the divergent call. Records the reference lacks
+// at the end are reported by Close. ModeSet and ModeFinal are checked at
+// Close only.
+func WithReference(ref *Tape, fn func(*Divergence)) Option {
+	return func(c *config) { c.ref, c.onDiverge = ref, fn }
+}
+
+// WithReferenceMode sets the mode of the online check of WithReference.
+func WithReferenceMode(m Mode) Option {
+	return func(c *config) { c.refMode = m }
+}
+
+// Recorder writes a tape. It is safe for use by many goroutines; each
+// record gets its Seq when it is written, under one lock, so the order of
+// lines is the order of Seq.
+type Recorder struct {
+	cfg config
+
+	mu      sync.Mutex
+	w       io.Writer
+	seq     int64
+	chain   [32]byte
+	err     error // first write error
+	closing bool  // Close has begun
+	closed  bool  // trailer written: later records are dropped
+	open    map[*file]struct{}
+	final   *finalState
+	check   *onlineCheck
+	content *contentStore
+	buf     []byte
+	ch      *blake3.Hasher // chain hasher, reused under mu
+}
+
+// NewRecorder starts a tape on w and writes its header at once. Records
+// are written to w as they are made, one Write per line, so a crash leaves
+// a readable prefix. Write errors are sticky and returned by Close.
+func NewRecorder(w io.Writer, opts ...Option) *Recorder {
+	r := &Recorder{w: w, open: map[*file]struct{}{}, final: newFinalState(), ch: blake3.New()}
+	r.cfg.refMode = ModePath
+	for _, o := range opts {
+		o(&r.cfg)
+	}
+	if r.cfg.contentDir != "" {
+		r.content = &contentStore{dir: r.cfg.contentDir, max: r.cfg.contentMax}
+	}
+	if r.cfg.ref != nil && r.cfg.onDiverge != nil {
+		r.check = newOnlineCheck(r.cfg.ref, r.cfg.refMode)
+	}
+	h := Header{
+		Kind: "header", Format: FormatName, Version: Version, Minor: Minor, Hash: HashAlgo,
+		Package: r.cfg.pkg, Test: r.cfg.test,
+		Info: map[string]string{
+			"pid":   strconv.Itoa(os.Getpid()),
+			"start": time.Now().UTC().Format(time.RFC3339Nano),
+			"go":    runtime.Version(),
+		},
+	}
+	for k, v := range r.cfg.info {
+		h.Info[k] = v
+	}
+	line, err := json.Marshal(h)
+	if err != nil { // cannot happen: only strings and ints
+		r.err = err
+		return r
+	}
+	r.chain = blake3.Sum256(line)
+	r.writeLine(line)
+	return r
+}
+
+// Wrap returns an afero.Fs that forwards every call to fsys and records it.
+// root is the directory paths are made relative to: it is made absolute
+// (filepath.Abs, relative names resolve against the working directory at
+// each call) and, where possible, canonicalized with EvalSymlinks; a name
+// matching either spelling of the root counts as inside. Names outside root
+// are recorded as OutsidePath. Wrap may be called several times; all
+// wrapped file systems write to the same tape and path namespace.
+//
+// The result always implements afero.Lstater, afero.Linker and
+// afero.LinkReader; when fsys lacks one, the call behaves as afero's own
+// wrappers do (Stat with false, ErrNoSymlink, ErrNoReadlink), and is
+// recorded.
+func (r *Recorder) Wrap(fsys afero.Fs, root string) afero.Fs {
+	return newFs(r, fsys, root)
+}
+
+// Close flushes handles still open as records with End "unclosed", writes
+// the trailer and reports the first error met while writing (the tape or
+// the content sidecar). Close does not close w. A second Close returns
+// ErrClosed.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	if r.closing {
+		r.mu.Unlock()
+		return ErrClosed
+	}
+	r.closing = true
+	open := make([]*file, 0, len(r.open))
+	for f := range r.open {
+		open = append(open, f)
+	}
+	r.mu.Unlock()
+	// Flush in open order so the tape does not depend on map order.
+	sortFiles(open)
+	for _, f := range open {
+		f.flush(true)
+	}
+
+	r.mu.Lock()
+	var d *Divergence
+	if r.check != nil {
+		d = r.check.finish(r.final)
+	}
+	r.closed = true
+	t := Trailer{Kind: "trailer", Records: r.seq, Final: r.final.digest(), Chain: hex.EncodeToString(r.chain[:])}
+	line, _ := json.Marshal(t) // only strings and ints: cannot fail
+	r.writeLine(line)
+	err := r.err
+	r.mu.Unlock()
+	if d != nil {
+		d.Stack = string(debug.Stack())
+		r.cfg.onDiverge(d)
+	}
+	if r.content != nil {
+		err = errors.Join(err, r.content.error())
+	}
+	return err
+}
+
+// Err returns the first error met writing the tape so far.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// emit assigns rec its Seq and writes it. Records made after Close are
+// dropped.
+func (r *Recorder) emit(rec *Record) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.seq++
+	rec.Seq = r.seq
+	line, err := json.Marshal(rec)
+	if err != nil {
+		if r.err == nil {
+			r.err = fmt.Errorf("tape: encoding record %d: %w", rec.Seq, err)
+		}
+		r.mu.Unlock()
+		return
+	}
+	r.ch.Reset()
+	r.ch.Write(r.chain[:])
+	r.ch.Write(line)
+	r.ch.Sum(r.chain[:0])
+	r.writeLine(line)
+	r.final.apply(rec)
+	var d *Divergence
+	if r.check != nil {
+		d = r.check.add(rec)
+	}
+	r.mu.Unlock()
+	if d != nil {
+		d.Stack = string(debug.Stack())
+		r.cfg.onDiverge(d)
+	}
+}
+
+// writeLine writes line and a newline in one Write. Called with mu held.
+func (r *Recorder) writeLine(line []byte) {
+	if r.err != nil {
+		return
+	}
+	r.buf = append(append(r.buf[:0], line...), '\n')
+	if _, err := r.w.Write(r.buf); err != nil {
+		r.err = fmt.Errorf("tape: writing: %w", err)
+	}
+	if cap(r.buf) > 64<<10 {
+		r.buf = nil
+	}
+}
+
+func (r *Recorder) track(f *file) {
+	r.mu.Lock()
+	r.open[f] = struct{}{}
+	r.mu.Unlock()
+}
+
+func (r *Recorder) untrack(f *file) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.open[f]; !ok {
+		return false
+	}
+	delete(r.open, f)
+	return true
+}
+
+// renamed points the open handles of the inner name old (or below it) at
+// new, so a read-back after a rename of an open file finds the bytes.
+func (r *Recorder) renamed(fsys *Fs, old, new string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for f := range r.open {
+		if f.fs != fsys {
+			continue
+		}
+		f.renamed(old, new)
+	}
+}
