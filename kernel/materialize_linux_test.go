@@ -94,9 +94,9 @@ func TestMaterializeBasic(t *testing.T) {
 	must(afero.WriteFile(f, j("a"), []byte("changed"), 0o600))
 	must(f.Remove(j("d/b")))
 	must(f.RemoveAll(j("d/e")))
-	must(f.Mkdir(j("d/e"), 0o750))                         // opaque: replaces a lower dir
+	must(f.Mkdir(j("d/e"), 0o750))                             // opaque: replaces a lower dir
 	must(afero.WriteFile(f, j("d/e/new"), []byte("n"), 0o644)) // inside the opaque dir
-	must(f.Chmod(j("g"), 0o700))                            // metadata-only copy-up of a dir
+	must(f.Chmod(j("g"), 0o700))                               // metadata-only copy-up of a dir
 	must(f.Chmod(j("g/y"), 0o2711))
 	must(f.MkdirAll(j("n/m/o"), 0o755))
 	must(f.SymlinkIfPossible("../a", j("n/m/s")))
