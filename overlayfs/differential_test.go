@@ -616,7 +616,12 @@ func TestRelativeNames(t *testing.T) {
 	if data, err := afero.ReadFile(c, filepath.Join(root, "d", "rel.txt")); err != nil || string(data) != "r" {
 		t.Errorf("ReadFile(abs rel.txt) = %q, %v", data, err)
 	}
-	want := "[added:c-moved(-rw-r--r--<-----------) deleted:d/c(-----------<--rw-r--r--) added:d/rel.txt(-rw-r--r--<-----------) added:top.txt(-rw-r--r--<-----------)]"
+	want := fmtChanges([]overlayfs.Change{
+		{Path: "c-moved", Kind: overlayfs.Added, Mode: 0o644},
+		{Path: "d/c", Kind: overlayfs.Deleted, OldMode: 0o644},
+		{Path: "d/rel.txt", Kind: overlayfs.Added, Mode: 0o644},
+		{Path: "top.txt", Kind: overlayfs.Added, Mode: 0o644},
+	})
 	if got := fmtChanges(c.Changes()); got != want {
 		t.Errorf("Changes() =\n\t%s\nwant\n\t%s", got, want)
 	}
