@@ -33,6 +33,7 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	}
 	c := cloneCmd(ctx, cmd)
 	c.Dir = mapDir(f.Root(), cp, cmd.Dir)
+	c.Env = append(c.Env, RootEnv+"="+cp)
 	if err := c.Start(); err != nil {
 		return err
 	}

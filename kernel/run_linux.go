@@ -19,6 +19,10 @@ import (
 // runEnv carries the mount request from Run to the re-executed binary.
 const runEnv = "COWFS_KERNEL_RUN_HOOK"
 
+// RootEnv names the environment variable through which Run tells the
+// command where it sees the root.
+const RootEnv = "COWFS_ROOT"
+
 // runRequest is what the re-executed binary needs to mount and exec.
 type runRequest struct {
 	Root      string   `json:"root"`
@@ -109,6 +113,9 @@ func runHook(reqJSON string) {
 // paths into the root are not remapped) and imports the difference. Both
 // ways give the same layer.
 //
+// The command's environment gets COWFS_ROOT, the path at which it sees the
+// root: f.Root() itself, or the copy.
+//
 // Run does not start cmd itself: it runs a copy of cmd's Path, Args, Env,
 // Dir, Stdin, Stdout, Stderr and ExtraFiles; SysProcAttr is kept, with the
 // namespace flags added. When the command fails, its error (an
@@ -157,6 +164,9 @@ func cloneCmd(ctx context.Context, cmd *exec.Cmd) *exec.Cmd {
 		c.SysProcAttr = &a
 	}
 	c.WaitDelay = cmd.WaitDelay
+	if c.Env == nil {
+		c.Env = os.Environ()
+	}
 	return c
 }
 
@@ -202,10 +212,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	if err != nil {
 		return err
 	}
-	if c.Env == nil {
-		c.Env = os.Environ()
-	}
-	c.Env = append(c.Env, runEnv+"="+string(reqJSON))
+	c.Env = append(c.Env, runEnv+"="+string(reqJSON), RootEnv+"="+f.Root())
 	if c.SysProcAttr == nil {
 		c.SysProcAttr = &syscall.SysProcAttr{}
 	}

@@ -1,0 +1,200 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cowfs/cowfs/overlayfs"
+	"github.com/spf13/afero"
+)
+
+// runScript uses absolute paths under the root, as a real tool would; Run
+// says where the root is visible in COWFS_ROOT (in copy mode, the copy).
+const runScript = `set -e
+cd /
+cd "$COWFS_ROOT"
+cat pre > pre-seen
+echo new > created
+echo more >> a
+rm d/b
+mv d/e/c moved
+chmod 600 g/y
+mkdir -p newdir/sub && echo deep > newdir/sub/f
+rm -r d/e/f
+ln -s a sym
+rm -r g && mkdir g && echo g2 > g/only
+echo done > "$PWD/cwd-marker"
+`
+
+var runScriptChanges = []string{
+	"A created", "A cwd-marker", "A g/only", "A moved", "A newdir", "A newdir/sub", "A newdir/sub/f",
+	"A pre", "A pre-seen", "A sym",
+	"D d/b", "D d/e/c", "D d/e/f", "D d/e/f/x", "D g/y", "M a",
+}
+
+type runMode struct {
+	name string
+	run  func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error
+}
+
+func runModes() []runMode {
+	cfg := runConfig{tempDir: os.TempDir()}
+	ns := cfg
+	ns.userNS, ns.userNSSet = true, true
+	return []runMode{
+		{"overlay", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error { return runOverlay(ctx, f, cmd, cfg) }},
+		{"overlay-userns", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error { return runOverlay(ctx, f, cmd, ns) }},
+		{"copy", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error { return runCopy(ctx, f, cmd, cfg) }},
+		{"Run", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error { return Run(ctx, f, cmd) }},
+		{"Run-copy", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error {
+			return Run(ctx, f, cmd, WithCopyFallback())
+		}},
+	}
+}
+
+func changeStrings(f *overlayfs.Fs) []string {
+	var s []string
+	for _, c := range f.Changes() {
+		s = append(s, c.String())
+	}
+	slices.Sort(s)
+	return s
+}
+
+func TestRunScript(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	// The oracle: the script on a real copy of the root.
+	oracleRoot := t.TempDir()
+	writeTree(t, oracleRoot)
+	if err := os.WriteFile(filepath.Join(oracleRoot, "pre"), []byte("from the layer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh := exec.Command("sh", "-c", runScript)
+	sh.Dir = oracleRoot
+	sh.Env = append(os.Environ(), "COWFS_ROOT="+oracleRoot)
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("oracle run: %v\n%s", err, out)
+	}
+	want, err := dirTree(oracleRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(want, ".")
+
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			if strings.HasPrefix(mode.name, "overlay") {
+				needMount(t)
+			}
+			root := t.TempDir()
+			writeTree(t, root)
+			before, err := dirTree(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := overlayfs.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The command must see the layer as it is before the run.
+			if err := afero.WriteFile(f, filepath.Join(root, "pre"), []byte("from the layer"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", runScript)
+			cmd.Dir = root
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := mode.run(context.Background(), f, cmd); err != nil {
+				t.Fatalf("run: %v\n%s", err, out.String())
+			}
+			after, err := dirTree(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := diffTrees(before, after, cmpOpts{times: true, dtimes: true, owners: true}); err != nil {
+				t.Errorf("the real root changed:\n%v", err)
+			}
+			if got := changeStrings(f); !slices.Equal(got, runScriptChanges) {
+				t.Errorf("changes:\n got %q\nwant %q", got, runScriptChanges)
+			}
+			got, err := viewTree(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			delete(got, ".")
+			if err := diffTrees(want, got, cmpOpts{times: false}); err != nil {
+				t.Errorf("view differs from the script run on a real copy:\n%v", err)
+			}
+		})
+	}
+}
+
+func TestRunExitStatusAndFailures(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			if strings.HasPrefix(mode.name, "overlay") {
+				needMount(t)
+			}
+			root := t.TempDir()
+			writeTree(t, root)
+			f, err := overlayfs.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", "echo partial > written; exit 3")
+			cmd.Dir = root
+			err = mode.run(context.Background(), f, cmd)
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+				t.Fatalf("got %v, want exit status 3", err)
+			}
+			if got := changeStrings(f); !slices.Equal(got, []string{"A written"}) {
+				t.Errorf("changes of a failed command: %q", got)
+			}
+
+			missing := exec.Command(filepath.Join(root, "no-such-program"))
+			missing.Dir = root
+			if err := mode.run(context.Background(), f, missing); err == nil {
+				t.Error("running a missing program succeeded")
+			}
+			if got := changeStrings(f); !slices.Equal(got, []string{"A written"}) {
+				t.Errorf("layer changed by a command that never ran: %q", got)
+			}
+		})
+	}
+}
+
+// Example-style check that the helper binary passes stdin, args and the
+// environment through unchanged.
+func TestRunPassesIO(t *testing.T) {
+	needMount(t)
+	root := t.TempDir()
+	f, err := overlayfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `read x; printf '%s %s %s' "$x" "$1" "$COWFS_T"; env | grep -c COWFS_KERNEL_RUN_HOOK || true`, "sh", "arg1")
+	cmd.Stdin = strings.NewReader("line\n")
+	cmd.Env = append(os.Environ(), "COWFS_T=env")
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := Run(context.Background(), f, cmd); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "line arg1 env0\n"; got != want {
+		t.Errorf("output %q, want %q", got, want)
+	}
+	_ = fmt.Sprint
+}
