@@ -31,6 +31,10 @@ type negativeOffsetError struct{}
 func (negativeOffsetError) Error() string        { return "negative offset" }
 func (negativeOffsetError) Is(target error) bool { return target == syscall.EINVAL }
 
+// errFileClosing is what os says when a closed handle is listed: not
+// os.ErrClosed, as poll's error is not translated on that path.
+var errFileClosing = errors.New("use of closed file")
+
 // errWriteAtInAppendMode mirrors os's error for WriteAt on an O_APPEND handle.
 var errWriteAtInAppendMode = errors.New("os: invalid use of WriteAt on file opened with O_APPEND")
 

@@ -188,9 +188,7 @@ func (h *file) WriteString(s string) (int, error) { return h.Write([]byte(s)) }
 // and returns the offset after it.
 func (f *Fs) writeAt(b *blob, p []byte, off int64) int64 {
 	end := off + int64(len(p))
-	if end > int64(len(b.data)) {
-		b.data = slices.Grow(b.data, int(end)-len(b.data))[:end]
-	}
+	b.resize(max(end, int64(len(b.data))))
 	copy(b.data[off:], p)
 	if len(p) > 0 {
 		b.mtime = f.now()
@@ -237,11 +235,7 @@ func (h *file) Truncate(size int64) error {
 	if err != nil {
 		return fixErr(err, "truncate", h.name)
 	}
-	if size <= int64(len(b.data)) {
-		b.data = b.data[:size]
-	} else {
-		b.data = slices.Grow(b.data, int(size)-len(b.data))[:size]
-	}
+	b.resize(size)
 	b.mtime = h.fs.now()
 	return nil
 }
@@ -284,6 +278,17 @@ func (h *file) Close() error {
 	return nil
 }
 
+// resize sets the length of loaded content; growth reads as zeros.
+func (b *blob) resize(size int64) {
+	old := int64(len(b.data))
+	if size <= old {
+		b.data = b.data[:size]
+		return
+	}
+	b.data = slices.Grow(b.data, int(size-old))[:size]
+	clear(b.data[old:])
+}
+
 func (h *file) Readdir(int) ([]fs.FileInfo, error) {
 	return []fs.FileInfo{}, h.notDir()
 }
@@ -300,7 +305,7 @@ func (h *file) notDir() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return pathErr("readdirent", h.name, os.ErrClosed)
+		return pathErr("readdirent", h.name, errFileClosing)
 	}
 	return pathErr("readdirent", h.name, errNotDir)
 }
@@ -317,6 +322,7 @@ type dir struct {
 	ents   []dirent
 	read   bool
 	pos    int
+	off    int64 // what Seek reports; only a seek to 0 rewinds the listing
 	closed bool
 }
 
@@ -327,7 +333,7 @@ func (d *dir) next(n int) ([]dirent, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, pathErr("readdirent", d.name, os.ErrClosed)
+		return nil, pathErr("readdirent", d.name, errFileClosing)
 	}
 	if !d.read {
 		d.fs.mu.RLock()
@@ -413,18 +419,31 @@ func (d *dir) Close() error {
 	return nil
 }
 
-// Seek to the start rewinds the listing, as on os; other seeks are refused.
+// Seek to the start rewinds the listing, as on os. Other offsets are
+// accepted and reported back, as the kernel does for directories, but do
+// not move the listing.
 func (d *dir) Seek(offset int64, whence int) (int64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return 0, pathErr("seek", d.name, os.ErrClosed)
 	}
-	if offset == 0 && whence == io.SeekStart {
-		d.read, d.ents, d.pos = false, nil, 0
-		return 0, nil
+	abs := offset
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		abs += d.off
+	default:
+		return 0, pathErr("seek", d.name, errInval)
 	}
-	return 0, pathErr("seek", d.name, errInval)
+	if abs < 0 {
+		return 0, pathErr("seek", d.name, errInval)
+	}
+	if abs == 0 {
+		d.read, d.ents, d.pos = false, nil, 0
+	}
+	d.off = abs
+	return abs, nil
 }
 
 func (d *dir) Read([]byte) (int, error)           { return 0, d.fail("read", errIsDir) }
@@ -453,10 +472,47 @@ func (d *dir) fail(op string, err error) error {
 type osFile struct {
 	*os.File
 	name string
-	fs   *Fs // set for files inside the root
+	fs   *Fs    // set for files inside the root
+	rel  string // root-relative path, inside the root
+	seen int64  // fs.copies when last checked
 
-	mu sync.Mutex
-	d  *dir // listing state, once listed
+	mu  sync.Mutex
+	d   *dir  // listing state, once listed
+	cow *file // the layer copy of this lower file, once written elsewhere
+}
+
+// layer returns the handle to read through once another handle has copied
+// this lower file up, so that every handle sees every write. The check
+// costs one atomic load until some copy-up happens.
+func (o *osFile) layer() *file {
+	if o.fs == nil || o.fs.copies.Load() == o.seen {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.cow
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cow != nil {
+		return o.cow
+	}
+	f := o.fs
+	f.mu.RLock()
+	o.seen = f.copies.Load()
+	ino, ok := f.copied[o.rel]
+	if ok && f.blobLocked(ino) == nil {
+		ok = false
+	}
+	f.mu.RUnlock()
+	if !ok {
+		return nil
+	}
+	off, err := o.File.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil
+	}
+	f.hold(ino)
+	o.cow = &file{fs: f, name: o.name, ino: ino, flag: os.O_RDONLY, off: off}
+	return o.cow
 }
 
 func (o *osFile) dir() (*dir, error) {
@@ -499,6 +555,9 @@ func (o *osFile) ReadDir(n int) ([]fs.DirEntry, error) {
 func (o *osFile) Name() string { return o.name }
 
 func (o *osFile) Stat() (fs.FileInfo, error) {
+	if h := o.layer(); h != nil {
+		return h.Stat()
+	}
 	fi, err := o.File.Stat()
 	if err != nil {
 		return nil, fixErr(err, "", o.name)
@@ -507,6 +566,9 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 }
 
 func (o *osFile) Read(p []byte) (int, error) {
+	if h := o.layer(); h != nil {
+		return h.Read(p)
+	}
 	n, err := o.File.Read(p)
 	if err != nil && err != io.EOF {
 		err = fixErr(err, "", o.name)
@@ -515,6 +577,9 @@ func (o *osFile) Read(p []byte) (int, error) {
 }
 
 func (o *osFile) ReadAt(p []byte, off int64) (int, error) {
+	if h := o.layer(); h != nil {
+		return h.ReadAt(p, off)
+	}
 	n, err := o.File.ReadAt(p, off)
 	if err != nil && err != io.EOF {
 		if off < 0 {
@@ -541,6 +606,9 @@ func (o *osFile) WriteAt(p []byte, off int64) (int, error) {
 func (o *osFile) WriteString(s string) (int, error) { return o.Write([]byte(s)) }
 
 func (o *osFile) Seek(offset int64, whence int) (int64, error) {
+	if h := o.layer(); h != nil {
+		return h.Seek(offset, whence)
+	}
 	if offset == 0 && whence == io.SeekStart {
 		o.mu.Lock()
 		o.d = nil
@@ -552,7 +620,15 @@ func (o *osFile) Seek(offset int64, whence int) (int64, error) {
 
 func (o *osFile) Truncate(size int64) error { return fixErr(o.File.Truncate(size), "", o.name) }
 func (o *osFile) Sync() error               { return fixErr(o.File.Sync(), "", o.name) }
-func (o *osFile) Close() error              { return fixErr(o.File.Close(), "", o.name) }
+func (o *osFile) Close() error {
+	err := fixErr(o.File.Close(), "", o.name)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cow != nil && err == nil {
+		o.cow.Close()
+	}
+	return err
+}
 
 // listing returns the whole sorted listing of the directory.
 func (o *osFile) listing() ([]dirent, error) {

@@ -7,7 +7,9 @@ import (
 	"github.com/spf13/afero"
 )
 
-const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
+// writeFlags are the flags that make an open a mutation. O_APPEND alone
+// does not: a read-only handle with O_APPEND only refuses writes.
+const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC
 
 // Open opens name for reading, as os.Open.
 func (f *Fs) Open(name string) (afero.File, error) {
@@ -45,6 +47,9 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 		}
 		return nil, err
 	}
+	if l.dirOnly && flag&os.O_CREATE != 0 {
+		return nil, pathErr("open", name, errIsDir)
+	}
 	n, err := f.final(l)
 	if err != nil {
 		return nil, fixErr(err, "open", name)
@@ -54,8 +59,6 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 		return nil, pathErr("open", name, errExist)
 	case !n.exists() && flag&os.O_CREATE == 0:
 		return nil, pathErr("open", name, errNoEnt)
-	case !n.exists() && l.dirOnly:
-		return nil, pathErr("open", name, errIsDir)
 	case n.kind == kindDir:
 		return nil, pathErr("open", name, errIsDir)
 	case l.dirOnly:
@@ -73,6 +76,10 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 			b := f.ownBlobLocked(ino)
 			b.data, b.lazy, b.src, b.size = nil, false, "", 0
 			b.mtime = f.now()
+		}
+		if !n.layer {
+			f.copied[l.rel] = ino
+			f.copies.Add(1)
 		}
 	} else {
 		m := f.newMeta(perm & permBits &^ f.umask)
@@ -106,7 +113,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		if _, inLayer := f.paths.Get(l.rel); !inLayer && l.visible {
 			fh, err := os.OpenFile(l.host, flag|oNoFollow, 0)
 			if err == nil {
-				return &osFile{File: fh, name: name, fs: f}, nil
+				return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load()}, nil
 			}
 			if errno(err) != errLoop {
 				return nil, fixErr(err, "open", name)
@@ -146,7 +153,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 	if err != nil {
 		return nil, fixErr(err, "open", name)
 	}
-	return &osFile{File: fh, name: name, fs: f}, nil
+	return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load()}, nil
 }
 
 // hold counts an open handle on a file identity.

@@ -3,6 +3,7 @@ package overlayfs
 import (
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -195,6 +196,8 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 	switch {
 	case !n.exists():
 		return "", pathErr("readlink", name, errNoEnt)
+	case l.dirOnly && n.kind != kindDir:
+		return "", pathErr("readlink", name, errNotDir)
 	case n.kind != kindSymlink:
 		return "", pathErr("readlink", name, errInval)
 	}
@@ -316,10 +319,8 @@ func (f *Fs) Remove(name string) error {
 	switch {
 	case !n.exists():
 		return pathErr("remove", name, errNoEnt)
-	case l.dirOnly && n.kind != kindDir:
+	case l.dirOnly && (n.kind != kindDir || f.isLinkLocked(name)):
 		return pathErr("remove", name, errNotDir)
-	case l.rel == "":
-		return pathErr("remove", name, syscall.EBUSY)
 	}
 	if n.kind == kindDir {
 		ents, err := f.listLocked(l.rel, n)
@@ -329,6 +330,9 @@ func (f *Fs) Remove(name string) error {
 		if len(ents) > 0 {
 			return pathErr("remove", name, errNotEmpty)
 		}
+	}
+	if l.rel == "" {
+		return pathErr("remove", name, syscall.EBUSY)
 	}
 	f.unlinkLocked(l.rel, l.visible, n)
 	return nil
@@ -362,13 +366,25 @@ func (f *Fs) RemoveAll(name string) error {
 	switch {
 	case !n.exists():
 		return nil
-	case l.dirOnly && n.kind != kindDir:
+	case l.dirOnly && (n.kind != kindDir || f.isLinkLocked(name)):
 		return pathErr("unlinkat", name, errNotDir)
 	case l.rel == "":
 		return pathErr("RemoveAll", name, syscall.EBUSY)
 	}
 	f.unlinkLocked(l.rel, l.visible, n)
 	return nil
+}
+
+// isLinkLocked reports whether name without its trailing slashes is a
+// symlink: rmdir("link/") is ENOTDIR even when the link points to a
+// directory.
+func (f *Fs) isLinkLocked(name string) bool {
+	l, err := f.resolve("", strings.TrimRight(name, "/"), false)
+	if err != nil || !l.inside {
+		return false
+	}
+	n, err := f.final(l)
+	return err == nil && n.kind == kindSymlink
 }
 
 // unlinkLocked removes rel and its subtree from the view: layer entries go,
