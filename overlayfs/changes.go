@@ -215,23 +215,26 @@ func compare(rel string, low, view side) (change, bool, error) {
 	return c, false, nil
 }
 
-// sameContent compares a lower file with a view file, reading as little as
-// it can: a lazy view of the same lower file is equal without a read.
-func sameContent(low, view side) (bool, error) {
-	if view.lazy && view.host == low.host {
+// sameContent compares two file sides, reading as little as it can: two
+// lazy references to the same lower file are equal without a read.
+func sameContent(a, b side) (bool, error) {
+	switch {
+	case a.lazy && b.lazy && a.host == b.host:
 		return true, nil
-	}
-	if low.size != view.size {
+	case a.size != b.size:
 		return false, nil
+	case !a.lazy && !b.lazy:
+		return bytes.Equal(a.data, b.data), nil
+	case !b.lazy:
+		return equalFile(a.host, b.data)
+	case !a.lazy:
+		return equalFile(b.host, a.data)
 	}
-	if !view.lazy {
-		return equalFile(low.host, view.data)
-	}
-	a, err := os.ReadFile(view.host)
+	data, err := os.ReadFile(b.host)
 	if err != nil {
 		return false, err
 	}
-	return equalFile(low.host, a)
+	return equalFile(a.host, data)
 }
 
 // equalFile reports whether the file at host holds exactly data, streaming.

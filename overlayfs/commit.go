@@ -1,0 +1,338 @@
+package overlayfs
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// CommitError is the error of a Commit that did not write everything.
+//
+// With conflicts, nothing was written: Conflicts names every lower path
+// that changed on disk since the layer came to depend on it, and the error
+// wraps ErrConflict. Otherwise the disk refused a write midway: Applied
+// lists the layer paths written, in order, NotApplied those left in the
+// layer (nothing is lost: a second Commit after fixing the cause finishes),
+// and Err is the refusal.
+type CommitError struct {
+	Conflicts  []string
+	Applied    []string
+	NotApplied []string
+	Err        error
+}
+
+func (e *CommitError) Error() string {
+	if len(e.Conflicts) > 0 {
+		return fmt.Sprintf("overlayfs: commit: lower changed since read: %s", strings.Join(e.Conflicts, ", "))
+	}
+	return fmt.Sprintf("overlayfs: commit: applied %d of %d paths: %v", len(e.Applied), len(e.Applied)+len(e.NotApplied), e.Err)
+}
+
+func (e *CommitError) Unwrap() error {
+	if len(e.Conflicts) > 0 {
+		return ErrConflict
+	}
+	return e.Err
+}
+
+// Commit writes the layer to the real root: deletions, directories, files,
+// symlinks, modes, owners (where permitted) and modification times. Every
+// file is written to a temporary file in its directory, synced, and renamed
+// into place, so no file is ever half-written.
+//
+// Before writing anything, Commit checks every lower path the layer depends
+// on (read for a copy-up, deleted, renamed away) against the identity
+// (device, inode, size, mtime, ctime) it had when the layer came to depend
+// on it; on any difference it writes nothing and returns a *CommitError
+// wrapping ErrConflict that names every such path.
+//
+// After a successful Commit the layer is empty and the view is unchanged.
+func (f *Fs) Commit() error { return f.commit(nil) }
+
+// CommitPaths is Commit restricted to the changes at or under the given
+// names (a review gate: accept some changes, keep the rest in the layer).
+// Parent directories that only the layer has are created as needed.
+func (f *Fs) CommitPaths(names ...string) error {
+	f.mu.RLock()
+	var rels []string
+	for _, name := range names {
+		l, err := f.resolve("commit", name, false)
+		if err != nil {
+			f.mu.RUnlock()
+			return err
+		}
+		if !l.inside {
+			f.mu.RUnlock()
+			return pathErr("commit", name, ErrOutsideRoot)
+		}
+		rels = append(rels, l.rel)
+	}
+	f.mu.RUnlock()
+	return f.commit(rels)
+}
+
+// commit applies the layer entries selected by rels (all when nil).
+func (f *Fs) commit(rels []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// keep marks ancestors included only so that selected entries have a
+	// parent on disk: they are created, not pruned, and stay in the layer.
+	keep := make(map[string]bool)
+	var keys []string
+	var ents []entry
+	f.paths.Scan(func(k string, e entry) bool {
+		if k == "" {
+			return true
+		}
+		if rels == nil || under(k, rels) {
+			keys, ents = append(keys, k), append(ents, e)
+		} else if e.kind == kindDir && above(k, rels) {
+			keys, ents = append(keys, k), append(ents, e)
+			keep[k] = true
+		}
+		return true
+	})
+	if conflicts := f.conflictsLocked(keys); len(conflicts) > 0 {
+		return &CommitError{Conflicts: conflicts}
+	}
+	// A renamed file's bytes are still on the lower under its old name,
+	// which an earlier step may delete or overwrite: read them first.
+	for i, e := range ents {
+		if e.kind != kindFile {
+			continue
+		}
+		if b := f.blobLocked(e.ino); b != nil && b.lazy && b.src != keys[i] {
+			if err := f.ownBlobLocked(e.ino).load(f); err != nil {
+				return &CommitError{NotApplied: keys, Err: err}
+			}
+		}
+	}
+	var applied []string
+	for i, k := range keys {
+		if err := f.applyLocked(k, ents[i], keep[k]); err != nil {
+			return &CommitError{Applied: applied, NotApplied: keys[i:], Err: err}
+		}
+		applied = append(applied, k)
+		if !keep[k] {
+			f.settleLocked(k, ents[i])
+		}
+	}
+	// Directory times last: writing their children moved them.
+	for i := len(keys) - 1; i >= 0; i-- {
+		if e := ents[i]; e.kind == kindDir && !e.mtime.IsZero() {
+			os.Chtimes(f.host(keys[i]), e.mtime, e.mtime)
+		}
+	}
+	f.dirs.Clear()
+	clear(f.copied)
+	return nil
+}
+
+// under reports whether k is one of rels or below one.
+func under(k string, rels []string) bool {
+	for _, r := range rels {
+		if r == "" || k == r || strings.HasPrefix(k, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// above reports whether k is an ancestor of one of rels.
+func above(k string, rels []string) bool {
+	for _, r := range rels {
+		if strings.HasPrefix(r, k+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// conflictsLocked returns the dependencies of the selected entries whose
+// lower no longer matches.
+func (f *Fs) conflictsLocked(keys []string) []string {
+	sel := make(map[string]bool, len(keys))
+	srcs := make(map[string]bool)
+	for _, k := range keys {
+		sel[k] = true
+		if e, ok := f.paths.Get(k); ok && e.kind == kindFile {
+			if b := f.blobLocked(e.ino); b != nil && b.lazy {
+				srcs[b.src] = true
+			}
+		}
+	}
+	var out []string
+	f.deps.Scan(func(rel string, d dep) bool {
+		if !srcs[rel] && !selectedAbove(rel, sel) {
+			return true
+		}
+		fi, err := os.Lstat(f.host(rel))
+		if err != nil || depOf(fi) != d {
+			out = append(out, rel)
+		}
+		return true
+	})
+	return out
+}
+
+// selectedAbove reports whether rel or one of its ancestors is selected.
+func selectedAbove(rel string, sel map[string]bool) bool {
+	for p := rel; p != ""; p = parent(p) {
+		if sel[p] {
+			return true
+		}
+	}
+	return false
+}
+
+// settleLocked drops an applied entry from the layer once the lower shows
+// the same thing through it; under a directory the layer still hides, the
+// entry stays (it is now equal to the lower there, and harmless).
+func (f *Fs) settleLocked(k string, e entry) {
+	if !f.lowerVisible(parent(k)) {
+		return
+	}
+	f.paths.Delete(k)
+	f.deps.Delete(k)
+	if e.kind == kindFile {
+		f.dropBlobLocked(e.ino)
+	}
+}
+
+// applyLocked writes one layer entry to the lower.
+func (f *Fs) applyLocked(k string, e entry, createOnly bool) error {
+	host := f.host(k)
+	low, _ := os.Lstat(host)
+	switch e.kind {
+	case kindWhiteout:
+		return os.RemoveAll(host)
+	case kindDir:
+		if low != nil && !low.IsDir() {
+			if err := os.Remove(host); err != nil {
+				return err
+			}
+			low = nil
+		}
+		if low == nil {
+			if err := os.Mkdir(host, 0o700); err != nil {
+				return err
+			}
+		} else if e.opaque && !createOnly {
+			if err := f.pruneLocked(k); err != nil {
+				return err
+			}
+		}
+		return setMeta(host, e.meta, false)
+	case kindSymlink:
+		if low != nil && low.IsDir() {
+			if err := os.RemoveAll(host); err != nil {
+				return err
+			}
+		}
+		tmp := tempName(host)
+		if err := os.Symlink(e.target, tmp); err != nil {
+			return err
+		}
+		if err := setMeta(tmp, e.meta, true); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+		return os.Rename(tmp, host)
+	case kindFile:
+		b := f.blobLocked(e.ino)
+		if b == nil {
+			return pathErr("commit", k, fs.ErrNotExist)
+		}
+		if low != nil && low.IsDir() {
+			if err := os.RemoveAll(host); err != nil {
+				return err
+			}
+		}
+		if b.lazy && b.src == k {
+			return setMeta(host, b.meta, false) // same bytes, already there
+		}
+		return writeFileAtomic(host, b)
+	}
+	return nil
+}
+
+// pruneLocked removes the lower children of an opaque directory that the
+// layer does not have.
+func (f *Fs) pruneLocked(rel string) error {
+	des, err := os.ReadDir(f.host(rel))
+	if err != nil {
+		return err
+	}
+	for _, de := range des {
+		if _, ok := f.paths.Get(join(rel, de.Name())); !ok {
+			if err := os.RemoveAll(f.host(join(rel, de.Name()))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeFileAtomic writes a loaded blob over host through a synced temporary
+// file in the same directory.
+func writeFileAtomic(host string, b *blob) error {
+	tmp := tempName(host)
+	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = fh.Write(b.data)
+	if err == nil {
+		err = fh.Sync()
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = setMeta(tmp, b.meta, false)
+	}
+	if err == nil {
+		err = os.Rename(tmp, host)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// setMeta applies owner, mode and time; chown is skipped where the process
+// may not change owners (EPERM), as tools like cp do.
+func setMeta(host string, m meta, link bool) error {
+	if m.uid >= 0 && m.gid >= 0 {
+		if err := os.Lchown(host, m.uid, m.gid); err != nil && !errors.Is(err, syscall.EPERM) {
+			return err
+		}
+	}
+	if link {
+		return nil // symlink modes are fixed; times need AT_SYMLINK_NOFOLLOW
+	}
+	if err := os.Chmod(host, fileMode(m.perm)); err != nil {
+		return err
+	}
+	if !m.mtime.IsZero() {
+		return os.Chtimes(host, time.Time{}, m.mtime)
+	}
+	return nil
+}
+
+// fileMode maps permission bits to what os.Chmod takes.
+func fileMode(perm fs.FileMode) fs.FileMode { return perm & permBits }
+
+// tempName is a fresh name beside host for an atomic replace.
+func tempName(host string) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return filepath.Join(filepath.Dir(host), ".cowfs-"+hex.EncodeToString(b[:])+"~")
+}
