@@ -113,7 +113,9 @@ func TestImportRefuses(t *testing.T) {
 			return unix.Setxattr(filepath.Join(u, "a"), "user.overlay.metacopy", nil, 0)
 		}, ErrMetacopy},
 		{"fifo", func(u string) error { return unix.Mkfifo(filepath.Join(u, "p"), 0o644) }, ErrUnsupportedType},
-		{"device", func(u string) error { return unix.Mknod(filepath.Join(u, "dev"), unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3))) }, ErrUnsupportedType},
+		{"device", func(u string) error {
+			return unix.Mknod(filepath.Join(u, "dev"), unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3)))
+		}, ErrUnsupportedType},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
