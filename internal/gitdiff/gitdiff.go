@@ -212,6 +212,8 @@ type encoder struct {
 	w       *bufio.Writer
 	scratch []byte
 	differ  lineDiffer
+	linesA  []string
+	linesB  []string
 }
 
 func (e *encoder) change(c *Change) error {

@@ -1,7 +1,9 @@
 package gitdiff
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
@@ -33,30 +35,19 @@ type lineDiffer struct {
 	maxDistinct int
 }
 
-// splitLines splits s after each '\n'; a last line without one is kept.
-func splitLines(s string) []string {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			n++
-		}
-	}
-	if len(s) > 0 && s[len(s)-1] != '\n' {
-		n++
-	}
-	lines := make([]string, 0, n)
+// splitLines appends to dst the lines of s, each with its '\n'; a last
+// line without one is kept.
+func splitLines(dst []string, s string) []string {
+	dst = slices.Grow(dst, strings.Count(s, "\n")+1)
 	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != '\n' {
-			i++
+		i := strings.IndexByte(s, '\n') + 1
+		if i == 0 {
+			i = len(s)
 		}
-		if i < len(s) {
-			i++
-		}
-		lines = append(lines, s[:i])
+		dst = append(dst, s[:i])
 		s = s[i:]
 	}
-	return lines
+	return dst
 }
 
 // diff marks the lines of a that are deleted (ca) and the lines of b that
@@ -205,7 +196,11 @@ type change struct{ i1, i2, n1, n2 int }
 
 // hunks writes the unified hunks of a line diff of old and new.
 func (e *encoder) hunks(old, new []byte) {
-	a, b := splitLines(string(old)), splitLines(string(new))
+	a := splitLines(e.linesA[:0], string(old))
+	b := splitLines(e.linesB[:0], string(new))
+	e.linesA, e.linesB = a, b
+	defer clear(a) // let the file contents go
+	defer clear(b)
 	ca, cb := e.differ.diff(a, b)
 	var script []change
 	for i, j := 0, 0; i < len(a) || j < len(b); {
