@@ -92,6 +92,9 @@ func (f *Fs) between(a, b *Snapshot) ([]change, error) {
 		visit(k, va.nodeAtLocked(k), vb.nodeAtLocked(k))
 	}
 	slices.SortFunc(out, func(x, y change) int { return strings.Compare(x.Path, y.Path) })
+	for i := range out {
+		out[i].Root = f.root
+	}
 	return out, firstErr
 }
 

@@ -32,7 +32,8 @@ func (k ChangeKind) String() string {
 
 // Change is one path at which the view differs from the lower.
 type Change struct {
-	Path    string      // slash-separated, relative to Root()
+	Root    string      // the root Path is relative to: Root(), or another of Roots()
+	Path    string      // slash-separated, relative to Root
 	Kind    ChangeKind  //
 	Mode    fs.FileMode // in the view, type bits included; 0 when Deleted
 	OldMode fs.FileMode // in the lower; 0 when Added
@@ -75,11 +76,16 @@ type change struct {
 // a change; a deleted lower directory lists itself and its descendants.
 // Times and owners are not compared. Cost: O(layer) plus a read of each
 // changed file's lower content that has the same size as the new content.
+//
+// With several roots (WithRoot), the changes of each root follow those of
+// the previous one, in the order of Roots().
 func (f *Fs) Changes() []Change {
-	cs, _ := f.changes()
-	out := make([]Change, len(cs))
-	for i, c := range cs {
-		out[i] = c.Change
+	var out []Change
+	for _, g := range f.all() {
+		cs, _ := g.changes()
+		for _, c := range cs {
+			out = append(out, c.Change)
+		}
 	}
 	return out
 }
@@ -114,6 +120,9 @@ func (f *Fs) changes() ([]change, error) {
 		return true
 	})
 	slices.SortFunc(out, func(a, b change) int { return strings.Compare(a.Path, b.Path) })
+	for i := range out {
+		out[i].Root = f.root
+	}
 	return out, firstErr
 }
 
@@ -133,7 +142,7 @@ func (f *Fs) deletedBelow(rel string, out *[]change) error {
 		if low.kind == kindNone {
 			continue
 		}
-		*out = append(*out, change{Change: Change{Path: p, Kind: Deleted, OldMode: low.mode}, old: low})
+		*out = append(*out, change{Change: Change{Root: f.root, Path: p, Kind: Deleted, OldMode: low.mode}, old: low})
 		if low.kind == kindDir {
 			if err := f.deletedBelow(p, out); err != nil {
 				return err

@@ -60,79 +60,138 @@ func (f *Fs) Commit() error { return f.commit(nil) }
 // names (a review gate: accept some changes, keep the rest in the layer).
 // Parent directories that only the layer has are created as needed.
 func (f *Fs) CommitPaths(names ...string) error {
-	f.mu.RLock()
-	var rels []string
+	sel := make(map[*Fs][]string)
 	for _, name := range names {
-		l, err := f.resolve("commit", name, false)
+		g := f.route(name)
+		if g == nil {
+			g = f
+		}
+		g.mu.RLock()
+		l, err := g.resolve("commit", name, false)
+		g.mu.RUnlock()
 		if err != nil {
-			f.mu.RUnlock()
 			return err
 		}
 		if !l.inside {
-			f.mu.RUnlock()
 			return pathErr("commit", name, ErrOutsideRoot)
 		}
-		rels = append(rels, l.rel)
+		sel[g] = append(sel[g], l.rel)
 	}
-	f.mu.RUnlock()
-	return f.commit(rels)
+	return f.commit(sel)
 }
 
-// commit applies the layer entries selected by rels (all when nil).
-func (f *Fs) commit(rels []string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	// keep marks ancestors included only so that selected entries have a
-	// parent on disk: they are created, not pruned, and stay in the layer.
-	keep := make(map[string]bool)
-	var keys []string
-	var ents []entry
+// plan is what one root's commit writes.
+type plan struct {
+	keys []string
+	ents []entry
+	keep map[string]bool // ancestors created for selected entries, kept in the layer
+}
+
+// commit applies the layer entries selected per root (all when sel is nil),
+// after checking every root for conflicts.
+func (f *Fs) commit(sel map[*Fs][]string) error {
+	roots := f.all()
+	for _, g := range roots {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+	}
+	plans := make([]plan, len(roots))
+	var conflicts []string
+	for i, g := range roots {
+		rels, ok := sel[g]
+		if sel != nil && !ok {
+			continue
+		}
+		plans[i] = g.planLocked(rels, sel != nil)
+		for _, c := range g.conflictsLocked(plans[i].keys) {
+			if len(roots) > 1 {
+				c = filepath.Join(g.root, c)
+			}
+			conflicts = append(conflicts, c)
+		}
+	}
+	if len(conflicts) > 0 {
+		return &CommitError{Conflicts: conflicts}
+	}
+	var applied, notApplied []string
+	var firstErr error
+	for i, g := range roots {
+		a, n, err := g.applyPlanLocked(plans[i])
+		if len(roots) > 1 {
+			a, n = prefixAll(g.root, a), prefixAll(g.root, n)
+		}
+		applied, notApplied = append(applied, a...), append(notApplied, n...)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return &CommitError{Applied: applied, NotApplied: notApplied, Err: firstErr}
+	}
+	return nil
+}
+
+func prefixAll(root string, rels []string) []string {
+	out := make([]string, len(rels))
+	for i, r := range rels {
+		out[i] = filepath.Join(root, r)
+	}
+	return out
+}
+
+// planLocked selects the layer entries at or under rels (all when !partial).
+func (f *Fs) planLocked(rels []string, partial bool) plan {
+	p := plan{keep: make(map[string]bool)}
 	f.paths.Scan(func(k string, e entry) bool {
 		if k == "" {
 			return true
 		}
-		if rels == nil || under(k, rels) {
-			keys, ents = append(keys, k), append(ents, e)
+		if !partial || under(k, rels) {
+			p.keys, p.ents = append(p.keys, k), append(p.ents, e)
 		} else if e.kind == kindDir && above(k, rels) {
-			keys, ents = append(keys, k), append(ents, e)
-			keep[k] = true
+			p.keys, p.ents = append(p.keys, k), append(p.ents, e)
+			p.keep[k] = true
 		}
 		return true
 	})
-	if conflicts := f.conflictsLocked(keys); len(conflicts) > 0 {
-		return &CommitError{Conflicts: conflicts}
-	}
+	return p
+}
+
+// applyPlanLocked writes a plan, stopping at the first refusal; it returns
+// the keys applied and those left in the layer.
+func (f *Fs) applyPlanLocked(p plan) (applied, notApplied []string, err error) {
 	// A renamed file's bytes are still on the lower under its old name,
 	// which an earlier step may delete or overwrite: read them first.
-	for i, e := range ents {
+	for i, e := range p.ents {
 		if e.kind != kindFile {
 			continue
 		}
-		if b := f.blobLocked(e.ino); b != nil && b.lazy && b.src != keys[i] {
+		if b := f.blobLocked(e.ino); b != nil && b.lazy && b.src != p.keys[i] {
 			if err := f.ownBlobLocked(e.ino).load(f); err != nil {
-				return &CommitError{NotApplied: keys, Err: err}
+				return nil, p.keys, err
 			}
 		}
 	}
-	var applied []string
-	for i, k := range keys {
-		if err := f.applyLocked(k, ents[i], keep[k]); err != nil {
-			return &CommitError{Applied: applied, NotApplied: keys[i:], Err: err}
+	defer func() {
+		f.dirs.Clear()
+		clear(f.copied)
+	}()
+	for i, k := range p.keys {
+		if err := f.applyLocked(k, p.ents[i], p.keep[k]); err != nil {
+			return applied, p.keys[i:], err
 		}
 		applied = append(applied, k)
-		if !keep[k] {
-			f.settleLocked(k, ents[i])
+		if !p.keep[k] {
+			f.settleLocked(k, p.ents[i])
 		}
 	}
 	// Directory times last: writing their children moved them.
-	for i := len(keys) - 1; i >= 0; i-- {
-		if e := ents[i]; e.kind == kindDir && !e.mtime.IsZero() {
-			os.Chtimes(f.host(keys[i]), e.mtime, e.mtime)
+	for i := len(p.keys) - 1; i >= 0; i-- {
+		if e := p.ents[i]; e.kind == kindDir && !e.mtime.IsZero() {
+			os.Chtimes(f.host(p.keys[i]), e.mtime, e.mtime)
 		}
 	}
-	f.dirs.Clear()
-	clear(f.copied)
-	return nil
+	return applied, nil, nil
 }
 
 // under reports whether k is one of rels or below one.

@@ -30,6 +30,8 @@ type Fs struct {
 	gid   int
 	fam   *family
 
+	subs []*Fs // layers of the extra roots (WithRoot), sharing fam
+
 	mu     sync.RWMutex
 	paths  *btree.Map[string, entry] // root-relative slash path -> entry
 	blobs  *btree.Map[uint64, *blob] // file identity -> content
@@ -56,6 +58,7 @@ type family struct {
 }
 
 type options struct {
+	extra         []string
 	outsideWrites bool
 	outsideReads  bool
 	umask         fs.FileMode
@@ -115,6 +118,9 @@ func New(root string, opts ...Option) (*Fs, error) {
 		f.umask = processUmask()
 	}
 	f.resetLocked()
+	if err := f.addRoots(o.extra); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -140,9 +146,11 @@ func (f *Fs) Name() string { return "overlayfs" }
 // Reset discards the layer: the view is the lower again. Handles open on
 // layer files keep working on detached copies of their content.
 func (f *Fs) Reset() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.resetLocked()
+	for _, g := range f.all() {
+		g.mu.Lock()
+		g.resetLocked()
+		g.mu.Unlock()
+	}
 }
 
 // host returns the host path of a root-relative path.

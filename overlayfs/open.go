@@ -30,6 +30,9 @@ func (f *Fs) Create(name string) (afero.File, error) {
 // the kernel's overlayfs does; writes made later through other handles are
 // not seen by it.
 func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, error) {
+	if g := f.route(name); g != nil {
+		return g.OpenFile(name, flag, perm)
+	}
 	if flag&writeFlags == 0 {
 		return f.openRead(name, flag)
 	}

@@ -10,6 +10,9 @@ import (
 
 // Stat returns the FileInfo of name, following symlinks, as os.Stat does.
 func (f *Fs) Stat(name string) (fs.FileInfo, error) {
+	if g := f.route(name); g != nil {
+		return g.Stat(name)
+	}
 	if fi, ok, err := f.fastStat(name); ok {
 		return fi, err
 	}
@@ -18,6 +21,9 @@ func (f *Fs) Stat(name string) (fs.FileInfo, error) {
 
 // Lstat returns the FileInfo of name without following a final symlink.
 func (f *Fs) Lstat(name string) (fs.FileInfo, error) {
+	if g := f.route(name); g != nil {
+		return g.Lstat(name)
+	}
 	return f.stat("lstat", name, false)
 }
 
@@ -99,6 +105,9 @@ func (f *Fs) writeLoc(op, name string, follow bool) (l loc, ok bool, err error) 
 
 // Mkdir creates a directory in the layer.
 func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
+	if g := f.route(name); g != nil {
+		return g.Mkdir(name, perm)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, ok, err := f.writeLoc("mkdir", name, false)
@@ -152,6 +161,9 @@ func (f *Fs) MkdirAll(path string, perm fs.FileMode) error {
 // SymlinkIfPossible implements afero.Linker: it creates newname as a
 // symlink to oldname in the layer.
 func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
+	if g := f.route(newname); g != nil {
+		return g.SymlinkIfPossible(oldname, newname)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, ok, err := f.writeLoc("symlink", newname, false)
@@ -177,6 +189,9 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 
 // ReadlinkIfPossible implements afero.LinkReader.
 func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
+	if g := f.route(name); g != nil {
+		return g.ReadlinkIfPossible(name)
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	l, err := f.resolve("readlink", name, false)
@@ -236,6 +251,9 @@ func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
 }
 
 func (f *Fs) setMeta(op, name string, outside func() error, set func(*meta)) error {
+	if g := f.route(name); g != nil {
+		return g.setMeta(op, name, outside, set)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, ok, err := f.writeLoc(op, name, true)
@@ -303,6 +321,9 @@ func (f *Fs) copyUpLocked(rel string, n node) (entry, error) {
 
 // Remove removes a file, symlink or empty directory, as os.Remove.
 func (f *Fs) Remove(name string) error {
+	if g := f.route(name); g != nil {
+		return g.Remove(name)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, ok, err := f.writeLoc("remove", name, false)
@@ -341,6 +362,9 @@ func (f *Fs) Remove(name string) error {
 // RemoveAll removes name and everything below it, as os.RemoveAll: a
 // missing name is not an error.
 func (f *Fs) RemoveAll(name string) error {
+	if g := f.route(name); g != nil {
+		return g.RemoveAll(name)
+	}
 	if name == "" {
 		return nil
 	}

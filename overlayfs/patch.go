@@ -6,7 +6,8 @@ import (
 	"github.com/cowfs/cowfs/internal/gitdiff"
 )
 
-// WriteDiff writes the layer as a git patch, paths relative to the root, in
+// WriteDiff writes the layer of the root (the primary one, with WithRoot:
+// see WriteDiffFor) as a git patch, paths relative to the root, in
 // path order (except that where a path turns from a directory into a file,
 // the deletions under it come first: git apply does not reorder).
 //
@@ -15,7 +16,9 @@ import (
 // executable bit, and `git apply -R` undoes it. A git patch cannot carry
 // empty directories, directory modes, times, owners, or any mode bit of a
 // file other than the executable bit; those changes are left out.
-func (f *Fs) WriteDiff(w io.Writer) error {
+func (f *Fs) WriteDiff(w io.Writer) error { return f.writeDiff(w) }
+
+func (f *Fs) writeDiff(w io.Writer) error {
 	f.freeze()
 	cs, err := f.changes()
 	if err != nil {

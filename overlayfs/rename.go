@@ -11,6 +11,11 @@ import (
 // subtree into the layer; file contents are not read (they stay lazy
 // references to the lower). Cost: O(size of the moved subtree).
 func (f *Fs) Rename(oldname, newname string) error {
+	if ro, rn := f.route(oldname), f.route(newname); ro != rn {
+		return linkErr("rename", oldname, newname, errXDev)
+	} else if ro != nil {
+		return ro.Rename(oldname, newname)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	lo, err := f.resolve("rename", oldname, false)

@@ -10,6 +10,7 @@ type Snapshot struct {
 	paths *btree.Map[string, entry]
 	blobs *btree.Map[uint64, *blob]
 	deps  *btree.Map[string, dep]
+	subs  []*Snapshot // of the extra roots
 }
 
 // Snapshot returns the current state of the layer in O(1).
@@ -18,6 +19,9 @@ func (f *Fs) Snapshot() *Snapshot {
 	defer f.mu.Unlock()
 	s := &Snapshot{fam: f.fam, paths: f.paths.Copy(), blobs: f.blobs.Copy(), deps: f.deps.Copy()}
 	f.gen = f.fam.gen.Add(1)
+	for _, g := range f.subs {
+		s.subs = append(s.subs, g.Snapshot())
+	}
 	return s
 }
 
@@ -30,6 +34,11 @@ func (f *Fs) Snapshot() *Snapshot {
 // a file the restored layer does not have works on a private copy of what
 // it last saw, like a handle on an unlinked file.
 func (f *Fs) Restore(s *Snapshot) {
+	for i, g := range f.subs {
+		if i < len(s.subs) {
+			g.Restore(s.subs[i])
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.paths, f.blobs, f.deps = s.paths.Copy(), s.blobs.Copy(), s.deps.Copy()
@@ -82,5 +91,10 @@ func (f *Fs) Fork() *Fs {
 		orphan: make(map[uint64]bool),
 	}
 	f.gen = f.fam.gen.Add(1)
+	for _, g := range f.subs {
+		sub := g.Fork()
+		sub.fam = nf.fam
+		nf.subs = append(nf.subs, sub)
+	}
 	return nf
 }
