@@ -42,8 +42,8 @@ func TestKernelDifferential(t *testing.T) {
 		t.Skip("cannot find the test binary: ", err)
 	}
 	variants := []struct {
-		name string
-		args []string
+		name  string
+		args  []string
 		uid   int
 		seeds int
 	}{

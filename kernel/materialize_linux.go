@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -34,7 +35,10 @@ import (
 // caller's, or opts selects trusted.* xattrs and an opaque directory is
 // needed. Errors are *fs.PathError naming the upper path.
 func Materialize(f *overlayfs.Fs, upper string, opts Options) error {
-	lowerRoot := f.Root()
+	steps, err := planLayer(f)
+	if err != nil {
+		return err
+	}
 	if err := prepareUpper(upper); err != nil {
 		return err
 	}
@@ -45,10 +49,9 @@ func Materialize(f *overlayfs.Fs, upper string, opts Options) error {
 	defer root.Close()
 	m := &materializer{
 		upper: upper,
-		lower: lowerRoot,
+		lower: f.Root(),
 		opts:  opts,
 		dirs:  newDirStack(root),
-		state: map[string]dirState{"": {merged: true}},
 		euid:  os.Geteuid(),
 		egid:  os.Getegid(),
 	}
@@ -56,15 +59,19 @@ func Materialize(f *overlayfs.Fs, upper string, opts Options) error {
 	if err := m.checkRootSetgid(root); err != nil {
 		return err
 	}
-	for _, e := range f.Layer() {
-		if err := m.create(e); err != nil {
+	var dirs []step
+	for _, s := range steps {
+		if err := m.create(s); err != nil {
 			return err
+		}
+		if s.Type == overlayfs.EntryDir {
+			dirs = append(dirs, s)
 		}
 	}
 	// Children-first: in reverse bytewise order every path precedes its
 	// ancestors, since an ancestor is a proper prefix.
-	for i := len(m.meta) - 1; i >= 0; i-- {
-		if err := m.applyDirMeta(m.meta[i]); err != nil {
+	for _, d := range slices.Backward(dirs) {
+		if err := m.applyDirMeta(d); err != nil {
 			return err
 		}
 	}
@@ -93,24 +100,10 @@ func prepareUpper(upper string) error {
 	return nil
 }
 
-type dirState struct {
-	merged bool // the kernel merges this upper dir with a lower dir
-}
-
-type dirMeta struct {
-	rel      string
-	mode     fs.FileMode
-	uid, gid int
-	atime    time.Time
-	mtime    time.Time
-}
-
 type materializer struct {
 	upper, lower string
 	opts         Options
 	dirs         *dirStack
-	state        map[string]dirState // upper dirs created so far
-	meta         []dirMeta           // in creation order
 	euid, egid   int
 	alwaysChown  bool // upper root is setgid: new entries inherit its group
 }
@@ -125,51 +118,6 @@ func (m *materializer) checkRootSetgid(root *os.Root) error {
 		return err
 	}
 	m.alwaysChown = fi.Mode()&fs.ModeSetgid != 0
-	return nil
-}
-
-// lowerLstat stats rel in the lower, where every ancestor is a real
-// directory: merged parents guarantee that, so callers check them first.
-func (m *materializer) lowerLstat(rel string) (fs.FileInfo, error) {
-	return os.Lstat(filepath.Join(m.lower, filepath.FromSlash(rel)))
-}
-
-func parentOf(rel string) string {
-	p := path.Dir(rel)
-	if p == "." {
-		return ""
-	}
-	return p
-}
-
-// ensureDir creates the upper dir rel, and its missing parents, as copies of
-// the lower's directories (the layer does not hold them, so they are
-// unchanged lower dirs).
-func (m *materializer) ensureDir(rel string) error {
-	if _, ok := m.state[rel]; ok {
-		return nil
-	}
-	parent := parentOf(rel)
-	if err := m.ensureDir(parent); err != nil {
-		return err
-	}
-	fi, err := m.lowerLstat(rel)
-	if err != nil {
-		return &fs.PathError{Op: "materialize", Path: m.upperPath(rel), Err: fmt.Errorf("parent not in the layer nor a lower directory: %w", err)}
-	}
-	if !fi.IsDir() {
-		return &fs.PathError{Op: "materialize", Path: m.upperPath(rel), Err: fmt.Errorf("parent not in the layer nor a lower directory: %w", unix.ENOTDIR)}
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	if err := m.mkdir(rel); err != nil {
-		return err
-	}
-	m.state[rel] = dirState{merged: m.state[parent].merged}
-	m.meta = append(m.meta, dirMeta{
-		rel: rel, mode: fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky),
-		uid: int(st.Uid), gid: int(st.Gid),
-		atime: time.Unix(st.Atim.Unix()), mtime: time.Unix(st.Mtim.Unix()),
-	})
 	return nil
 }
 
@@ -198,28 +146,11 @@ func (m *materializer) dirFd(rel string) (int, error) {
 	return fd, nil
 }
 
-func validRel(rel string) bool {
-	return rel != "" && rel != "." && fs.ValidPath(rel)
-}
-
-func (m *materializer) create(e overlayfs.LayerEntry) error {
-	if !validRel(e.Path) {
-		return &fs.PathError{Op: "materialize", Path: e.Path, Err: fs.ErrInvalid}
-	}
-	parent := parentOf(e.Path)
-	if err := m.ensureDir(parent); err != nil {
-		return err
-	}
-	parentMerged := m.state[parent].merged
-	name := path.Base(e.Path)
+func (m *materializer) create(s step) error {
+	e := s.LayerEntry
+	parent, name := parentOf(e.Path), path.Base(e.Path)
 	switch e.Type {
 	case overlayfs.EntryWhiteout:
-		if !parentMerged {
-			return nil // nothing of the lower shows through here
-		}
-		if _, err := m.lowerLstat(e.Path); err != nil {
-			return nil // nothing to hide
-		}
 		dfd, err := m.dirFd(parent)
 		if err != nil {
 			return err
@@ -233,12 +164,7 @@ func (m *materializer) create(e overlayfs.LayerEntry) error {
 		if err := m.mkdir(e.Path); err != nil {
 			return err
 		}
-		lowerDir := false
-		if parentMerged {
-			fi, err := m.lowerLstat(e.Path)
-			lowerDir = err == nil && fi.IsDir()
-		}
-		if lowerDir && e.Opaque {
+		if s.markOpaque {
 			dfd, err := m.dirFd(e.Path)
 			if err != nil {
 				return err
@@ -247,8 +173,6 @@ func (m *materializer) create(e overlayfs.LayerEntry) error {
 				return &fs.PathError{Op: "setxattr", Path: m.upperPath(e.Path), Err: err}
 			}
 		}
-		m.state[e.Path] = dirState{merged: lowerDir && !e.Opaque}
-		m.meta = append(m.meta, dirMeta{rel: e.Path, mode: e.Mode, uid: e.Uid, gid: e.Gid, atime: e.ModTime, mtime: e.ModTime})
 		return nil
 
 	case overlayfs.EntrySymlink:
@@ -325,21 +249,21 @@ func (m *materializer) writeFile(dir *openDir, name string, e overlayfs.LayerEnt
 	return nil
 }
 
-func (m *materializer) applyDirMeta(d dirMeta) error {
-	dfd, err := m.dirFd(parentOf(d.rel))
+func (m *materializer) applyDirMeta(d step) error {
+	dfd, err := m.dirFd(parentOf(d.Path))
 	if err != nil {
 		return err
 	}
-	name, p := path.Base(d.rel), m.upperPath(d.rel)
-	if d.uid != m.euid || d.gid != m.egid || m.alwaysChown {
-		if err := unix.Fchownat(dfd, name, d.uid, d.gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	name, p := path.Base(d.Path), m.upperPath(d.Path)
+	if d.Uid != m.euid || d.Gid != m.egid || m.alwaysChown {
+		if err := unix.Fchownat(dfd, name, d.Uid, d.Gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return &fs.PathError{Op: "chown", Path: p, Err: err}
 		}
 	}
-	if err := unix.Fchmodat(dfd, name, unixMode(d.mode), 0); err != nil {
+	if err := unix.Fchmodat(dfd, name, unixMode(d.Mode), 0); err != nil {
 		return &fs.PathError{Op: "chmod", Path: p, Err: err}
 	}
-	ts := timespecs(d.atime, d.mtime)
+	ts := timespecs(d.atime, d.ModTime)
 	if err := unix.UtimesNanoAt(dfd, name, ts[:], unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return &fs.PathError{Op: "utimensat", Path: p, Err: err}
 	}

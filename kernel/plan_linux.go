@@ -1,0 +1,129 @@
+package kernel
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/cowfs/cowfs/overlayfs"
+)
+
+// step is one thing an upper dir (or an OCI layer) must hold for f's view:
+// a layer entry, or a lower directory the layer does not hold but whose
+// children it does (implicit). Whiteouts appear only where they hide
+// something: the lower has the path and the parent is merged.
+type step struct {
+	overlayfs.LayerEntry
+	implicit   bool      // a copy of the lower directory
+	atime      time.Time // implicit dirs keep the lower's access time
+	markOpaque bool      // a directory hiding a lower directory below a merged parent
+}
+
+// planLayer turns f's layer into steps, parents before children, in
+// bytewise path order otherwise. Cost: O(layer) plus one lstat of the lower
+// per directory and whiteout.
+func planLayer(f *overlayfs.Fs) ([]step, error) {
+	p := &planner{lower: f.Root(), merged: map[string]bool{"": true}}
+	for _, e := range f.Layer() {
+		if err := p.add(e); err != nil {
+			return nil, err
+		}
+	}
+	return p.steps, nil
+}
+
+type planner struct {
+	lower  string
+	merged map[string]bool // every upper dir planned so far: is it merged?
+	steps  []step
+}
+
+func (p *planner) lowerLstat(rel string) (fs.FileInfo, error) {
+	return os.Lstat(filepath.Join(p.lower, filepath.FromSlash(rel)))
+}
+
+func (p *planner) lowerIsDir(rel string) bool {
+	fi, err := p.lowerLstat(rel)
+	return err == nil && fi.IsDir()
+}
+
+// ensureDir plans the implicit dir rel and its missing parents.
+func (p *planner) ensureDir(rel string) error {
+	if _, ok := p.merged[rel]; ok {
+		return nil
+	}
+	parent := parentOf(rel)
+	if err := p.ensureDir(parent); err != nil {
+		return err
+	}
+	fi, err := p.lowerLstat(rel)
+	if err == nil && !fi.IsDir() {
+		err = syscall.ENOTDIR
+	}
+	if err != nil {
+		return &fs.PathError{Op: "materialize", Path: filepath.Join(p.lower, rel), Err: fmt.Errorf("parent of a layer entry is neither in the layer nor a lower directory: %w", underlying(err))}
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	p.merged[rel] = p.merged[parent]
+	p.steps = append(p.steps, step{
+		LayerEntry: overlayfs.LayerEntry{
+			Path: rel, Type: overlayfs.EntryDir, Mode: specialPerm(fi.Mode()),
+			ModTime: time.Unix(st.Mtim.Unix()), Uid: int(st.Uid), Gid: int(st.Gid),
+		},
+		implicit: true,
+		atime:    time.Unix(st.Atim.Unix()),
+	})
+	return nil
+}
+
+func (p *planner) add(e overlayfs.LayerEntry) error {
+	if !validRel(e.Path) {
+		return &fs.PathError{Op: "materialize", Path: e.Path, Err: fs.ErrInvalid}
+	}
+	parent := parentOf(e.Path)
+	if err := p.ensureDir(parent); err != nil {
+		return err
+	}
+	parentMerged := p.merged[parent]
+	s := step{LayerEntry: e, atime: e.ModTime}
+	switch e.Type {
+	case overlayfs.EntryWhiteout:
+		// Below an opaque or upper-only dir nothing of the lower shows, and
+		// the kernel would list a stray whiteout as a broken entry.
+		if !parentMerged {
+			return nil
+		}
+		if _, err := p.lowerLstat(e.Path); err != nil {
+			return nil
+		}
+	case overlayfs.EntryDir:
+		lowerDir := parentMerged && p.lowerIsDir(e.Path)
+		s.markOpaque = lowerDir && e.Opaque
+		p.merged[e.Path] = lowerDir && !e.Opaque
+	case overlayfs.EntryFile, overlayfs.EntrySymlink:
+	default:
+		return &fs.PathError{Op: "materialize", Path: e.Path, Err: fmt.Errorf("entry type %d: %w", e.Type, ErrUnsupportedType)}
+	}
+	p.steps = append(p.steps, s)
+	return nil
+}
+
+func specialPerm(m fs.FileMode) fs.FileMode {
+	return m & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+}
+
+func parentOf(rel string) string {
+	p := path.Dir(rel)
+	if p == "." {
+		return ""
+	}
+	return p
+}
+
+func validRel(rel string) bool {
+	return rel != "" && rel != "." && fs.ValidPath(rel)
+}
