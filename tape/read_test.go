@@ -1,0 +1,226 @@
+package tape
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+)
+
+// sampleTape records a small scenario and returns its raw bytes.
+func sampleTape(t testing.TB) []byte {
+	mem := afero.NewMemMapFs()
+	afero.WriteFile(mem, "/r/a.txt", []byte("alpha"), 0o644)
+	_, raw := tapeOf(t, mem, "/r", func(w afero.Fs) {
+		afero.ReadFile(w, "/r/a.txt")
+		afero.WriteFile(w, "/r/b.txt", []byte("beta"), 0o644)
+		w.Rename("/r/b.txt", "/r/c.txt")
+		w.Stat("/r/missing")
+		w.Mkdir("/r/d", 0o755)
+		afero.ReadDir(w, "/r")
+	}, WithTest("example.com/p", "TestX"))
+	return raw
+}
+
+func lines(raw []byte) []string {
+	return strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+}
+
+// TestReadRoundTrip: every record line is exactly the JSON of the record
+// Read returns, and the header carries what the options said.
+func TestReadRoundTrip(t *testing.T) {
+	raw := sampleTape(t)
+	tp, err := Read(bytes.NewReader(raw))
+	must(t, err)
+	ls := lines(raw)
+	if len(ls) != len(tp.Records)+2 {
+		t.Fatalf("%d lines for %d records", len(ls), len(tp.Records))
+	}
+	for i := range tp.Records {
+		b, err := json.Marshal(&tp.Records[i])
+		must(t, err)
+		if string(b) != ls[i+1] {
+			t.Errorf("record %d:\n got %s\nline %s", i+1, b, ls[i+1])
+		}
+	}
+	h := tp.Header
+	if h.Format != FormatName || h.Version != Version || h.Minor != Minor || h.Hash != "blake3" ||
+		h.Package != "example.com/p" || h.Test != "TestX" || h.Info["pid"] == "" {
+		t.Errorf("header %+v", h)
+	}
+	if tp.Trailer == nil || tp.Trailer.Records != int64(len(tp.Records)) || tp.Truncated {
+		t.Errorf("trailer %+v truncated=%v", tp.Trailer, tp.Truncated)
+	}
+}
+
+// rebuild makes a complete tape from a header line and record lines,
+// computing the trailer as FORMAT.md says (independently of Recorder).
+func rebuild(t testing.TB, header string, recs []string) string {
+	chain := sumRaw([]byte(header))
+	for _, l := range recs {
+		chain = sumRaw(append(chain[:], l...))
+	}
+	noTrailer := header + "\n" + strings.Join(recs, "\n")
+	if len(recs) > 0 {
+		noTrailer += "\n"
+	}
+	tp, err := Read(strings.NewReader(noTrailer))
+	if err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	tr, _ := json.Marshal(Trailer{Kind: "trailer", Records: int64(len(tp.Records)),
+		Final: sum([]byte(strings.Join(tp.Final(), "\n"))), Chain: fmt.Sprintf("%x", chain)})
+	return noTrailer + string(tr) + "\n"
+}
+
+func TestReadRejects(t *testing.T) {
+	raw := sampleTape(t)
+	ls := lines(raw)
+	hdr, recs, trailer := ls[0], ls[1:len(ls)-1], ls[len(ls)-1]
+	join := func(parts ...string) string { return strings.Join(parts, "\n") + "\n" }
+	newer := strings.Replace(hdr, `"version":1`, `"version":2`, 1)
+	for _, c := range []struct {
+		name string
+		in   string
+		line int
+		want error
+	}{
+		{"empty", "", 0, ErrFormat},
+		{"not a header first", join(recs[0]), 1, ErrFormat},
+		{"newer major version", join(newer, recs[0]), 1, ErrVersion},
+		{"other hash", join(strings.Replace(hdr, `"blake3"`, `"sha256"`, 1)), 1, ErrVersion},
+		{"other format", join(strings.Replace(hdr, FormatName, "other", 1)), 1, ErrFormat},
+		{"second header", join(hdr, recs[0], hdr, recs[1]), 3, ErrFormat},
+		{"malformed JSON", join(hdr, recs[0], `{"seq":2,"op":`, recs[2]), 3, ErrFormat},
+		{"trailing garbage after the object", join(hdr, recs[0]+" x"), 2, ErrFormat},
+		{"seq out of order", join(hdr, recs[1]), 2, ErrFormat},
+		{"bad hash text", join(hdr, recs[0], strings.Replace(recs[1], `"rhash":"`, `"rhash":"XYZ`, 1)), 3, ErrFormat},
+		{"unknown op, same minor", join(hdr, `{"seq":1,"op":"teleport","path":"a"}`), 2, ErrFormat},
+		{"unknown line kind, same minor", join(hdr, `{"kind":"note"}`), 2, ErrFormat},
+		{"altered record, stale trailer", join(append(append([]string{hdr, recs[0]}, strings.Replace(recs[1], `"rsize":5`, `"rsize":6`, 1)), append(recs[2:], trailer)...)...), len(ls), ErrTrailer},
+		{"dropped record", join(append(append([]string{hdr}, recs[:len(recs)-1]...), trailer)...), len(ls) - 1, ErrTrailer},
+		{"line after the trailer", join(append(append([]string{hdr}, recs...), trailer, recs[0])...), len(ls) + 1, ErrFormat},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Read(strings.NewReader(c.in))
+			var re *ReadError
+			if !errors.As(err, &re) || !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want a *ReadError wrapping %v", err, c.want)
+			}
+			if re.Line != c.line {
+				t.Errorf("line %d, want %d (%v)", re.Line, c.line, err)
+			}
+			if !strings.Contains(err.Error(), fmt.Sprintf("line %d", c.line)) {
+				t.Errorf("message %q does not name the line", err)
+			}
+		})
+	}
+}
+
+// TestReadNewerMinor: ops and line kinds of a newer minor version are kept
+// and reported, and take part in comparison.
+func TestReadNewerMinor(t *testing.T) {
+	raw := sampleTape(t)
+	ls := lines(raw)
+	hdr := strings.Replace(ls[0], `"minor":0`, `"minor":3`, 1)
+	recs := append([]string{}, ls[1:len(ls)-1]...)
+	recs = append(recs, fmt.Sprintf(`{"seq":%d,"op":"xattr","path":"a.txt","name":"user.k","value":"v"}`, len(recs)+1))
+	recs = append(recs, `{"kind":"note","text":"from a newer writer"}`)
+	tp, err := Read(strings.NewReader(rebuild(t, hdr, recs)))
+	must(t, err)
+	if len(tp.Unknown) != 1 || tp.Records[tp.Unknown[0]].Op != "xattr" {
+		t.Fatalf("Unknown = %v", tp.Unknown)
+	}
+	u := tp.Records[tp.Unknown[0]]
+	if string(u.Extra["name"]) != `"user.k"` || u.Extra["seq"] != nil {
+		t.Errorf("extra fields %v", u.Extra)
+	}
+	if !strings.Contains(u.Canon(), `name="\"user.k\""`) {
+		t.Errorf("canon %s", u.Canon())
+	}
+	other := &Tape{Records: append([]Record{}, tp.Records...)}
+	other.Records[len(other.Records)-1].Extra = map[string]json.RawMessage{"name": []byte(`"user.other"`)}
+	if d := Compare(tp, other, ModeGlobal); d == nil || d.A[0].Op != "xattr" {
+		t.Errorf("unknown records not compared: %v", d)
+	}
+}
+
+// TestReadEveryPrefix: any prefix of a tape longer than its header reads
+// as a truncated tape whose records are a prefix of the whole; only the
+// whole tape (with or without its last newline) has a trailer.
+func TestReadEveryPrefix(t *testing.T) {
+	raw := sampleTape(t)
+	full, err := Read(bytes.NewReader(raw))
+	must(t, err)
+	start := bytes.IndexByte(raw, '\n') + 1
+	for n := start; n <= len(raw); n++ {
+		tp, err := Read(bytes.NewReader(raw[:n]))
+		if err != nil {
+			t.Fatalf("prefix of %d bytes: %v", n, err)
+		}
+		if want := n < len(raw)-1; tp.Truncated != want {
+			t.Fatalf("prefix of %d/%d bytes: Truncated=%v", n, len(raw), tp.Truncated)
+		}
+		for i := range tp.Records {
+			if tp.Records[i].Canon() != full.Records[i].Canon() {
+				t.Fatalf("prefix of %d bytes: record %d differs", n, i)
+			}
+		}
+	}
+}
+
+// failingWriter accepts limit bytes, then fails: a crash mid-run.
+type failingWriter struct {
+	buf   bytes.Buffer
+	limit int
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.buf.Len()+len(p) > w.limit {
+		k := w.limit - w.buf.Len()
+		w.buf.Write(p[:k])
+		return k, errors.New("disk full")
+	}
+	return w.buf.Write(p)
+}
+
+// TestCrashLeavesReadablePrefix: when the tape's writer dies, Close
+// reports it and what was written reads as a truncated tape.
+func TestCrashLeavesReadablePrefix(t *testing.T) {
+	w := &failingWriter{limit: 700}
+	rec := NewRecorder(w)
+	dir := t.TempDir()
+	fsys := rec.Wrap(afero.NewOsFs(), dir)
+	for i := range 20 {
+		afero.WriteFile(fsys, filepath.Join(dir, fmt.Sprint(i)), []byte("x"), 0o644)
+	}
+	if err := rec.Close(); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("Close: %v", err)
+	}
+	tp, err := Read(&w.buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tp.Truncated || len(tp.Records) == 0 || len(tp.Records) >= 20 {
+		t.Errorf("truncated=%v records=%d", tp.Truncated, len(tp.Records))
+	}
+	if err := rec.Close(); !errors.Is(err, ErrClosed) {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestFileName(t *testing.T) {
+	for _, c := range [][3]string{
+		{"github.com/cowfs/cowfs/tape", "TestX/sub case", "github.com_cowfs_cowfs_tape__TestX_sub_case.tape"},
+		{"", "TestY", "TestY.tape"},
+	} {
+		if got := FileName(c[0], c[1]); got != c[2] {
+			t.Errorf("FileName(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
+		}
+	}
+}
