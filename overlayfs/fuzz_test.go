@@ -1,0 +1,220 @@
+package overlayfs_test
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fuzzPaths is the small alphabet of names FuzzOps works on, over the
+// "small" fixture (a, x, d/b, d/c, d/e/, l -> a, ld -> d, m -> missing).
+// Symlink targets come from the names without "..", so nothing made by a
+// sequence can point out of the root.
+var fuzzPaths = []string{
+	"a", "x", "d", "d/b", "d/c", "d/e", "d/e/f", "l", "ld", "ld/b",
+	"m", "missing", "n", "n/f", "d/n", "a/", "d/", "d/../a", "ld/../x", "d/e/../../x",
+}
+
+var fuzzData = []string{"", "Z", "hello", "0123456789abcdefghij", "alpha\n"}
+
+var fuzzPerms = []fs.FileMode{0o644, 0o600, 0o755, 0o700, 0o444, 0}
+
+// opDecoder turns fuzz bytes into ops; past the end it reads zeros.
+type opDecoder struct{ b []byte }
+
+func (d *opDecoder) next() int {
+	if len(d.b) == 0 {
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return int(v)
+}
+
+func (d *opDecoder) path() string       { return fuzzPaths[d.next()%len(fuzzPaths)] }
+func (d *opDecoder) data() string       { return fuzzData[d.next()%len(fuzzData)] }
+func (d *opDecoder) perm() fs.FileMode  { return fuzzPerms[d.next()%len(fuzzPerms)] }
+func (d *opDecoder) slot() int          { return d.next() % 2 }
+func (d *opDecoder) small() int         { return d.next()%24 - 2 }
+func (d *opDecoder) offset() int64      { return int64(d.next()%40) - 4 }
+func (d *opDecoder) linkTarget() string { return safeTargets[d.next()%len(safeTargets)] }
+
+var safeTargets = func() []string {
+	var out []string
+	for _, p := range fuzzPaths {
+		if !strings.Contains(p, "..") {
+			out = append(out, p)
+		}
+	}
+	return out
+}()
+
+const maxFuzzOps = 24
+
+// decodeOps reads at most maxFuzzOps ops from data.
+func decodeOps(data []byte) []op {
+	d := &opDecoder{b: data}
+	var ops []op
+	for len(d.b) > 0 && len(ops) < maxFuzzOps {
+		var o op
+		switch d.next() % 23 {
+		case 0:
+			flag := d.next()
+			acc := []int{rdonly, wronly, rdwr}[flag%3]
+			for i, bit := range []int{creat, excl, trunc, appnd} {
+				if flag&(4<<i) != 0 {
+					acc |= bit
+				}
+			}
+			o = openFile(d.slot(), d.path(), acc, d.perm())
+		case 1:
+			o = read(d.slot(), d.small()+2)
+		case 2:
+			o = readAt(d.slot(), d.small()+2, d.offset())
+		case 3:
+			o = write(d.slot(), d.data())
+		case 4:
+			o = writeAt(d.slot(), d.data(), d.offset())
+		case 5:
+			o = seek(d.slot(), d.offset(), d.next()%3)
+		case 6:
+			o = truncH(d.slot(), d.offset())
+		case 7:
+			o = closeH(d.slot())
+		case 8:
+			o = fstat(d.slot())
+		case 9:
+			o = readdirnames(d.slot(), d.next()%4-1)
+		case 10:
+			o = mkdir(d.path(), d.perm())
+		case 11:
+			o = mkdirAll(d.path(), d.perm())
+		case 12:
+			o = remove(d.path())
+		case 13:
+			o = removeAll(d.path())
+		case 14:
+			o = rename(d.path(), d.path())
+		case 15:
+			o = chmod(d.path(), d.perm())
+		case 16:
+			o = symlink(d.linkTarget(), d.path())
+		case 17:
+			o = readlink(d.path())
+		case 18:
+			o = lstat(d.path())
+		case 19:
+			o = stat(d.path())
+		case 20:
+			o = readFile(d.path())
+		case 21:
+			o = writeFile(d.path(), d.data(), d.perm())
+		case 22:
+			o = open(d.slot(), d.path())
+		}
+		ops = append(ops, o)
+	}
+	return ops
+}
+
+// FuzzOps runs a decoded op sequence on os (a fresh copy of the "small"
+// fixture) and on cowfs, and compares every step, the trees and Changes().
+func FuzzOps(f *testing.F) {
+	// Seeds: op byte, then its arguments (see decodeOps). Indices into
+	// fuzzPaths: a=0 x=1 d=2 d/b=3 d/c=4 d/e=5 d/e/f=6 l=7 ld=8 ld/b=9 m=10
+	// missing=11 n=12 n/f=13 d/n=14 a/=15 d/=16.
+	f.Add([]byte{21, 0, 2, 0, 20, 0})                                                 // write a lower file, read it
+	f.Add([]byte{13, 2, 10, 2, 0, 18, 3, 9, 0, 2})                                    // RemoveAll d, Mkdir d (opaque), list
+	f.Add([]byte{14, 2, 12, 20, 13, 18, 2})                                           // rename lower dir d -> n, read n/... , lstat d
+	f.Add([]byte{0, 4 | 8, 0, 0, 0, 3, 0, 3, 5, 0, 0, 0, 1, 0, 30, 7, 0})             // O_WRONLY|O_CREATE on a, write, seek, read, close
+	f.Add([]byte{16, 0, 12, 21, 12, 4, 1, 20, 0})                                     // symlink n -> a, write through it, read a
+	f.Add([]byte{16, 8, 12, 16, 12, 8, 19, 8, 20, 12})                                // symlink loop n <-> ld... stat
+	f.Add([]byte{0, 2 | 16 | 32, 1, 7, 0, 1, 3, 1, 3, 0, 2, 1, 10, 4, 6, 1, 5, 7, 1}) // O_RDWR|O_TRUNC|O_APPEND on x
+	f.Add([]byte{12, 3, 12, 4, 12, 5, 12, 2, 10, 2, 1, 9, 0, 0, 22, 0, 2, 9, 0, 0})   // empty d piecewise, recreate, list
+	f.Add([]byte{15, 0, 1, 15, 2, 3, 21, 0, 4, 0, 21, 0, 4, 0})                       // chmods, write back original bytes
+	f.Add([]byte{11, 6, 0, 14, 5, 13, 18, 13, 12, 11})                                // MkdirAll d/e/f, rename into n/f
+	orig := origTree(f, "small")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ops := decodeOps(data)
+		if len(ops) == 0 {
+			return
+		}
+		sum := hashTree(t, orig)
+		errs := differential(t, orig, ops)
+		if got := hashTree(t, orig); got != sum {
+			errs = append(errs, errors.New("the original tree was modified"))
+		}
+		if err := errors.Join(errs...); err != nil {
+			t.Errorf("ops:\n\t%s\nmismatches:\n%v", opList(ops), err)
+		}
+	})
+}
+
+// FuzzResolve: any name, joined to the root, resolves like os does on a copy
+// (Lstat and Stat outcome), and a write to it never touches the disk.
+func FuzzResolve(f *testing.F) {
+	for _, s := range []string{
+		"a", "d/b", "d//b", "./a", "d/./b", "d/../a", "../root/a", "../outside/file.txt",
+		"out/file.txt", "out/../root/a", "abs/file.txt", "ld/../../outside", "l/", "a/.", "m",
+		"d/e/../../../root/x", "..", "../..", "/", "ld/b/", "lp/lp/lp", "l//", "loop", "loop/x",
+		strings.Repeat("ld/", 50) + "b", strings.Repeat("../", 30) + "etc", "d/\x00", strings.Repeat("n", 300),
+	} {
+		f.Add(s)
+	}
+	base := f.TempDir()
+	mk := func(side string) (root string) {
+		parent := filepath.Join(base, side)
+		if err := os.Mkdir(parent, 0o755); err != nil {
+			f.Fatal(err)
+		}
+		root = filepath.Join(parent, "root")
+		writeTree(f, "small", root)
+		outside := filepath.Join(parent, "outside")
+		if err := os.Mkdir(outside, 0o755); err != nil {
+			f.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(outside, "file.txt"), []byte("outside"), 0o644); err != nil {
+			f.Fatal(err)
+		}
+		for link, target := range map[string]string{"out": "../outside", "abs": outside, "lp": "lp", "loop": "loop2", "loop2": "loop"} {
+			if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+				f.Fatal(err)
+			}
+		}
+		return root
+	}
+	origRoot, copyRoot := mk("A"), mk("B")
+	origParent := filepath.Dir(origRoot)
+	sum := hashTree(f, origParent)
+	f.Fuzz(func(t *testing.T, name string) {
+		c := newCow(t, origRoot)
+		want := newEnv(osTarget{}, copyRoot, false)
+		got := newEnv(c, c.Root(), true)
+		ops := []op{lstat(name), stat(name), readlink(name)}
+		if errs := runOps(ops, want, got); len(errs) > 0 {
+			t.Errorf("name %q:\n%v", name, errors.Join(errs...))
+		}
+		target := filepath.Clean(origRoot + "/" + name)
+		_, beforeErr := os.Lstat(target)
+		if fh, err := c.OpenFile(origRoot+"/"+name, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+			io.WriteString(fh, "x")
+			fh.Close()
+		}
+		c.Mkdir(origRoot+"/"+name, 0o755)
+		c.MkdirAll(origRoot+"/"+name+"/sub", 0o755)
+		c.Remove(origRoot + "/" + name)
+		if got := hashTree(t, origParent); got != sum {
+			t.Fatalf("name %q: a write reached the disk under %s", name, origParent)
+		}
+		if errors.Is(beforeErr, fs.ErrNotExist) {
+			if _, err := os.Lstat(target); err == nil {
+				os.Remove(target)
+				t.Fatalf("name %q: a write created %s on disk", name, target)
+			}
+		}
+	})
+}
