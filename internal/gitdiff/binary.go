@@ -8,16 +8,12 @@ import (
 	"strconv"
 )
 
-// firstFewBytes is how far git looks for a NUL to call a file binary
-// (FIRST_FEW_BYTES in git's xdiff-interface.c).
-const firstFewBytes = 8000
-
 // nullID is git's all-zero object id, the id of a missing side.
 const nullID = "0000000000000000000000000000000000000000"
 
-// isBinary reports whether data must go into a binary patch: git's rule is
-// a NUL in the first 8000 bytes; a NUL anywhere is enough here, so that a
-// text patch never carries one.
+// isBinary reports whether data must go into a binary patch. git's rule is
+// a NUL in the first 8000 bytes (FIRST_FEW_BYTES); here a NUL anywhere is
+// enough, so that a text patch never carries one.
 func isBinary(data []byte) bool {
 	return bytes.IndexByte(data, 0) >= 0
 }

@@ -30,14 +30,6 @@ func (e entry) file() *File {
 	return &File{Mode: e.mode, Content: func() ([]byte, error) { return []byte(data), nil }}
 }
 
-func (e entry) gitMode() uint32 {
-	m, err := gitMode(e.mode)
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
-
 // changesBetween lists the changes that turn old into new. When keepSame
 // is set, unchanged paths are listed too (Write must skip them).
 func changesBetween(old, new tree, keepSame bool) []Change {
