@@ -1,0 +1,220 @@
+package helpers
+
+import (
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/spf13/afero"
+)
+
+// chaosSeed returns the seed of the Chaos option: ChaosSeed's, else
+// EnvChaosSeed's, else a random one.
+func chaosSeed(c config) uint64 {
+	if c.seedSet {
+		return c.seed
+	}
+	if v := os.Getenv(EnvChaosSeed); v != "" {
+		if s, err := strconv.ParseUint(v, 10, 64); err == nil {
+			return s
+		}
+	}
+	return rand.Uint64()
+}
+
+// chaosFs hands out directory handles whose listings come in a shuffled
+// order. Every other call goes to the inner file system as it is.
+type chaosFs struct {
+	afero.Fs
+	seed uint64
+
+	mu    sync.Mutex
+	count map[string]uint64 // listings made per cleaned name
+}
+
+var (
+	_ afero.Lstater    = (*chaosFs)(nil)
+	_ afero.Linker     = (*chaosFs)(nil)
+	_ afero.LinkReader = (*chaosFs)(nil)
+)
+
+func newChaosFs(inner afero.Fs, seed uint64) *chaosFs {
+	return &chaosFs{Fs: inner, seed: seed, count: map[string]uint64{}}
+}
+
+func (c *chaosFs) Name() string { return "ChaosFs" }
+
+func (c *chaosFs) Create(name string) (afero.File, error) {
+	return c.wrap(name)(c.Fs.Create(name))
+}
+
+func (c *chaosFs) Open(name string) (afero.File, error) {
+	return c.wrap(name)(c.Fs.Open(name))
+}
+
+func (c *chaosFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	return c.wrap(name)(c.Fs.OpenFile(name, flag, perm))
+}
+
+func (c *chaosFs) wrap(name string) func(afero.File, error) (afero.File, error) {
+	return func(f afero.File, err error) (afero.File, error) {
+		if err != nil {
+			return f, err
+		}
+		return &chaosFile{File: f, fs: c, key: filepath.Clean(name)}, nil
+	}
+}
+
+// LstatIfPossible, SymlinkIfPossible and ReadlinkIfPossible behave as
+// afero's own wrappers when the inner file system lacks them.
+
+func (c *chaosFs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
+	if l, ok := c.Fs.(afero.Lstater); ok {
+		return l.LstatIfPossible(name)
+	}
+	fi, err := c.Fs.Stat(name)
+	return fi, false, err
+}
+
+func (c *chaosFs) SymlinkIfPossible(oldname, newname string) error {
+	if l, ok := c.Fs.(afero.Linker); ok {
+		return l.SymlinkIfPossible(oldname, newname)
+	}
+	return &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: afero.ErrNoSymlink}
+}
+
+func (c *chaosFs) ReadlinkIfPossible(name string) (string, error) {
+	if l, ok := c.Fs.(afero.LinkReader); ok {
+		return l.ReadlinkIfPossible(name)
+	}
+	return "", &os.PathError{Op: "readlink", Path: name, Err: afero.ErrNoReadlink}
+}
+
+// permutation returns a random order of n elements for the next listing of
+// key: a function of the seed, key and how many listings of key came
+// before. For n >= 2 it is never the identity, so an order-dependent caller
+// never sees the inner order by luck.
+func (c *chaosFs) permutation(key string, n int) []int {
+	c.mu.Lock()
+	k := c.count[key]
+	c.count[key] = k + 1
+	c.mu.Unlock()
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	r := rand.New(rand.NewPCG(c.seed, h.Sum64()^(k*0x9e3779b97f4a7c15)))
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	r.Shuffle(n, func(i, j int) { p[i], p[j] = p[j], p[i] })
+	identity := true
+	for i, v := range p {
+		identity = identity && i == v
+	}
+	if identity && n >= 2 {
+		p = append(p[1:], p[0])
+	}
+	return p
+}
+
+// chaosFile serves the listing of a directory in shuffled order. The whole
+// listing is read from the inner handle at the first Readdir, Readdirnames
+// or ReadDir, then handed out in pages with os's rules: n > 0 gives at most
+// n entries and io.EOF at the end, n <= 0 gives the rest and a nil error.
+// The three share one position, as with os.File. Seek(0, io.SeekStart)
+// starts a new listing, in a new order.
+type chaosFile struct {
+	afero.File
+	fs  *chaosFs
+	key string
+
+	mu     sync.Mutex
+	loaded bool
+	list   []fs.FileInfo
+	pos    int
+}
+
+func (f *chaosFile) load() error {
+	if f.loaded {
+		return nil
+	}
+	infos, err := f.File.Readdir(-1)
+	if err != nil {
+		return err
+	}
+	p := f.fs.permutation(f.key, len(infos))
+	f.list = make([]fs.FileInfo, len(infos))
+	for i, j := range p {
+		f.list[i] = infos[j]
+	}
+	f.loaded, f.pos = true, 0
+	return nil
+}
+
+// next returns the next page of the listing.
+func (f *chaosFile) next(n int) ([]fs.FileInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.load(); err != nil {
+		return nil, err
+	}
+	rest := f.list[f.pos:]
+	if n <= 0 {
+		f.pos = len(f.list)
+		return rest, nil
+	}
+	if len(rest) == 0 {
+		return nil, io.EOF
+	}
+	rest = rest[:min(n, len(rest))]
+	f.pos += len(rest)
+	return rest, nil
+}
+
+func (f *chaosFile) Readdir(n int) ([]fs.FileInfo, error) {
+	page, err := f.next(n)
+	if err != nil {
+		return nil, err
+	}
+	return append([]fs.FileInfo{}, page...), nil
+}
+
+func (f *chaosFile) Readdirnames(n int) ([]string, error) {
+	page, err := f.next(n)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(page))
+	for i, fi := range page {
+		names[i] = fi.Name()
+	}
+	return names, nil
+}
+
+// ReadDir is the fs.ReadDirFile method os.File has, shuffled too.
+func (f *chaosFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	page, err := f.next(n)
+	if err != nil {
+		return nil, err
+	}
+	des := make([]fs.DirEntry, len(page))
+	for i, fi := range page {
+		des[i] = fs.FileInfoToDirEntry(fi)
+	}
+	return des, nil
+}
+
+func (f *chaosFile) Seek(offset int64, whence int) (int64, error) {
+	pos, err := f.File.Seek(offset, whence)
+	if err == nil && offset == 0 && whence == io.SeekStart {
+		f.mu.Lock()
+		f.loaded, f.list, f.pos = false, nil, 0
+		f.mu.Unlock()
+	}
+	return pos, err
+}

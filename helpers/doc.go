@@ -1,0 +1,101 @@
+// Package helpers gives a Go test a hermetic file system in one call, and
+// the checks that go with it: golden git patches, golden tapes, assertions
+// on what changed, and a chaos mode for order-dependent code.
+//
+//	func TestGenerate(t *testing.T) {
+//		env := helpers.NewTxtar(t, "testdata/project.txtar")
+//		if err := generate(env.Fs(), env.Root()); err != nil {
+//			t.Fatal(err)
+//		}
+//		env.GoldenPatch() // compares with testdata/TestGenerate.patch
+//	}
+//
+// [New] overlays a real directory, [NewTxtar] and [NewArchive] a txtar
+// fixture extracted into t.TempDir() by [Extract]. The [Env] they return
+// has the [afero.Fs] to hand to the code under test ([Env.Fs]), the
+// [overlayfs.Fs] behind it ([Env.Overlay]) and the root ([Env.Root]). The
+// root is never written. Everything is undone by t.Cleanup; nothing is
+// kept in package variables, so tests may run in parallel (except with
+// [Chdir], as t.Chdir requires).
+//
+// # Path names
+//
+// The code under test uses OS names, as with [afero.OsFs]: absolute
+// (see [Env.Path]) or relative to the working directory; [Chdir] starts the
+// test in the root. Assertions and goldens use slash paths relative to the
+// root, as [overlayfs.Change] does.
+//
+// # Goldens
+//
+// Golden files live in the directory of [GoldenDir], "testdata" by
+// default, resolved when the Env is made. Their base name is
+// [GoldenName](t.Name()): subtest slashes become "__", other bytes outside
+// [A-Za-z0-9._-] become "_". [Env.GoldenPatch] compares the layer's git
+// patch with <name>.patch; [GoldenTape] and [Online] compare the test's
+// tape with <name>.tape, by default in [tape.ModePath]. A mismatch fails
+// the test with a unified diff or the first divergent record. Setting the
+// environment variable COWFS_UPDATE_GOLDEN=1 ([EnvUpdateGolden]) rewrites
+// goldens that are missing or differ, and leaves equal ones untouched
+// (a tape's header, with its pid and times, does not take part). It is an
+// environment variable and not a flag because a custom test flag breaks
+// `go test ./...` in every package that does not define it.
+//
+// # Tapes
+//
+// When the environment variable COWFS_TAPE_DIR ([tape.EnvDir]) names a
+// directory, every Env records the calls made through [Env.Fs] on one tape
+// in that directory, so `replay check` can run a test suite twice and
+// compare the runs. The directory is made absolute when the Env is made (a
+// relative one is taken from the package directory, go test's working
+// directory for the test) and created if missing. The file is named by
+// [tape.FileName](package, t.Name()) and created exclusively: an existing
+// file is never overwritten, a collision (go test -count=2, two Envs in one
+// test, two test names that sanitize alike) adds a numeric suffix,
+// "<name>.2.tape", "<name>.3.tape", ..., and a name longer than 240 bytes is
+// cut and completed with a hash of the whole name. A test that makes one
+// Env writes exactly one tape. The header carries the package import path
+// and the full test name, subtests included; the tape is closed, its trailer
+// written, in t.Cleanup. [Env.TapeFile] names the file.
+//
+// The package import path is taken from the test binary: go test builds it
+// with the main-package path "<import path>.test", which
+// runtime/debug.ReadBuildInfo reports, whichever function calls New. When
+// that is missing (a binary built otherwise, or go test on a list of files,
+// "command-line-arguments"), it is the package of the first function on the
+// call stack outside this package, from runtime.Callers: the symbol up to
+// the first dot after its last slash, linker escapes undone, an external
+// test package's "_test" suffix dropped. [Package] sets it explicitly.
+//
+// # Failures
+//
+// When the test has failed by the time its cleanups run, the change list
+// and the git patch of the layer are logged, each cut to [LogLimit] bytes,
+// and with `go test -artifacts` written whole to t.ArtifactDir() as
+// [ArtifactChanges] and [ArtifactPatch].
+//
+// Assertions ([Env.NoChanges], [Env.Changed], [Env.ChangedPaths],
+// [Env.FileContent], [Env.GoldenPatch]) report with t.Errorf and return
+// whether they held, so a test can go on or stop as it likes. Setting up
+// (a missing root, a bad fixture, an unwritable tape directory) is fatal.
+//
+// # Chaos
+//
+// [Chaos] shuffles the directory listings the code under test reads
+// through File.Readdir, Readdirnames and ReadDir of [Env.Fs]: package os
+// promises no order, overlayfs sorts, and code that leans on the order
+// should fail here rather than on another machine. The order is never the
+// sorted one for two entries or more, and is a function of the seed, the
+// directory's name and how many times it was listed before. The seed is
+// logged; COWFS_CHAOS_SEED ([EnvChaosSeed]) or [ChaosSeed] replays it.
+// afero.ReadDir and afero.Walk sort what they read, so code using them is
+// not affected. Tapes are recorded below the shuffling and are the same
+// with and without it.
+//
+// # Concurrency
+//
+// The file systems of an Env are safe for concurrent use, as
+// [overlayfs.Fs] and the tape recorder are. Assertions report to the Env's
+// test and follow the rules of testing.TB: call them from the test's
+// goroutine. The online check of [Online] reports with t.Errorf from the
+// goroutine that made the divergent call.
+package helpers

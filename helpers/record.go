@@ -1,0 +1,183 @@
+package helpers
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/cowfs/cowfs/tape"
+)
+
+// maxTapeName bounds the length of a tape file name: most file systems
+// take at most 255 bytes, and room is left for a collision suffix.
+const maxTapeName = 240
+
+// recording is the tape of one Env: written to a file of the tape.EnvDir
+// directory and/or kept in memory for a golden tape.
+type recording struct {
+	rec      *tape.Recorder
+	file     *os.File      // the tape in tape.EnvDir, or nil
+	buf      *bytes.Buffer // the tape in memory, for GoldenTape, or nil
+	golden   string        // golden tape file, when GoldenTape
+	mode     tape.Mode
+	online   bool        // a reference was given to the recorder
+	noGolden bool        // the missing golden was reported already
+	diverged atomic.Bool // the online check reported a divergence
+}
+
+// startRecording starts the tape of e when tape.EnvDir is set or a golden
+// tape is wanted; it returns nil otherwise.
+func startRecording(e *Env) (*recording, error) {
+	e.t.Helper()
+	dir := os.Getenv(tape.EnvDir)
+	if dir == "" && !e.cfg.goldenTape {
+		return nil, nil
+	}
+	r := &recording{mode: e.cfg.tapeMode}
+	opts := []tape.Option{tape.WithTest(e.pkg, e.name)}
+	var ws []io.Writer
+	if e.cfg.goldenTape {
+		r.golden = e.goldenFile(".tape")
+		r.buf = new(bytes.Buffer)
+		ws = append(ws, r.buf)
+		if e.cfg.online && !e.updating() {
+			ref, err := readTapeFile(r.golden)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				r.noGolden = true
+				e.t.Errorf("helpers: golden tape %s is missing: run with %s=1 to create it", r.golden, EnvUpdateGolden)
+			case err != nil:
+				return nil, err
+			default:
+				r.online = true
+				opts = append(opts, tape.WithReferenceMode(r.mode), tape.WithReference(ref, func(d *tape.Divergence) {
+					r.diverged.Store(true)
+					e.t.Errorf("helpers: the recording diverges from the golden tape %s at this call (%s mode; -golden +got):\n%s",
+						r.golden, r.mode, d)
+				}))
+			}
+		}
+	}
+	if dir != "" {
+		f, err := createTape(dir, tape.FileName(e.pkg, e.name))
+		if err != nil {
+			return nil, err
+		}
+		r.file = f
+		ws = append(ws, f)
+	}
+	// The buffer comes first: io.MultiWriter stops at the first writer
+	// that fails, and a full disk must not cost the golden check.
+	r.rec = tape.NewRecorder(io.MultiWriter(ws...), opts...)
+	return r, nil
+}
+
+// createTape creates the tape file name in dir exclusively. On a collision
+// (go test -count=2, two Envs in one test, or two test names that sanitize
+// alike) it tries <name>.2.tape, <name>.3.tape, ... A name too long for a
+// file system is cut and completed by a hash of the whole name.
+func createTape(dir, name string) (*os.File, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	base := strings.TrimSuffix(name, ".tape")
+	if len(name) > maxTapeName {
+		h := fnv.New64a()
+		h.Write([]byte(base))
+		sum := fmt.Sprintf("-%016x", h.Sum64())
+		base = base[:maxTapeName-len(sum)-len(".tape")] + sum
+	}
+	for i := 1; i <= 10000; i++ {
+		n := base + ".tape"
+		if i > 1 {
+			n = fmt.Sprintf("%s.%d.tape", base, i)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, n), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("helpers: %s: 10000 tapes of this test exist already", filepath.Join(dir, base+".tape"))
+}
+
+// TapeFile returns the name of the file the test's tape is being written
+// to in the [tape.EnvDir] directory, or "" when not recording there.
+func (e *Env) TapeFile() string {
+	if e.rec == nil || e.rec.file == nil {
+		return ""
+	}
+	return e.rec.file.Name()
+}
+
+// finish closes the tape, then checks or updates the golden tape.
+func (r *recording) finish(e *Env) {
+	e.t.Helper()
+	err := r.rec.Close()
+	if r.file != nil {
+		err = errors.Join(err, r.file.Close())
+	}
+	if err != nil {
+		e.t.Errorf("helpers: tape: %v", err)
+	}
+	if r.golden == "" {
+		return
+	}
+	got, err := tape.Read(bytes.NewReader(r.buf.Bytes()))
+	if err != nil {
+		e.t.Errorf("helpers: reading back the tape: %v", err)
+		return
+	}
+	want, werr := readTapeFile(r.golden)
+	if e.updating() {
+		if werr == nil && tape.Compare(want, got, r.mode) == nil {
+			return
+		}
+		if err := writeGolden(r.golden, r.buf.Bytes()); err != nil {
+			e.t.Errorf("helpers: %v", err)
+			return
+		}
+		e.logf("updated golden tape %s", r.golden)
+		return
+	}
+	switch {
+	case r.online || r.noGolden:
+		// Divergences were reported as they happened (or at Close).
+	case errors.Is(werr, fs.ErrNotExist):
+		e.t.Errorf("helpers: golden tape %s is missing: run with %s=1 to create it", r.golden, EnvUpdateGolden)
+	case werr != nil:
+		e.t.Errorf("helpers: %v", werr)
+	default:
+		if d := tape.Compare(want, got, r.mode); d != nil {
+			e.t.Errorf("helpers: the recording differs from the golden tape %s (%s mode; -golden +got; run with %s=1 to accept):\n%s",
+				r.golden, r.mode, EnvUpdateGolden, d)
+		}
+	}
+}
+
+// readTapeFile reads a complete tape: a golden cut short is an error.
+func readTapeFile(name string) (*tape.Tape, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := tape.Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("golden tape %s: %w", name, err)
+	}
+	if t.Truncated {
+		return nil, fmt.Errorf("golden tape %s: %w: no trailer", name, tape.ErrFormat)
+	}
+	return t, nil
+}
