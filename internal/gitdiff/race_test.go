@@ -1,0 +1,5 @@
+//go:build race
+
+package gitdiff
+
+const raceEnabled = true
