@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -210,7 +211,29 @@ func differentialSeed1(lower, upper, work string, seed uint64, opts Options, ent
 	if err != nil {
 		return log, fmt.Errorf("reading the kernel view: %w", err)
 	}
-	return log, diffTrees(want, got, cmpOpts{times: true, dtimes: true, owners: true})
+	if err := diffTrees(want, got, cmpOpts{times: true, dtimes: true, owners: true}); err != nil {
+		return log, err
+	}
+	// The same layer through an OCI tar and back gives the same view.
+	var buf bytes.Buffer
+	if err := WriteOCILayer(f, &buf); err != nil {
+		return log, fmt.Errorf("WriteOCILayer: %w", err)
+	}
+	g, err := overlayfs.New(lower)
+	if err != nil {
+		return log, err
+	}
+	if err := ReadOCILayer(&buf, g); err != nil {
+		return log, fmt.Errorf("ReadOCILayer: %w", err)
+	}
+	back, err := viewTree(g)
+	if err != nil {
+		return log, err
+	}
+	if err := diffTrees(want, back, cmpOpts{times: true, dtimes: true, owners: true}); err != nil {
+		return log, fmt.Errorf("after an OCI round trip:\n%w", err)
+	}
+	return log, nil
 }
 
 func removeAllWritable(dir string) error {
