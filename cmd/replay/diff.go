@@ -1,0 +1,519 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/cowfs/cowfs/internal/gitdiff"
+	"github.com/cowfs/cowfs/tape"
+)
+
+func cmdDiff() *command {
+	return &command{
+		name:      "diff",
+		usageLine: "diff [-order MODE] [-U N] [-all] [-json] [-content DIR] A B",
+		short:     "compare two tapes, or two directories of tapes",
+		long: `
+Diff compares tape A with tape B and prints where they first differ, as a
+hunk of records in unified-diff form: context records equal on both sides,
+then A's records prefixed "-" and B's prefixed "+", each with its sequence
+number. The records are aligned, not compared by position, so one extra
+record is one hunk and what follows it still matches. Nothing is printed
+when the tapes are equal in the chosen mode.
+
+-order chooses what must be equal: path (the default; per path, the same
+operations and outcomes in the same order; interleaving between paths is
+ignored), global (every record in order), set (the same records in any
+order) or final (the same end state). In set mode every unmatched record
+is listed.
+
+When A and B are directories, their *.tape files are paired by the package
+and test in their headers; a tape present on one side only is a difference.
+Each pair gets a line: "ok" or "--- DIVERGE" followed by its hunk.
+
+When the bytes of two differing versions of a file were captured (see
+tape.WithContent), diff also prints a git-style text diff of the two
+versions. Captured bytes are looked up in the directories given with
+-content, then in "<tape name>.content" and "content" beside each tape.
+
+A truncated tape (no trailer) is compared on the records it has, with a
+warning on standard error.
+
+-json prints one JSON object per compared pair instead of text.
+
+Exit status: 0 when equal, 1 when they differ, 2 when a tape cannot be
+read or the arguments are wrong.
+`,
+		flags: func(fs *flag.FlagSet) func(*env, []string) int {
+			o := &diffOpts{}
+			fs.StringVar(&o.order, "order", "path", "comparison `mode`: path, global, set or final")
+			fs.IntVar(&o.context, "U", tape.ContextLen, "show `N` equal records of context around a hunk")
+			fs.BoolVar(&o.all, "all", false, "show every hunk, not only the first")
+			fs.BoolVar(&o.json, "json", false, "print JSON objects instead of text")
+			fs.Var(&o.content, "content", "look up captured file contents in `DIR` (repeatable)")
+			return func(e *env, args []string) int { return runDiff(e, args, o) }
+		},
+	}
+}
+
+type diffOpts struct {
+	order   string
+	mode    tape.Mode
+	context int
+	all     bool
+	json    bool
+	content listFlag
+}
+
+// diffReport is the outcome of comparing one pair; it is also the -json form.
+type diffReport struct {
+	Name      string        `json:"name"`
+	A         string        `json:"a,omitempty"`
+	B         string        `json:"b,omitempty"`
+	Mode      string        `json:"mode"`
+	Equal     bool          `json:"equal"`
+	Class     string        `json:"class,omitempty"` // identical, interleaving-only, data, missing
+	Hunks     int           `json:"hunks"`           // differing hunks in the mode (unmatched records in set mode)
+	Truncated []string      `json:"truncated,omitempty"`
+	Shown     []hunk        `json:"shown,omitempty"`
+	Contents  []contentDiff `json:"contents,omitempty"`
+}
+
+// hunk is one differing stretch, with equal records around it.
+type hunk struct {
+	Path   string   `json:"path,omitempty"`
+	AIndex int      `json:"aIndex"`
+	BIndex int      `json:"bIndex"`
+	Before []string `json:"before,omitempty"`
+	A      []string `json:"a"`
+	B      []string `json:"b"`
+	After  []string `json:"after,omitempty"`
+
+	aRecs, bRecs []tape.Record
+	seq          int64
+}
+
+// contentDiff is a text diff between two captured versions of a file.
+type contentDiff struct {
+	Path  string `json:"path"`
+	AHash string `json:"aHash"`
+	BHash string `json:"bHash"`
+	Patch string `json:"patch,omitempty"`
+	Note  string `json:"note,omitempty"`
+}
+
+func runDiff(e *env, args []string, o *diffOpts) int {
+	var err error
+	if o.mode, err = tape.ParseMode(o.order); err != nil {
+		return e.usageError("diff", "%v", err)
+	}
+	if o.context < 0 {
+		return e.usageError("diff", "-U must not be negative")
+	}
+	if len(args) != 2 {
+		return e.usageError("diff", "want two tapes or two directories, got %d arguments", len(args))
+	}
+	fa, err := os.Stat(args[0])
+	if err != nil {
+		return e.trouble("diff", err)
+	}
+	fb, err := os.Stat(args[1])
+	if err != nil {
+		return e.trouble("diff", err)
+	}
+	switch {
+	case fa.IsDir() && fb.IsDir():
+		return diffDirs(e, args[0], args[1], o)
+	case fa.IsDir() || fb.IsDir():
+		return e.usageError("diff", "%s and %s: want two tapes or two directories, not one of each", args[0], args[1])
+	}
+	a, err := loadTape(args[0])
+	if err != nil {
+		return e.trouble("diff", err)
+	}
+	b, err := loadTape(args[1])
+	if err != nil {
+		return e.trouble("diff", err)
+	}
+	rep := compareLoaded(a, b, o)
+	warnTruncated(e, rep)
+	if o.json {
+		writeJSON(e.stdout, rep)
+	} else if !rep.Equal {
+		fmt.Fprintf(e.stdout, "--- %s\n+++ %s\n", a.file, b.file)
+		writeReport(e.stdout, rep, "")
+	}
+	if rep.Equal {
+		return exitSame
+	}
+	return exitDiffers
+}
+
+func diffDirs(e *env, da, db string, o *diffOpts) int {
+	la, err := loadDir(da)
+	if err != nil {
+		return e.trouble("diff", err)
+	}
+	lb, err := loadDir(db)
+	if err != nil {
+		return e.trouble("diff", err)
+	}
+	ma, err := byKey(la)
+	if err != nil {
+		return e.trouble("diff", err)
+	}
+	mb, err := byKey(lb)
+	if err != nil {
+		return e.trouble("diff", err)
+	}
+	if len(ma) == 0 && len(mb) == 0 {
+		return e.trouble("diff", fmt.Errorf("no *.tape files in %s or %s", da, db))
+	}
+	code := exitSame
+	for _, k := range sortedKeys(ma, mb) {
+		a, b := ma[k], mb[k]
+		var rep *diffReport
+		switch {
+		case a == nil:
+			rep = &diffReport{Name: b.name(), B: b.file, Mode: o.mode.String(), Class: "missing", Hunks: 1}
+		case b == nil:
+			rep = &diffReport{Name: a.name(), A: a.file, Mode: o.mode.String(), Class: "missing", Hunks: 1}
+		default:
+			rep = compareLoaded(a, b, o)
+			warnTruncated(e, rep)
+		}
+		if !rep.Equal {
+			code = exitDiffers
+		}
+		if o.json {
+			writeJSON(e.stdout, rep)
+			continue
+		}
+		switch {
+		case rep.Equal:
+			fmt.Fprintf(e.stdout, "ok  \t%s\t%s\n", rep.Name, rep.Class)
+		case a == nil:
+			fmt.Fprintf(e.stdout, "--- DIVERGE: %s\n    only in %s: %s\n", rep.Name, db, b.file)
+		case b == nil:
+			fmt.Fprintf(e.stdout, "--- DIVERGE: %s\n    only in %s: %s\n", rep.Name, da, a.file)
+		default:
+			fmt.Fprintf(e.stdout, "--- DIVERGE: %s\n", rep.Name)
+			writeReport(e.stdout, rep, "    ")
+		}
+	}
+	return code
+}
+
+func warnTruncated(e *env, rep *diffReport) {
+	for _, f := range rep.Truncated {
+		fmt.Fprintf(e.stderr, "replay diff: %s is truncated (no trailer); comparing the records it has\n", f)
+	}
+}
+
+func writeJSON(w io.Writer, v any) {
+	b, _ := json.Marshal(v) // plain structs of strings and ints: cannot fail
+	w.Write(append(b, '\n'))
+}
+
+// compareLoaded compares two tapes in o.mode and gathers what to show.
+func compareLoaded(a, b *loaded, o *diffOpts) *diffReport {
+	rep := &diffReport{Name: a.name(), A: a.file, B: b.file, Mode: o.mode.String()}
+	if b.name() != a.name() {
+		rep.Name = a.name() + " vs " + b.name()
+	}
+	for _, l := range []*loaded{a, b} {
+		if l.t.Truncated {
+			rep.Truncated = append(rep.Truncated, l.file)
+		}
+	}
+	class, _ := tape.Classify(a.t, b.t)
+	rep.Class = class.String()
+	d := tape.Compare(a.t, b.t, o.mode)
+	if d == nil {
+		rep.Equal = true
+		return rep
+	}
+	rep.Hunks = d.Hunks
+	switch o.mode {
+	case tape.ModeSet:
+		rep.Shown = []hunk{setHunk(a.t, b.t)}
+	case tape.ModeFinal:
+		rep.Shown = finalHunks(a.t.Final(), b.t.Final(), d, o)
+	case tape.ModeGlobal:
+		rep.Shown = seqHunks(a.t.Records, b.t.Records, "", d, o)
+	default:
+		rep.Shown = pathHunks(a.t, b.t, d, o)
+	}
+	rep.Contents = contentDiffs(rep.Shown, contentDirs(a.file, o.content), contentDirs(b.file, o.content))
+	return rep
+}
+
+// seqHunks returns the hunks of two aligned record sequences: the first
+// one, found by tape.Compare, and with o.all the following ones, found by
+// aligning what follows each hunk again.
+func seqHunks(ra, rb []tape.Record, path string, first *tape.Divergence, o *diffOpts) []hunk {
+	var out []hunk
+	offA, offB := 0, 0
+	d := first
+	for d != nil {
+		h := hunk{Path: path, AIndex: offA + d.AIndex, BIndex: offB + d.BIndex, aRecs: d.A, bRecs: d.B}
+		h.A, h.B = recLines(d.A), recLines(d.B)
+		h.seq = firstSeq(d.A, d.B)
+		h.Before = recLines(ra[max(0, h.AIndex-o.context):h.AIndex])
+		endA, endB := h.AIndex+len(d.A), h.BIndex+len(d.B)
+		for k := 0; k < o.context && endA+k < len(ra) && endB+k < len(rb); k++ {
+			if ra[endA+k].Canon() != rb[endB+k].Canon() {
+				break
+			}
+			h.After = append(h.After, ra[endA+k].String())
+		}
+		out = append(out, h)
+		if !o.all {
+			break
+		}
+		offA, offB = endA, endB
+		d = tape.Compare(&tape.Tape{Records: ra[offA:]}, &tape.Tape{Records: rb[offB:]}, tape.ModeGlobal)
+	}
+	return out
+}
+
+// pathHunks returns the first divergence by path, and with o.all every
+// hunk of every path, in the order they happened.
+func pathHunks(a, b *tape.Tape, first *tape.Divergence, o *diffOpts) []hunk {
+	if !o.all {
+		ra, rb := recordsOf(a, first.Path), recordsOf(b, first.Path)
+		return seqHunks(ra, rb, first.Path, first, o)
+	}
+	paths := map[string]bool{}
+	for _, t := range []*tape.Tape{a, b} {
+		for i := range t.Records {
+			for _, p := range t.Records[i].Paths() {
+				paths[p] = true
+			}
+		}
+	}
+	var out []hunk
+	for p := range paths {
+		ra, rb := recordsOf(a, p), recordsOf(b, p)
+		d := tape.Compare(&tape.Tape{Records: ra}, &tape.Tape{Records: rb}, tape.ModeGlobal)
+		if d != nil {
+			out = append(out, seqHunks(ra, rb, p, d, o)...)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y hunk) int {
+		return cmp.Or(cmp.Compare(x.seq, y.seq), cmp.Compare(x.Path, y.Path))
+	})
+	return out
+}
+
+func recordsOf(t *tape.Tape, path string) []tape.Record {
+	var out []tape.Record
+	for i := range t.Records {
+		if slices.Contains(t.Records[i].Paths(), path) {
+			out = append(out, t.Records[i])
+		}
+	}
+	return out
+}
+
+func firstSeq(a, b []tape.Record) int64 {
+	s := int64(-1)
+	for _, rs := range [][]tape.Record{a, b} {
+		if len(rs) > 0 && (s < 0 || rs[0].Seq < s) {
+			s = rs[0].Seq
+		}
+	}
+	return s
+}
+
+func recLines(rs []tape.Record) []string {
+	out := make([]string, len(rs))
+	for i := range rs {
+		out[i] = rs[i].String()
+	}
+	return out
+}
+
+// setHunk lists every record of one tape that the other lacks (with
+// multiplicity), in each tape's order.
+func setHunk(a, b *tape.Tape) hunk {
+	unmatched := func(x, y *tape.Tape) []tape.Record {
+		n := map[string]int{}
+		for i := range y.Records {
+			n[y.Records[i].Canon()]++
+		}
+		var out []tape.Record
+		for i := range x.Records {
+			if c := x.Records[i].Canon(); n[c] > 0 {
+				n[c]--
+			} else {
+				out = append(out, x.Records[i])
+			}
+		}
+		return out
+	}
+	ua, ub := unmatched(a, b), unmatched(b, a)
+	return hunk{AIndex: -1, BIndex: -1, A: recLines(ua), B: recLines(ub), aRecs: ua, bRecs: ub}
+}
+
+// finalHunks shows the first differing stretch of the end states, or with
+// o.all every end-state line that differs (the lines are in path order).
+func finalHunks(fa, fb []string, d *tape.Divergence, o *diffOpts) []hunk {
+	if !o.all {
+		h := hunk{Path: d.Path, AIndex: d.AIndex, BIndex: d.BIndex, A: d.ALines, B: d.BLines}
+		h.Before = fa[max(0, d.AIndex-o.context):d.AIndex]
+		endA, endB := d.AIndex+len(d.ALines), d.BIndex+len(d.BLines)
+		for k := 0; k < o.context && endA+k < len(fa) && endB+k < len(fb) && fa[endA+k] == fb[endB+k]; k++ {
+			h.After = append(h.After, fa[endA+k])
+		}
+		return []hunk{h}
+	}
+	inB := map[string]bool{}
+	for _, l := range fb {
+		inB[l] = true
+	}
+	inA := map[string]bool{}
+	for _, l := range fa {
+		inA[l] = true
+	}
+	h := hunk{AIndex: -1, BIndex: -1, A: []string{}, B: []string{}}
+	for _, l := range fa {
+		if !inB[l] {
+			h.A = append(h.A, l)
+		}
+	}
+	for _, l := range fb {
+		if !inA[l] {
+			h.B = append(h.B, l)
+		}
+	}
+	return []hunk{h}
+}
+
+// contentDiffs pairs, within each hunk, an open record of A with one of B
+// on the same path whose content hashes differ, and renders a text diff of
+// the two versions when both were captured.
+func contentDiffs(hs []hunk, dirsA, dirsB []string) []contentDiff {
+	if len(dirsA) == 0 && len(dirsB) == 0 {
+		return nil
+	}
+	var out []contentDiff
+	seen := map[[2]string]bool{}
+	for _, h := range hs {
+		used := make([]bool, len(h.bRecs))
+		for _, ra := range h.aRecs {
+			ha, pa := contentOf(&ra)
+			if ha == "" {
+				continue
+			}
+			for j, rb := range h.bRecs {
+				hb, pb := contentOf(&rb)
+				if used[j] || hb == "" || pb != pa || hb == ha {
+					continue
+				}
+				used[j] = true
+				if seen[[2]string{ha, hb}] {
+					break
+				}
+				seen[[2]string{ha, hb}] = true
+				out = append(out, renderContentDiff(pa, ha, hb, dirsA, dirsB))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// contentOf returns the content hash an open record shows (what it wrote,
+// else what it read) and the path the content belongs to.
+func contentOf(r *tape.Record) (hash, path string) {
+	if r.Op != tape.OpOpen {
+		return "", ""
+	}
+	path = r.Path
+	if r.To != "" {
+		path = r.To
+	}
+	if r.Hash != "" {
+		return r.Hash, path
+	}
+	return r.RHash, path
+}
+
+func renderContentDiff(path, ha, hb string, dirsA, dirsB []string) contentDiff {
+	c := contentDiff{Path: path, AHash: ha, BHash: hb}
+	a, okA := readContent(dirsA, ha)
+	b, okB := readContent(dirsB, hb)
+	if !okA || !okB {
+		c.Note = "contents not captured"
+		return c
+	}
+	var buf bytes.Buffer
+	err := gitdiff.Write(&buf, []gitdiff.Change{{
+		Path: path,
+		Old:  &gitdiff.File{Mode: 0o644, Content: func() ([]byte, error) { return a, nil }},
+		New:  &gitdiff.File{Mode: 0o644, Content: func() ([]byte, error) { return b, nil }},
+	}})
+	if err != nil {
+		c.Note = err.Error()
+		return c
+	}
+	c.Patch = buf.String()
+	return c
+}
+
+// writeReport prints a diverging pair's hunks and content diffs, each
+// line indented by indent.
+func writeReport(w io.Writer, rep *diffReport, indent string) {
+	what := fmt.Sprintf("%d hunks", rep.Hunks)
+	if rep.Hunks == 1 {
+		what = "1 hunk"
+	}
+	if rep.Mode == "set" {
+		what = fmt.Sprintf("%d unmatched records", rep.Hunks)
+	}
+	fmt.Fprintf(w, "%sdiffers in %s mode (class %s, %s)\n", indent, rep.Mode, rep.Class, what)
+	for _, h := range rep.Shown {
+		switch {
+		case h.Path != "":
+			fmt.Fprintf(w, "%s@@ path %s, a#%d b#%d @@\n", indent, h.Path, h.AIndex+1, h.BIndex+1)
+		case h.AIndex >= 0:
+			fmt.Fprintf(w, "%s@@ a#%d b#%d @@\n", indent, h.AIndex+1, h.BIndex+1)
+		default:
+			fmt.Fprintf(w, "%s@@ only on one side @@\n", indent)
+		}
+		for _, l := range h.Before {
+			fmt.Fprintf(w, "%s %s\n", indent, l)
+		}
+		for _, l := range h.A {
+			fmt.Fprintf(w, "%s-%s\n", indent, l)
+		}
+		for _, l := range h.B {
+			fmt.Fprintf(w, "%s+%s\n", indent, l)
+		}
+		for _, l := range h.After {
+			fmt.Fprintf(w, "%s %s\n", indent, l)
+		}
+	}
+	for _, c := range rep.Contents {
+		if c.Patch == "" {
+			fmt.Fprintf(w, "%s(%s: %s %s..%s)\n", indent, c.Path, c.Note, short(c.AHash), short(c.BHash))
+			continue
+		}
+		for l := range strings.Lines(c.Patch) {
+			fmt.Fprintf(w, "%s%s", indent, l)
+		}
+		if !strings.HasSuffix(c.Patch, "\n") {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func short(h string) string { return h[:min(len(h), 12)] }

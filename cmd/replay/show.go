@@ -1,0 +1,153 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/cowfs/cowfs/tape"
+)
+
+func cmdShow() *command {
+	return &command{
+		name:      "show",
+		usageLine: "show [-canon] [-order MODE] [-op OPS] [-path GLOB] TAPE",
+		short:     "print a tape as a readable listing",
+		long: `
+Show prints a tape: a header line naming the package and test and the
+format version, the volatile facts of the header (root, pid, start time)
+as comment lines, one line per record (sequence number, operation, path,
+then the fields that are set, as key=value), and a last line saying
+whether the tape is complete.
+
+-op keeps the records of the given operations (comma-separated: open,
+stat, rename, ...). -path keeps the records whose path, or rename target,
+matches the glob (path.Match syntax, slash paths relative to the root) or
+lies under a directory that matches it.
+
+-canon prints instead the canonical form the comparison of the chosen
+-order uses (path: records grouped by path; global: in order without
+sequence numbers; set: sorted; final: the end state the records leave),
+of the records the filters keep. Two tapes are equal in a mode exactly when
+their canonical forms are.
+
+Exit status: 0, or 2 when the tape cannot be read.
+`,
+		flags: func(fs *flag.FlagSet) func(*env, []string) int {
+			canon := fs.Bool("canon", false, "print the canonical form for -order")
+			order := fs.String("order", "path", "comparison `mode` for -canon: path, global, set or final")
+			ops := fs.String("op", "", "comma-separated `ops` to keep")
+			glob := fs.String("path", "", "keep records whose path matches `glob`")
+			return func(e *env, args []string) int {
+				return runShow(e, args, *canon, *order, *ops, *glob)
+			}
+		},
+	}
+}
+
+// recordFilter selects records for show.
+type recordFilter struct {
+	ops  map[string]bool
+	glob string
+}
+
+func newRecordFilter(ops, glob string) (*recordFilter, error) {
+	f := &recordFilter{glob: glob}
+	if ops != "" {
+		f.ops = map[string]bool{}
+		for op := range strings.SplitSeq(ops, ",") {
+			if op = strings.TrimSpace(op); op != "" {
+				f.ops[op] = true
+			}
+		}
+	}
+	if glob != "" {
+		if _, err := path.Match(glob, ""); err != nil {
+			return nil, fmt.Errorf("bad -path pattern %q: %w", glob, err)
+		}
+	}
+	return f, nil
+}
+
+func (f *recordFilter) keep(r *tape.Record) bool {
+	if f.ops != nil && !f.ops[r.Op] {
+		return false
+	}
+	if f.glob == "" {
+		return true
+	}
+	for _, p := range r.Paths() {
+		if matchUnder(f.glob, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchUnder reports whether p or one of its parent directories matches
+// the glob.
+func matchUnder(glob, p string) bool {
+	for {
+		if ok, _ := path.Match(glob, p); ok {
+			return true
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
+	}
+}
+
+func runShow(e *env, args []string, canon bool, order, ops, glob string) int {
+	mode, err := tape.ParseMode(order)
+	if err != nil {
+		return e.usageError("show", "%v", err)
+	}
+	if len(args) != 1 {
+		return e.usageError("show", "want exactly one tape, got %d arguments", len(args))
+	}
+	filter, err := newRecordFilter(ops, glob)
+	if err != nil {
+		return e.usageError("show", "%v", err)
+	}
+	l, err := loadTape(args[0])
+	if err != nil {
+		return e.trouble("show", err)
+	}
+	t := l.t
+	sel := &tape.Tape{Header: t.Header}
+	for i := range t.Records {
+		if filter.keep(&t.Records[i]) {
+			sel.Records = append(sel.Records, t.Records[i])
+		}
+	}
+	if canon {
+		for _, line := range sel.Canon(mode) {
+			fmt.Fprintln(e.stdout, line)
+		}
+		return exitSame
+	}
+	h := t.Header
+	fmt.Fprintf(e.stdout, "# %s (%s v%d.%d, %s)\n", l.name(), h.Format, h.Version, h.Minor, h.Hash)
+	for _, k := range slices.Sorted(maps.Keys(h.Info)) {
+		fmt.Fprintf(e.stdout, "# %s: %s\n", k, h.Info[k])
+	}
+	for i := range sel.Records {
+		fmt.Fprintln(e.stdout, sel.Records[i].String())
+	}
+	switch {
+	case t.Truncated:
+		fmt.Fprintf(e.stdout, "# truncated: no trailer after %d records\n", len(t.Records))
+	default:
+		shown := ""
+		if len(sel.Records) != len(t.Records) {
+			shown = fmt.Sprintf(", %d shown", len(sel.Records))
+		}
+		fmt.Fprintf(e.stdout, "# complete: %d records%s\n", t.Trailer.Records, shown)
+	}
+	return exitSame
+}

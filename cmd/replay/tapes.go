@@ -1,0 +1,145 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cowfs/cowfs/tape"
+)
+
+// loaded is a tape read from a file.
+type loaded struct {
+	file string
+	t    *tape.Tape
+}
+
+// loadTape reads and parses one tape file. The error names the file.
+func loadTape(file string) (*loaded, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := tape.Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return &loaded{file: file, t: t}, nil
+}
+
+// key is how tapes of two runs are paired: the package and test named in
+// the header, or the file name for a tape that names neither.
+func (l *loaded) key() string {
+	h := l.t.Header
+	if h.Package == "" && h.Test == "" {
+		return filepath.Base(l.file)
+	}
+	return h.Package + " " + h.Test
+}
+
+// name is the key for display.
+func (l *loaded) name() string {
+	h := l.t.Header
+	switch {
+	case h.Package == "" && h.Test == "":
+		return filepath.Base(l.file)
+	case h.Package == "":
+		return h.Test
+	case h.Test == "":
+		return h.Package
+	}
+	return h.Package + " " + h.Test
+}
+
+// loadDir reads every *.tape file of dir, in name order. A file that does
+// not parse is an error: a directory of tapes is not partly compared.
+func loadDir(dir string) ([]*loaded, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*loaded
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".tape") {
+			continue
+		}
+		l, err := loadTape(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// byKey indexes tapes by key; two tapes with one key is an error, since
+// they could not be paired.
+func byKey(ls []*loaded) (map[string]*loaded, error) {
+	m := make(map[string]*loaded, len(ls))
+	for _, l := range ls {
+		if o := m[l.key()]; o != nil {
+			return nil, fmt.Errorf("%s and %s both hold %s", o.file, l.file, l.name())
+		}
+		m[l.key()] = l
+	}
+	return m, nil
+}
+
+// sortedKeys returns the union of the keys of the maps, sorted.
+func sortedKeys[V any](ms ...map[string]V) []string {
+	var ks []string
+	for _, m := range ms {
+		for k := range m {
+			ks = append(ks, k)
+		}
+	}
+	slices.Sort(ks)
+	return slices.Compact(ks)
+}
+
+// isVersionError says whether err is a tape too new for this reader, which
+// every command treats as trouble rather than as an invalid tape.
+func isVersionError(err error) bool { return errors.Is(err, tape.ErrVersion) }
+
+// contentDirs returns the content sidecar directories that may hold the
+// bytes recorded on the tape in file: the directories given with -content,
+// then "<file>.content" and "content" beside the file, where they exist.
+func contentDirs(file string, extra []string) []string {
+	dirs := slices.Clone(extra)
+	for _, d := range []string{
+		strings.TrimSuffix(file, ".tape") + ".content",
+		filepath.Join(filepath.Dir(file), "content"),
+	} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// readContent looks hash up in dirs.
+func readContent(dirs []string, hash string) ([]byte, bool) {
+	for _, d := range dirs {
+		if b, err := tape.ReadContent(d, hash); err == nil {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// isReadError says whether err is about the tape's content (a
+// *tape.ReadError) rather than about reaching the file.
+func isReadError(err error) bool {
+	var re *tape.ReadError
+	return errors.As(err, &re)
+}

@@ -1,0 +1,16 @@
+//go:build darwin || freebsd || netbsd || openbsd
+
+package main
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// isTerminal reports whether f is a terminal (a tty, not merely a
+// character device such as /dev/null).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TIOCGETA)
+	return err == nil
+}
