@@ -122,7 +122,7 @@ func (f *file) sawRead(p []byte, off int64, eof bool) {
 	}
 	end := off + int64(len(p))
 	if off > f.cur.n {
-		f.catchUp(off)
+		f.catchUp(off, false)
 	}
 	if f.valid && off <= f.cur.n && end > f.cur.n {
 		f.cur.feed(p[f.cur.n-off:])
@@ -133,10 +133,10 @@ func (f *file) sawRead(p []byte, off int64, eof bool) {
 }
 
 // catchUp reads the current content from cur.n up to limit (or to its end
-// when limit < 0) into the stream. Past the end it feeds zeros up to limit,
-// which is what a write there leaves behind. Failure makes the prefix
-// unknown.
-func (f *file) catchUp(limit int64) {
+// when limit < 0) into the stream. When the content ends before limit and
+// hole is set, it feeds zeros up to limit: what a write at limit leaves
+// behind. Failure makes the prefix unknown.
+func (f *file) catchUp(limit int64, hole bool) {
 	if !f.valid || f.atEOF && limit < 0 || limit >= 0 && limit <= f.cur.n {
 		return
 	}
@@ -147,7 +147,9 @@ func (f *file) catchUp(limit int64) {
 	case errors.Is(err, io.EOF):
 		// The content ends before limit; a write at limit leaves zeros
 		// in between and ends the content there or later.
-		f.cur.feedZeros(limit - f.cur.n)
+		if hole {
+			f.cur.feedZeros(limit - f.cur.n)
+		}
 		f.atEOF = true
 	default:
 		f.valid = false
@@ -207,7 +209,7 @@ func (f *file) beforeChange() {
 		return
 	}
 	f.readDone = true
-	f.catchUp(-1)
+	f.catchUp(-1, false)
 	if f.valid {
 		var captured []byte
 		f.rhash, captured = f.cur.sum()
@@ -227,14 +229,14 @@ func (f *file) beforeWrite(off int64) int64 {
 		return -1
 	}
 	if off < 0 {
-		f.catchUp(-1)
+		f.catchUp(-1, false)
 		if !f.valid {
 			return -1
 		}
 		return f.cur.n
 	}
 	if off > f.cur.n {
-		f.catchUp(off)
+		f.catchUp(off, true)
 	}
 	return off
 }
@@ -285,12 +287,13 @@ func (f *file) Write(p []byte) (int, error) {
 	if f.appending {
 		off = -1
 	}
-	if f.writable {
+	track := f.writable && len(p) > 0
+	if track {
 		off = f.beforeWrite(off)
 	}
 	n, err := f.inner.Write(p)
 	f.fail("write", err)
-	if f.writable && n > 0 {
+	if track {
 		f.afterWrite(p[:n], off, n == len(p))
 	}
 	if f.appending && off >= 0 {
@@ -304,20 +307,18 @@ func (f *file) Write(p []byte) (int, error) {
 func (f *file) WriteAt(p []byte, off int64) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	track := f.writable && off >= 0 && !f.appending
+	track := f.writable && off >= 0 && !f.appending && len(p) > 0
 	at := off
 	if track {
 		at = f.beforeWrite(off)
 	}
 	n, err := f.inner.WriteAt(p, off)
 	f.fail("writeat", err)
-	if f.writable && n > 0 {
-		if track {
-			f.afterWrite(p[:n], at, n == len(p))
-		} else {
-			f.beforeChange()
-			f.valid = false
-		}
+	if track {
+		f.afterWrite(p[:n], at, n == len(p))
+	} else if f.writable && n > 0 {
+		f.beforeChange()
+		f.valid = false
 	}
 	return n, err
 }
@@ -452,7 +453,7 @@ func (f *file) flush(unclosed bool) error {
 	rec := f.rec
 	if f.readAny && !f.readDone {
 		f.readDone = true
-		f.catchUp(-1)
+		f.catchUp(-1, false)
 		if f.valid {
 			var captured []byte
 			f.rhash, captured = f.cur.sum()
@@ -469,14 +470,14 @@ func (f *file) flush(unclosed bool) error {
 	}
 	if f.modified && !f.isDir {
 		if f.valid {
-			f.catchUp(-1)
+			f.catchUp(-1, false)
 		}
 		if !f.valid {
 			// A write or truncate landed inside bytes already hashed: read
 			// the result back once. Unavoidable for WriteAt in the middle.
 			f.cur.reset()
 			f.valid, f.atEOF, f.runhashed = true, false, ""
-			f.catchUp(-1)
+			f.catchUp(-1, false)
 		}
 		if f.valid {
 			var captured []byte
