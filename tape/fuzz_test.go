@@ -231,4 +231,3 @@ func TestRandomOpsOS(t *testing.T) {
 		}
 	}
 }
-

@@ -256,7 +256,7 @@ func contentCases() []contentCase {
 			path: "old", final: "new", written: true, maxInnerRead: 0,
 		},
 		{
-			name: "rename of an open write-only file, then WriteAt: read-back follows the rename",
+			name:  "rename of an open write-only file, then WriteAt: read-back follows the rename",
 			setup: map[string][]byte{"d/old": big},
 			run: func(t *testing.T, fsys afero.Fs, dir string) {
 				f, err := fsys.OpenFile(filepath.Join(dir, "d/old"), os.O_WRONLY, 0)
