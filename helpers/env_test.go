@@ -138,7 +138,7 @@ func TestNewLeavesRootAlone(t *testing.T) {
 
 func TestNewMissingRootIsFatal(t *testing.T) {
 	noTapes(t)
-	f := newFake("TestX").run(func(t testing.TB) {
+	f := newFake(t, "TestX").run(func(t testing.TB) {
 		helpers.New(t, filepath.Join(t.TempDir(), "nope"))
 		t.Errorf("not reached")
 	})
@@ -176,12 +176,12 @@ func TestNewTxtarFixtures(t *testing.T) {
 
 func TestNewTxtarErrors(t *testing.T) {
 	noTapes(t)
-	f := newFake("TestX").run(func(t testing.TB) {
+	f := newFake(t, "TestX").run(func(t testing.TB) {
 		helpers.NewTxtar(t, "testdata/does-not-exist.txtar")
 	})
 	f.wantErrors(t, "fixture", "does-not-exist.txtar")
 
-	f = newFake("TestX").run(func(t testing.TB) {
+	f = newFake(t, "TestX").run(func(t testing.TB) {
 		helpers.NewArchive(t, txtar.Parse([]byte("-- ../escape --\nx\n")))
 	})
 	f.wantErrors(t, "fixture", "../escape", "not a local slash path")

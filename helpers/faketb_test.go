@@ -16,8 +16,9 @@ import (
 // TB makes any other call panic, which shows up as a test failure.
 type fakeTB struct {
 	testing.TB
-	name string
-	out  io.Writer // when set, every message is also printed there (examples)
+	parent testing.TB // when set, its TempDir is used: directories outlive run
+	name   string
+	out    io.Writer // when set, every message is also printed there (examples)
 
 	mu       sync.Mutex
 	errs     []string
@@ -29,7 +30,7 @@ type fakeTB struct {
 	artDir   string
 }
 
-func newFake(name string) *fakeTB { return &fakeTB{name: name} }
+func newFake(parent testing.TB, name string) *fakeTB { return &fakeTB{parent: parent, name: name} }
 
 // run calls body in a goroutine of its own, so that Fatal can end it with
 // runtime.Goexit as testing does, then runs the cleanups, last first.
@@ -72,6 +73,9 @@ func (f *fakeTB) Cleanup(fn func()) {
 }
 
 func (f *fakeTB) TempDir() string {
+	if f.parent != nil {
+		return f.parent.TempDir()
+	}
 	d, err := os.MkdirTemp("", "fake")
 	if err != nil {
 		panic(err)
