@@ -472,10 +472,7 @@ func renderContentDiff(path, ha, hb string, dirsA, dirsB []string) contentDiff {
 // writeReport prints a diverging pair's hunks and content diffs, each
 // line indented by indent.
 func writeReport(w io.Writer, rep *diffReport, indent string) {
-	what := fmt.Sprintf("%d hunks", rep.Hunks)
-	if rep.Hunks == 1 {
-		what = "1 hunk"
-	}
+	what := plural(int64(rep.Hunks), "hunk")
 	if rep.Mode == "set" {
 		what = fmt.Sprintf("%d unmatched records", rep.Hunks)
 	}
@@ -483,7 +480,7 @@ func writeReport(w io.Writer, rep *diffReport, indent string) {
 	for _, h := range rep.Shown {
 		switch {
 		case h.Path != "":
-			fmt.Fprintf(w, "%s@@ path %s, a#%d b#%d @@\n", indent, h.Path, h.AIndex+1, h.BIndex+1)
+			fmt.Fprintf(w, "%s@@ %s @@\n", indent, h.Path)
 		case h.AIndex >= 0:
 			fmt.Fprintf(w, "%s@@ a#%d b#%d @@\n", indent, h.AIndex+1, h.BIndex+1)
 		default:

@@ -136,9 +136,9 @@ func writeStats(w io.Writer, l *loaded, top int) {
 	fmt.Fprintf(w, "%s: %s, %d records, %s\n", l.file, l.name(), len(t.Records), state)
 	fmt.Fprintf(w, "  ops:       %s\n", byCount(s.ops, 0))
 	fmt.Fprintf(w, "  errors:    %s\n", byCount(s.errs, 0))
-	fmt.Fprintf(w, "  read:      %d bytes through %d handles\n", s.readBytes, s.readHandles)
-	fmt.Fprintf(w, "  written:   %d bytes through %d handles\n", s.wroteBytes, s.wroteHandle)
-	fmt.Fprintf(w, "  outside:   %d records outside the root\n", s.outside)
+	fmt.Fprintf(w, "  read:      %d bytes through %s\n", s.readBytes, plural(s.readHandles, "handle"))
+	fmt.Fprintf(w, "  written:   %d bytes through %s\n", s.wroteBytes, plural(s.wroteHandle, "handle"))
+	fmt.Fprintf(w, "  outside:   %s outside the root\n", plural(int64(s.outside), "record"))
 	if len(s.unclosed) == 0 {
 		fmt.Fprintf(w, "  unclosed:  none\n")
 	} else {
@@ -147,4 +147,11 @@ func writeStats(w io.Writer, l *loaded, top int) {
 	if top > 0 {
 		fmt.Fprintf(w, "  top paths: %s\n", byCount(s.paths, top))
 	}
+}
+
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
