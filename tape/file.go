@@ -112,6 +112,21 @@ func (f *file) addSpan(off, n int64) {
 	f.spans = append(f.spans, Span{off, n})
 }
 
+// mergeSpans sorts spans by offset and merges overlapping and adjacent
+// ones: the set of bytes read, whatever the order of the calls.
+func mergeSpans(s []Span) []Span {
+	slices.SortFunc(s, func(a, b Span) int { return cmp.Compare(a.Off, b.Off) })
+	out := s[:0]
+	for _, sp := range s {
+		if k := len(out); k > 0 && sp.Off <= out[k-1].Off+out[k-1].Len {
+			out[k-1].Len = max(out[k-1].Len, sp.Off+sp.Len-out[k-1].Off)
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
 // sawRead folds bytes p read at off into the stream. eof reports that the
 // read met the end of the content at off+len(p).
 func (f *file) sawRead(p []byte, off int64, eof bool) {
@@ -463,7 +478,7 @@ func (f *file) flush(unclosed bool) error {
 	}
 	if f.readAny {
 		rec.RHash, rec.RSize = f.rhash, f.rsize
-		rec.Spans = f.spans
+		rec.Spans = mergeSpans(f.spans)
 		if f.rhash == "" {
 			rec.Unhashed = cmp.Or(f.runhashed, ClassOther)
 		}

@@ -67,7 +67,7 @@ func (s *finalState) apply(r *Record) {
 		if e.kind != "file" && e.kind != "lower" && e.kind != "moved" {
 			*e = finalEntry{}
 		}
-		e.kind, e.hash, e.size = "file", r.Hash, r.Size
+		e.kind, e.from, e.hash, e.size = "file", "", r.Hash, r.Size
 	case OpMkdir, OpMkdirAll:
 		e := s.get(r.Path)
 		if e.kind != "dir" {

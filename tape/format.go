@@ -115,7 +115,7 @@ type Record struct {
 	Hash   string   `json:"hash,omitempty"`   // open: BLAKE3 of the resulting content, when the handle changed it
 	RHash  string   `json:"rhash,omitempty"`  // open: BLAKE3 of the content version read
 	RSize  int64    `json:"rsize,omitempty"`  // open: size of the content version read
-	Spans  []Span   `json:"spans,omitempty"`  // open: byte ranges read, sorted and merged
+	Spans  []Span   `json:"spans,omitempty"`  // open: byte ranges read, sorted by offset, overlapping and adjacent ones merged
 	List   string   `json:"list,omitempty"`   // open of a directory: BLAKE3 of the sorted listing
 	N      int      `json:"n,omitempty"`      // open of a directory: number of names listed
 	Names  []string `json:"names,omitempty"`  // open of a directory: the sorted names, when at most MaxNames

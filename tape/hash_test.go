@@ -80,7 +80,7 @@ func contentCases() []contentCase {
 				must(t, err)
 				must(t, f.Close())
 			},
-			path: "a", wantRead: big, wantSpans: []Span{{int64(len(big)) - 4096, 4096}, {0, 4096}},
+			path: "a", wantRead: big, wantSpans: []Span{{0, 4096}, {int64(len(big)) - 4096, 4096}},
 			maxInnerRead: int64(len(big)) + 4096,
 		},
 		{
