@@ -179,3 +179,12 @@ func (f *fakeTB) wantClean(t *testing.T) {
 		t.Errorf("the fake test failed:\n%s\nlogs:\n%s", f.Errors(), f.Logs())
 	}
 }
+
+// Chdir changes the process's working directory through the parent test,
+// which restores it at its end.
+func (f *fakeTB) Chdir(dir string) {
+	if f.parent == nil {
+		panic("fakeTB.Chdir without a parent test")
+	}
+	f.parent.Chdir(dir)
+}
