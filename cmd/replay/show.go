@@ -6,6 +6,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cowfs/cowfs/tape"
@@ -30,9 +31,10 @@ lies under a directory that matches it.
 
 -canon prints instead the canonical form the comparison of the chosen
 -order uses (path: records grouped by path; global: in order without
-sequence numbers; set: sorted; final: the end state the records leave),
-of the records the filters keep. Two tapes are equal in a mode exactly when
-their canonical forms are.
+sequence numbers; set: sorted), of the records the filters keep; with
+-order final, the end state all the records leave, one line per changed
+path, of the paths -path selects (-op does not apply). Two tapes are equal
+in a mode exactly when their canonical forms are.
 
 Exit status: 0, or 2 when the tape cannot be read.
 `,
@@ -114,6 +116,9 @@ func runShow(e *env, args []string, canon bool, order, ops, glob string) int {
 	if err != nil {
 		return e.usageError("show", "%v", err)
 	}
+	if canon && mode == tape.ModeFinal && ops != "" {
+		return e.usageError("show", "-op does not apply to the end state (-canon -order final)")
+	}
 	l, err := loadTape(args[0])
 	if err != nil {
 		return e.trouble("show", err)
@@ -124,6 +129,15 @@ func runShow(e *env, args []string, canon bool, order, ops, glob string) int {
 		if filter.keep(&t.Records[i]) {
 			sel.Records = append(sel.Records, t.Records[i])
 		}
+	}
+	if canon && mode == tape.ModeFinal {
+		// The end state is that of all the records; -path picks its lines.
+		for _, line := range t.Final() {
+			if glob == "" || matchUnder(glob, finalLinePath(line)) {
+				fmt.Fprintln(e.stdout, line)
+			}
+		}
+		return exitSame
 	}
 	if canon {
 		for _, line := range sel.Canon(mode) {
@@ -150,4 +164,18 @@ func runShow(e *env, args []string, canon bool, order, ops, glob string) int {
 		fmt.Fprintf(e.stdout, "# complete: %d records%s\n", t.Trailer.Records, shown)
 	}
 	return exitSame
+}
+
+// finalLinePath returns the path a line of tape.Tape.Final is about: its
+// first field, quoted when it holds odd bytes.
+func finalLinePath(line string) string {
+	if strings.HasPrefix(line, `"`) {
+		if q, err := strconv.QuotedPrefix(line); err == nil {
+			if p, err := strconv.Unquote(q); err == nil {
+				return p
+			}
+		}
+	}
+	p, _, _ := strings.Cut(line, " ")
+	return p
 }
