@@ -31,7 +31,8 @@ func chaosSeed(c config) uint64 {
 // order. Every other call goes to the inner file system as it is.
 type chaosFs struct {
 	afero.Fs
-	seed uint64
+	seed  uint64
+	roots []string // spellings of the root: listings are keyed relative to it
 
 	mu    sync.Mutex
 	count map[string]uint64 // listings made per cleaned name
@@ -43,8 +44,24 @@ var (
 	_ afero.LinkReader = (*chaosFs)(nil)
 )
 
-func newChaosFs(inner afero.Fs, seed uint64) *chaosFs {
-	return &chaosFs{Fs: inner, seed: seed, count: map[string]uint64{}}
+func newChaosFs(inner afero.Fs, seed uint64, roots ...string) *chaosFs {
+	return &chaosFs{Fs: inner, seed: seed, roots: roots, count: map[string]uint64{}}
+}
+
+// key names a directory for the permutation: its slash path relative to the
+// root when inside it, so that a seed replays in another run over another
+// temporary root; its cleaned absolute name otherwise.
+func (c *chaosFs) key(name string) string {
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return filepath.Clean(name)
+	}
+	for _, r := range c.roots {
+		if rel, err := filepath.Rel(r, abs); err == nil && filepath.IsLocal(rel) {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return abs
 }
 
 func (c *chaosFs) Name() string { return "ChaosFs" }
@@ -66,7 +83,7 @@ func (c *chaosFs) wrap(name string) func(afero.File, error) (afero.File, error) 
 		if err != nil {
 			return f, err
 		}
-		return &chaosFile{File: f, fs: c, key: filepath.Clean(name)}, nil
+		return &chaosFile{File: f, fs: c, key: c.key(name)}, nil
 	}
 }
 

@@ -98,7 +98,8 @@ func newEnv(t testing.TB, root string, cfg config) *Env {
 	if cfg.chaos {
 		seed := chaosSeed(cfg)
 		t.Logf("helpers: chaos: directory listings shuffled with seed %d (reproduce with %s=%d)", seed, EnvChaosSeed, seed)
-		e.fsys = newChaosFs(e.fsys, seed)
+		given, _ := filepath.Abs(root)
+		e.fsys = newChaosFs(e.fsys, seed, ov.Root(), given)
 	}
 	// Registered after the fixture's TempDir (which is removed after this
 	// runs) and before the test's own cleanups (which run before it).

@@ -59,7 +59,7 @@ func startRecording(e *Env) (*recording, error) {
 				r.online = true
 				opts = append(opts, tape.WithReferenceMode(r.mode), tape.WithReference(ref, func(d *tape.Divergence) {
 					r.diverged.Store(true)
-					e.t.Errorf("helpers: the recording diverges from the golden tape %s at this call (%s mode; -golden +got):\n%s",
+					e.t.Errorf("helpers: the recording diverges from the golden tape %s at this call (%s mode; a: golden, b: this run):\n%s",
 						r.golden, r.mode, d)
 				}))
 			}
@@ -159,7 +159,7 @@ func (r *recording) finish(e *Env) {
 		e.t.Errorf("helpers: %v", werr)
 	default:
 		if d := tape.Compare(want, got, r.mode); d != nil {
-			e.t.Errorf("helpers: the recording differs from the golden tape %s (%s mode; -golden +got; run with %s=1 to accept):\n%s",
+			e.t.Errorf("helpers: the recording differs from the golden tape %s (%s mode; a: golden, b: this run; run with %s=1 to accept):\n%s",
 				r.golden, r.mode, EnvUpdateGolden, d)
 		}
 	}
