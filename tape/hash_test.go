@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -437,4 +438,41 @@ func TestUnclosedFlushed(t *testing.T) {
 		}
 	}
 	keep = nil
+}
+
+func TestMergeSpans(t *testing.T) {
+	got := mergeSpans([]Span{{100, 10}, {0, 50}, {40, 20}, {60, 5}, {200, 0}, {300, 1}})
+	want := []Span{{0, 65}, {100, 10}, {200, 0}, {300, 1}}
+	if !slices.Equal(got, want) {
+		t.Errorf("mergeSpans = %v, want %v", got, want)
+	}
+}
+
+// TestConcurrentReadAt: goroutines reading one handle with ReadAt in any
+// order record the same spans and the whole-file hash.
+func TestConcurrentReadAt(t *testing.T) {
+	dir := t.TempDir()
+	data := pattern(256<<10, 11)
+	mustWrite(t, filepath.Join(dir, "f"), data)
+	tp, _ := tapeOf(t, afero.NewOsFs(), dir, func(fsys afero.Fs) {
+		f, err := fsys.Open(filepath.Join(dir, "f"))
+		must(t, err)
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				p := make([]byte, 8<<10)
+				f.ReadAt(p, int64(i)*(32<<10))
+			})
+		}
+		wg.Wait()
+		must(t, f.Close())
+	})
+	r := only(tp, OpOpen, "f")[0]
+	var want []Span
+	for i := range 8 {
+		want = append(want, Span{int64(i) * (32 << 10), 8 << 10})
+	}
+	if !slices.Equal(r.Spans, want) || r.RHash != sum(data) {
+		t.Errorf("record %s", r.String())
+	}
 }
