@@ -67,8 +67,11 @@
 // Directories (so no empty directories, and no directory modes), times,
 // owners, and any permission bit but the owner's executable bit. git apply
 // also refuses some names no matter how they are quoted (a ".git" element,
-// and with core.protectNTFS, on by default, its NTFS aliases), and cannot
-// create "P/x" while "P" is a symlink loop on disk. git apply warns about
+// and with core.protectNTFS, on by default, its NTFS aliases), cannot
+// create "P/x" while "P" is a symlink loop on disk, and cannot write a file
+// "P" where the tree it applies to has a directory "P" that still holds
+// directories once the patch's deletions are done (empty directories, which
+// a patch cannot name, fail it with "Directory not empty"). git apply warns about
 // trailing whitespace in added lines (CR-only files are full of it) unless
 // run with --whitespace=nowarn; the warning changes no bytes.
 //
