@@ -207,7 +207,7 @@ func TestFailureReport(t *testing.T) {
 	})
 	logs := f.Logs()
 	for _, want := range []string{
-		"the test failed; changes in the overlay of ",
+		"the test failed; changes in the overlay:\n",
 		"A big.txt\nM notes.txt\nA out\nA out/greeting.txt\n",
 		"as a git patch:\ndiff --git a/big.txt b/big.txt\nnew file mode 100644\n",
 		"more bytes)",
@@ -251,7 +251,7 @@ func TestFailureReportQuiet(t *testing.T) {
 		t.Errorf("fail without changes")
 		_ = env
 	})
-	if !strings.Contains(f.Logs(), "has no changes") || f.artDir != "" {
+	if !strings.Contains(f.Logs(), "the overlay has no changes") || f.artDir != "" {
 		t.Errorf("logs %q, artifacts %q", f.Logs(), f.artDir)
 	}
 }

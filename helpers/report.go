@@ -22,9 +22,9 @@ func (e *Env) report() {
 	var patch bytes.Buffer
 	perr := e.ov.WriteDiff(&patch)
 	if changes == "" {
-		e.logf("the test failed; the overlay of %s has no changes", e.ov.Root())
+		e.logf("the test failed; the overlay has no changes")
 	} else {
-		e.logf("the test failed; changes in the overlay of %s:\n%s", e.ov.Root(), bound(changes, LogLimit))
+		e.logf("the test failed; changes in the overlay:\n%s", bound(changes, LogLimit))
 		if perr != nil {
 			e.logf("rendering the patch: %v", perr)
 		} else {
