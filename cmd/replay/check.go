@@ -279,7 +279,7 @@ func runOnce(e *env, argv []string, dir string) (*runResult, error) {
 		if r.exitErr != nil {
 			action = "fail"
 		}
-		r.outcomes[commandKey] = &outcome{test: "(command)", action: action, output: r.raw}
+		r.outcomes[commandKey] = &outcome{test: "(command)", action: action, output: indentLines(r.raw, "    ")}
 		r.order = append(r.order, commandKey)
 	}
 	ls, err := loadDir(dir)
@@ -396,9 +396,9 @@ func verdicts(runs []*runResult, o *checkOpts) []*verdict {
 // that differ, then a failure in every run, else the class of the tapes.
 func judge(v *verdict, key string, runs []*runResult, o *checkOpts) {
 	byAction := map[string][]int{}
-	for k, r := range runs {
-		if oc := r.outcomes[key]; oc != nil {
-			byAction[oc.action] = append(byAction[oc.action], k+1)
+	for k := range runs {
+		if a := runsAction(runs, key, k); a != "" {
+			byAction[a] = append(byAction[a], k+1)
 		}
 	}
 	if len(byAction) > 1 {
@@ -419,11 +419,12 @@ func judge(v *verdict, key string, runs []*runResult, o *checkOpts) {
 		if fails := byAction["fail"]; len(fails) > 0 {
 			if out := runs[fails[0]-1].outcomes[key].output; len(out) > 0 {
 				v.lines = append(v.lines, fmt.Sprintf("run %d output:", fails[0]))
-				v.lines = append(v.lines, indentLines(tail(out, maxOutputLines), "    ")...)
+				v.lines = append(v.lines, tail(out, maxOutputLines)...)
 			}
 		}
 		if v.tapes {
-			if lines := tapeDivergence(v, key, runs, o); len(lines) > 0 {
+			var tv verdict
+			if lines := tapeDivergence(&tv, key, runs, o); tv.kind == "diverge" {
 				v.lines = append(v.lines, lines...)
 			}
 		}
@@ -437,11 +438,16 @@ func judge(v *verdict, key string, runs []*runResult, o *checkOpts) {
 	}
 	if len(byAction["fail"]) > 0 {
 		v.kind = "fail"
-		oc := runs[0].outcomes[key]
-		v.lines = append(v.lines, fmt.Sprintf("failed in all %d runs", len(runs)))
-		if oc != nil && len(oc.output) > 0 {
-			v.lines = append(v.lines, "run 1 output:")
-			v.lines = append(v.lines, indentLines(tail(oc.output, maxOutputLines), "    ")...)
+		fails := byAction["fail"]
+		oc := runs[fails[0]-1].outcomes[key]
+		if len(fails) == len(runs) {
+			v.lines = append(v.lines, fmt.Sprintf("failed in all %d runs", len(runs)))
+		} else {
+			v.lines = append(v.lines, fmt.Sprintf("failed in %s, did not run in the others", runList(fails)))
+		}
+		if len(oc.output) > 0 {
+			v.lines = append(v.lines, fmt.Sprintf("run %d output:", fails[0]))
+			v.lines = append(v.lines, tail(oc.output, maxOutputLines)...)
 		}
 		return
 	}
@@ -453,11 +459,22 @@ func judge(v *verdict, key string, runs []*runResult, o *checkOpts) {
 	}
 }
 
+// runsAction is how key ended in run k ("" when it did not run). A
+// package that failed because some of its tests failed counts as passed:
+// those tests carry the failure.
 func runsAction(runs []*runResult, key string, k int) string {
-	if oc := runs[k].outcomes[key]; oc != nil {
-		return oc.action
+	oc := runs[k].outcomes[key]
+	if oc == nil {
+		return ""
 	}
-	return ""
+	if oc.test == "" && oc.action == "fail" {
+		for _, t := range runs[k].outcomes {
+			if t.pkg == oc.pkg && t.test != "" && t.action == "fail" {
+				return "pass"
+			}
+		}
+	}
+	return oc.action
 }
 
 func pastTense(a string) string {
