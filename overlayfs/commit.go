@@ -173,7 +173,7 @@ func (f *Fs) applyPlanLocked(p plan) (applied, notApplied []string, err error) {
 		}
 	}
 	defer func() {
-		f.dirs.Clear()
+		f.dropCaches()
 		clear(f.copied)
 	}()
 	for i, k := range p.keys {

@@ -45,9 +45,18 @@ type Fs struct {
 	orphan map[uint64]bool // identities unlinked while open
 
 	// dirs caches root-relative paths known to be real lower directories
-	// (not symlinks). The lower must not change while the Fs is in use, so
-	// the cache is only dropped by Commit.
-	dirs sync.Map
+	// (not symlinks); names caches the entry names of lower directories in
+	// which a lookup missed, so that creating many new files costs no
+	// system call each. The lower must not change while the Fs is in use,
+	// so the caches are only dropped by Commit.
+	dirs  sync.Map // rel -> struct{}
+	names sync.Map // rel -> map[string]struct{}
+}
+
+// dropCaches forgets what was seen of the lower.
+func (f *Fs) dropCaches() {
+	f.dirs.Clear()
+	f.names.Clear()
 }
 
 // family is shared by an Fs and its forks: generations must be unique

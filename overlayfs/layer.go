@@ -91,9 +91,16 @@ func (f *Fs) lookup(rel string, visible bool) (node, error) {
 	if !visible {
 		return node{}, nil
 	}
+	dir := parent(rel)
+	if names, ok := f.names.Load(dir); ok {
+		if _, ok := names.(map[string]struct{})[base(rel)]; !ok {
+			return node{}, nil
+		}
+	}
 	fi, err := os.Lstat(f.host(rel))
 	if err != nil {
 		if isMissing(err) {
+			f.cacheNames(dir)
 			return node{}, nil
 		}
 		return node{}, err
@@ -103,6 +110,31 @@ func (f *Fs) lookup(rel string, visible bool) (node, error) {
 		f.dirs.Store(rel, struct{}{})
 	}
 	return node{kind: k, fi: fi, under: k == kindDir}, nil
+}
+
+// cacheNames remembers the names in the lower directory dir, once it is
+// known to be a real directory.
+func (f *Fs) cacheNames(dir string) {
+	if _, ok := f.names.Load(dir); ok {
+		return
+	}
+	if _, ok := f.dirs.Load(dir); !ok && dir != "" {
+		return
+	}
+	d, err := os.Open(f.host(dir))
+	if err != nil {
+		return
+	}
+	list, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return
+	}
+	names := make(map[string]struct{}, len(list))
+	for _, n := range list {
+		names[n] = struct{}{}
+	}
+	f.names.Store(dir, names)
 }
 
 // isMissing reports whether a lower lookup error means "nothing there".

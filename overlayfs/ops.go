@@ -375,11 +375,13 @@ func (f *Fs) RemoveAll(name string) error {
 	defer f.mu.Unlock()
 	l, ok, err := f.writeLoc("unlinkat", name, false)
 	if !ok {
-		if err == nil {
+		switch {
+		case err == nil:
 			return os.RemoveAll(name)
-		}
-		if errno(err) == errNoEnt {
+		case errno(err) == errNoEnt:
 			return nil
+		case errno(err) == errNotDir:
+			return f.removeAllNotDirLocked(name)
 		}
 		return err
 	}
@@ -397,6 +399,32 @@ func (f *Fs) RemoveAll(name string) error {
 	}
 	f.unlinkLocked(l.rel, l.visible, n)
 	return nil
+}
+
+// removeAllNotDirLocked gives the error os.RemoveAll gives when a component
+// of name is not a directory: it opens the parent, failing there if the
+// parent's own path is broken, else unlinkat in the parent fails.
+func (f *Fs) removeAllNotDirLocked(name string) error {
+	dir := strings.TrimRight(name, "/")
+	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
+		dir = dir[:i]
+		if dir == "" {
+			dir = "/"
+		}
+	} else {
+		dir = "."
+	}
+	l, err := f.resolve("open", dir, true)
+	if err != nil {
+		if errno(err) == errNoEnt {
+			return nil
+		}
+		return err
+	}
+	if n, err := f.final(l); err == nil && !n.exists() {
+		return nil
+	}
+	return pathErr("unlinkat", name, errNotDir)
 }
 
 // isLinkLocked reports whether name without its trailing slashes is a

@@ -6,8 +6,13 @@ import (
 	"strings"
 )
 
-// maxHops is the number of symlinks followed before ELOOP, as Linux does.
-const maxHops = 40
+// Linux's limits: symlinks followed before ELOOP, bytes in a name, bytes
+// in a path (with its NUL).
+const (
+	maxHops = 40
+	nameMax = 255
+	pathMax = 4096
+)
 
 // loc is a resolved name: where an operation on it lands.
 type loc struct {
@@ -29,6 +34,9 @@ type loc struct {
 func (f *Fs) resolve(op, name string, follow bool) (loc, error) {
 	if name == "" {
 		return loc{}, pathErr(op, name, errNoEnt)
+	}
+	if len(name) >= pathMax {
+		return loc{}, pathErr(op, name, errNameTooLong)
 	}
 	abs := name
 	if !filepath.IsAbs(name) {
@@ -121,6 +129,9 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 			}
 			stack = stack[:len(stack)-1]
 			continue
+		}
+		if len(c) > nameMax {
+			return loc{}, pathErr(op, name, errNameTooLong)
 		}
 		rel := join(top.rel, c)
 		last := len(pending) == 0

@@ -8,15 +8,16 @@ import (
 )
 
 const (
-	errNotDir   = syscall.ENOTDIR
-	errIsDir    = syscall.EISDIR
-	errNotEmpty = syscall.ENOTEMPTY
-	errInval    = syscall.EINVAL
-	errLoop     = syscall.ELOOP
-	errBadFd    = syscall.EBADF
-	errExist    = syscall.EEXIST
-	errNoEnt    = syscall.ENOENT
-	errXDev     = syscall.EXDEV
+	errNotDir      = syscall.ENOTDIR
+	errIsDir       = syscall.EISDIR
+	errNotEmpty    = syscall.ENOTEMPTY
+	errInval       = syscall.EINVAL
+	errLoop        = syscall.ELOOP
+	errBadFd       = syscall.EBADF
+	errExist       = syscall.EEXIST
+	errNoEnt       = syscall.ENOENT
+	errXDev        = syscall.EXDEV
+	errNameTooLong = syscall.ENAMETOOLONG
 
 	oNoFollow = syscall.O_NOFOLLOW
 )
