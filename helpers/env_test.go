@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -242,18 +243,29 @@ func TestExtractRefuses(t *testing.T) {
 		{"arity", "symlink onlyone\n"},
 		{"bad quote", "dir \"open\n"},
 		{"mode escape", "mode ../a 0644\n"},
+		// Directives reaching out through a symlink an earlier one made.
+		{"dir through symlink", "symlink s ..\ndir s/made\n"},
+		{"symlink through symlink", "symlink s ..\nsymlink s/made x\n"},
+		{"mode through symlink", "symlink s ../victim\nmode s 0777\n"},
+		{"mode below symlink", "symlink s ..\nmode s/victim 0777\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			parent := t.TempDir()
+			victim := filepath.Join(parent, "victim")
+			if err := os.WriteFile(victim, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			dir := filepath.Join(parent, "root")
 			err := helpers.Extract(txtar.Parse([]byte(tc.archive)), dir)
 			if !errors.Is(err, helpers.ErrFixture) {
 				t.Fatalf("Extract = %v, want an error wrapping ErrFixture", err)
 			}
-			// Nothing may land outside dir.
-			entries, _ := os.ReadDir(parent)
-			if len(entries) != 1 || entries[0].Name() != "root" {
-				t.Errorf("entries next to the root: %v", entries)
+			// Nothing may land or change outside dir.
+			if got := osNames(t, parent); !slices.Equal(got, []string{"root", "victim"}) {
+				t.Errorf("entries next to the root: %q", got)
+			}
+			if fi, err := os.Stat(victim); err != nil || fi.Mode() != 0o600 {
+				t.Errorf("the file next to the root: %v, %v", fi.Mode(), err)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -52,6 +53,9 @@ func Extract(ar *txtar.Archive, dir string) error {
 			return "", fmt.Errorf("%w: %q given twice (%s, %s)", ErrFixture, name, prev, what)
 		}
 		seen[name] = what
+		if err := noSymlinkIn(dir, path.Dir(name)); err != nil {
+			return "", err
+		}
 		return filepath.Join(dir, filepath.FromSlash(name)), nil
 	}
 	mkparents := func(p string) error { return os.MkdirAll(filepath.Dir(p), 0o755) }
@@ -149,6 +153,11 @@ func Extract(ar *txtar.Archive, dir string) error {
 		return err
 	}
 	for _, m := range modes {
+		// os.Chmod follows symlinks: a mode directive must not reach
+		// through one, out of dir.
+		if err := noSymlinkIn(dir, m.name); err != nil {
+			return err
+		}
 		if err := os.Chmod(filepath.Join(dir, filepath.FromSlash(m.name)), fileMode(m.perm)); err != nil {
 			return err
 		}
@@ -168,6 +177,29 @@ func Extract(ar *txtar.Archive, dir string) error {
 	for _, d := range dirs {
 		if err := os.Chtimes(d, fixtureTime, fixtureTime); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// noSymlinkIn refuses a slash path rel under dir that reaches through a
+// symlink made by an earlier directive: creating or changing something
+// there would follow it, possibly out of dir. Missing components are fine
+// (they are created as directories).
+func noSymlinkIn(dir, rel string) error {
+	if rel == "." {
+		return nil
+	}
+	for i := 0; i <= len(rel); i++ {
+		if i < len(rel) && rel[i] != '/' {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel[:i])))
+		if err != nil {
+			return nil
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%w: %q reaches through the symlink %q", ErrFixture, rel, rel[:i])
 		}
 	}
 	return nil
