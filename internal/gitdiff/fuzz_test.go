@@ -122,7 +122,30 @@ func FuzzLineDiff(f *testing.F) {
 		var d lineDiffer
 		ca, cb := d.diff(a, b)
 		checkDiff(t, a, b, ca, cb)
+		// The budget check must know the exact edit distance.
+		ra, rb := toRunes(a, b)
+		dist := len(a) + len(b) - 2*lcs(a, b)
+		if !d.within(ra, rb, dist) || (dist > 0 && d.within(ra, rb, dist-1)) {
+			t.Fatalf("within disagrees with the edit distance %d", dist)
+		}
 	})
+}
+
+func toRunes(a, b []string) (ra, rb []rune) {
+	ids := map[string]rune{}
+	id := func(l string) rune {
+		if _, ok := ids[l]; !ok {
+			ids[l] = rune(len(ids))
+		}
+		return ids[l]
+	}
+	for _, l := range a {
+		ra = append(ra, id(l))
+	}
+	for _, l := range b {
+		rb = append(rb, id(l))
+	}
+	return ra, rb
 }
 
 // checkDiff fails unless ca/cb is a valid and minimal line diff of a and b.

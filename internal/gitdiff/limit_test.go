@@ -72,3 +72,41 @@ func TestDistinctLimitFallbackApplies(t *testing.T) {
 	}
 	roundTrip(t, gitPath(t), oldTree, newTree, buf.Bytes())
 }
+
+// TestBudgetFallback: past the work budget the changed region is rewritten
+// whole, fast, and the patch still applies with git; under it the diff
+// stays minimal.
+func TestBudgetFallback(t *testing.T) {
+	var a, b []string
+	for i := range 200 {
+		a = append(a, fmt.Sprintf("%d\n", i%7))
+		b = append(b, fmt.Sprintf("%d\n", (i*3)%7))
+	}
+	d := lineDiffer{budget: 1000}
+	ca, cb := d.diff(a, b)
+	p, s := 0, 0
+	for a[p] == b[p] {
+		p++
+	}
+	for a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	for i := p; i < len(a)-s; i++ {
+		if !ca[i] || !cb[i] {
+			t.Fatalf("line %d: want lines %d to %d rewritten whole past the budget", i, p, len(a)-s)
+		}
+	}
+	d = lineDiffer{}
+	ca, cb = d.diff(a, b)
+	checkDiff(t, a, b, ca, cb)
+
+	var buf bytes.Buffer
+	e := encoder{w: bufio.NewWriter(&buf)}
+	e.differ.budget = 1000
+	old, new := strings.Join(a, ""), strings.Join(b, "")
+	if err := e.change(&Change{Path: "f", Old: reg(old).file(), New: reg(new).file()}); err != nil {
+		t.Fatal(err)
+	}
+	e.w.Flush()
+	roundTrip(t, gitPath(t), tree{"f": reg(old)}, tree{"f": reg(new)}, buf.Bytes())
+}

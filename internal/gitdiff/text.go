@@ -17,6 +17,15 @@ const context = 3
 // line differ falls back to replacing the whole changed region instead.
 const maxDistinct = utf8.MaxRune + 1 - (0xE000 - 0xD800)
 
+// diffBudget bounds the work of one line diff: Myers' algorithm costs
+// O((N+M)·D) for N and M lines (after the cleanup) and D changed lines, and
+// go-diff takes about 25 ns per unit, so this is about a second. Past it
+// (say 30,000 lines drawn from ten distinct ones on each side, a 25 s
+// minimal diff) the changed region is rewritten whole: still exact, not
+// minimal, and deterministic. git's xdiff gives up minimality in such
+// cases too.
+const diffBudget = 40_000_000
+
 // lineDiffer computes line diffs; it keeps its buffers between files.
 type lineDiffer struct {
 	dmp   *diffmatchpatch.DiffMatchPatch
@@ -30,9 +39,11 @@ type lineDiffer struct {
 	keepB []int
 	runeA []rune
 	runeB []rune
-	// maxDistinct, when positive, overrides the package constant so tests
-	// can reach the fallback without a million-line file.
+	v     []int
+	// maxDistinct and budget, when positive, override the package
+	// constants so tests can reach the fallbacks with small files.
 	maxDistinct int
+	budget      int
 }
 
 // splitLines appends to dst the lines of s, each with its '\n'; a last
@@ -155,8 +166,13 @@ func (d *lineDiffer) middle(a, b []string, ca, cb []bool) {
 	if d.maxDistinct > 0 {
 		limit = d.maxDistinct
 	}
-	if int(next) > limit {
-		// go-diff cannot encode this many lines: rewrite the region.
+	budget := diffBudget
+	if d.budget > 0 {
+		budget = d.budget
+	}
+	if int(next) > limit || !d.within(d.runeA, d.runeB, budget/max(1, len(d.runeA)+len(d.runeB))) {
+		// go-diff cannot encode this many lines, or would take too long:
+		// rewrite the region.
 		fill(ca)
 		fill(cb)
 		return
@@ -189,6 +205,40 @@ func (d *lineDiffer) middle(a, b []string, ca, cb []bool) {
 			ib += k
 		}
 	}
+}
+
+// within reports whether a and b are at most maxD insertions and deletions
+// apart, with the greedy forward pass of Myers' algorithm: O((N+M)·maxD)
+// time at worst, a few times cheaper than the diff it guards.
+func (d *lineDiffer) within(a, b []rune, maxD int) bool {
+	n, m := len(a), len(b)
+	if maxD >= n+m {
+		return true
+	}
+	off := maxD + 1
+	d.v = slices.Grow(d.v[:0], 2*maxD+3)[:2*maxD+3]
+	v := d.v
+	v[off+1] = 0
+	for e := 0; e <= maxD; e++ {
+		for k := -e; k <= e; k += 2 {
+			var x int
+			if k == -e || (k != e && v[off+k-1] < v[off+k+1]) {
+				x = v[off+k+1]
+			} else {
+				x = v[off+k-1] + 1
+			}
+			y := x - k
+			for x < n && y < m && a[x] == b[y] {
+				x++
+				y++
+			}
+			v[off+k] = x
+			if x >= n && y >= m {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // change is a run of deleted lines a[i1:i1+n1] replaced by b[i2:i2+n2].
