@@ -3,6 +3,7 @@ package tape_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 
 	"github.com/spf13/afero"
 
@@ -54,4 +55,50 @@ func ExampleTape_Canon() {
 	// fstat config.txt mode=-rw-r--r-- size=10
 	// open config.txt flag=r rsize=10 rhash=d9cfbf7b8d7979d7ec5c5030a8e6daae0ed585849408eaf9398e06b904f331f0 spans=0+10
 	// open out/report.txt flag=w|create|trunc mode=-rw-r--r-- size=15 hash=7357936cd60e700afe97dabfa406af30273d6bd153a5b65d60d2535cdcc190bd
+}
+
+func ExampleCompare() {
+	a := record("hello")
+	b := record("hello, world")
+	d := tape.Compare(a, b, tape.ModePath)
+	fmt.Print(d)
+	// Output:
+	// tape: first divergence in path mode (class data) at path out/report.txt
+	//   a: #3 open out/report.txt flag=w|create|trunc mode=-rw-r--r-- size=15 hash=7357936cd60e700afe97dabfa406af30273d6bd153a5b65d60d2535cdcc190bd
+	//   b: #3 open out/report.txt flag=w|create|trunc mode=-rw-r--r-- size=22 hash=51e17dc3c8da76b4b0d7436fd2616bbaf93c30c323aa65829bdf478bf419225f
+}
+
+func ExampleRead_truncated() {
+	var buf bytes.Buffer
+	rec := tape.NewRecorder(&buf)
+	fsys := rec.Wrap(afero.NewMemMapFs(), "/")
+	fsys.Mkdir("/a", 0o755)
+	fsys.Stat("/a/b")
+	// The process dies here: no Close, no trailer.
+	t, err := tape.Read(&buf)
+	fmt.Println(err, t.Truncated, len(t.Records))
+	for _, l := range t.Canon(tape.ModeGlobal) {
+		fmt.Println(l)
+	}
+	// Output:
+	// <nil> true 2
+	// mkdir a mode=-rwxr-xr-x
+	// stat a/b err=not-exist
+}
+
+func ExampleWithReference() {
+	ref := record("hello")
+
+	mem := afero.NewMemMapFs()
+	afero.WriteFile(mem, "/work/config.txt", []byte("name=demo\n"), 0o644)
+	mem.MkdirAll("/work/out", 0o755)
+	rec := tape.NewRecorder(io.Discard, tape.WithReference(ref, func(d *tape.Divergence) {
+		// A test would call t.Errorf("%v", d) here: d.Stack shows this call.
+		fmt.Println("diverged at", d.Path, "with", d.B[0].Op)
+	}))
+	fsys := rec.Wrap(mem, "/work")
+	run(fsys, "bye")
+	rec.Close()
+	// Output:
+	// diverged at out/report.txt with open
 }
