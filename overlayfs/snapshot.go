@@ -87,6 +87,7 @@ func (f *Fs) Fork() *Fs {
 		blobs:  f.blobs.Copy(),
 		deps:   f.deps.Copy(),
 		gen:    f.fam.gen.Add(1),
+		copied: make(map[string]uint64),
 		opened: make(map[uint64]int),
 		orphan: make(map[uint64]bool),
 	}
