@@ -259,7 +259,19 @@ func (f *Fs) settleLocked(k string, e entry) {
 		return
 	}
 	f.paths.Delete(k)
-	f.deps.Delete(k)
+	// The lower at and below k is now what the layer said: nothing there is
+	// a dependency any more.
+	var stale []string
+	f.deps.Ascend(k, func(p string, _ dep) bool {
+		if p != k && !strings.HasPrefix(p, k+"/") {
+			return !strings.HasPrefix(p, k)
+		}
+		stale = append(stale, p)
+		return true
+	})
+	for _, p := range stale {
+		f.deps.Delete(p)
+	}
 	if e.kind == kindFile {
 		f.dropBlobLocked(e.ino)
 	}
