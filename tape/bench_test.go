@@ -112,8 +112,9 @@ func BenchmarkHash1MiB(b *testing.B) {
 		b.ReportAllocs()
 		defer reportCPU(b)()
 		b.SetBytes(int64(len(data)))
+		p := newPools()
 		for b.Loop() {
-			var s stream
+			s := stream{p: p}
 			for off := 0; off < len(data); off += 32 << 10 {
 				s.feed(data[off : off+32<<10])
 			}

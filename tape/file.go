@@ -55,10 +55,9 @@ type file struct {
 	flushed   bool
 }
 
-var fileIDs atomic.Int64
-
 func newFile(fsys *Fs, inner afero.File, name string, flag int, rec Record) *file {
-	f := &file{fs: fsys, inner: inner, rec: rec, id: fileIDs.Add(1), valid: true}
+	f := &file{fs: fsys, inner: inner, rec: rec, id: fsys.rec.fileIDs.Add(1), valid: true}
+	f.cur.p = fsys.rec.pools
 	clean := filepath.Clean(name)
 	f.name.Store(&clean)
 	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
@@ -186,8 +185,8 @@ func (f *file) readBack(off, limit int64, fn func([]byte)) error {
 		defer g.Close()
 		r = g
 	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
+	bp := f.fs.rec.pools.bufs.Get().(*[]byte)
+	defer f.fs.rec.pools.bufs.Put(bp)
 	buf := *bp
 	for limit < 0 || off < limit {
 		want := int64(len(buf))

@@ -7,16 +7,25 @@ import (
 	"github.com/zeebo/blake3"
 )
 
-// A blake3.Hasher carries an 8 KiB block buffer and a chaining-value stack;
-// pooling them keeps a read-heavy run from allocating ~10 KiB per handle.
-var hasherPool = sync.Pool{New: func() any { return blake3.New() }}
+// pools holds what a recorder reuses across handles. A blake3.Hasher
+// carries an 8 KiB block buffer and a chaining-value stack; pooling them
+// keeps a read-heavy run from allocating ~10 KiB per handle.
+type pools struct {
+	hashers sync.Pool // *blake3.Hasher
+	bufs    sync.Pool // *[]byte of copyBufSize, for read-backs
+}
+
+func newPools() *pools {
+	p := &pools{}
+	p.hashers.New = func() any { return blake3.New() }
+	p.bufs.New = func() any { b := make([]byte, copyBufSize); return &b }
+	return p
+}
 
 const copyBufSize = 64 << 10
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
-
 // emptyHash is BLAKE3 of no bytes.
-var emptyHash = HashBytes(nil)
+const emptyHash = "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
 
 // HashBytes returns the lowercase hex BLAKE3-256 of b, the form every hash
 // in a tape takes.
@@ -29,6 +38,7 @@ func HashBytes(b []byte) string {
 // past, and optionally keeps a copy of them (content capture) while they
 // fit in max bytes.
 type stream struct {
+	p   *pools
 	h   *blake3.Hasher // nil until the first byte, and for an empty stream
 	n   int64
 	max int64 // capture bound; 0: no capture
@@ -41,7 +51,7 @@ func (s *stream) feed(p []byte) {
 		return
 	}
 	if s.h == nil {
-		s.h = hasherPool.Get().(*blake3.Hasher)
+		s.h = s.p.hashers.Get().(*blake3.Hasher)
 		s.h.Reset()
 	}
 	s.h.Write(p)
@@ -55,6 +65,7 @@ func (s *stream) feed(p []byte) {
 	}
 }
 
+// zeros is never written: the bytes of a hole.
 var zeros [copyBufSize]byte
 
 // feedZeros hashes n zero bytes: the hole a write past the end leaves.
@@ -99,7 +110,7 @@ func (s *stream) reset() {
 // release returns the hasher to the pool.
 func (s *stream) release() {
 	if s.h != nil {
-		hasherPool.Put(s.h)
+		s.p.hashers.Put(s.h)
 		s.h = nil
 	}
 	s.buf = nil

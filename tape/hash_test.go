@@ -19,6 +19,9 @@ func TestHashVector(t *testing.T) {
 	if got := HashBytes(nil); got != want {
 		t.Fatalf("HashBytes(nil) = %s, want %s", got, want)
 	}
+	if emptyHash != want {
+		t.Fatalf("emptyHash = %s, want %s", emptyHash, want)
+	}
 }
 
 // contentCase runs ops on a real temp dir through the recorder, then

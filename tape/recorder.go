@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/afero"
@@ -40,7 +41,7 @@ func WithTest(pkg, test string) Option {
 }
 
 // WithInfo adds a volatile key/value to the header's info object (Compare
-// ignores info). The recorder itself fills "pid", "start" and "root".
+// ignores info). The recorder itself fills "pid", "start" and "go".
 func WithInfo(key, value string) Option {
 	return func(c *config) {
 		if c.info == nil {
@@ -94,13 +95,16 @@ type Recorder struct {
 	content *contentStore
 	buf     []byte
 	ch      *blake3.Hasher // chain hasher, reused under mu
+
+	pools   *pools
+	fileIDs atomic.Int64 // open order of handles
 }
 
 // NewRecorder starts a tape on w and writes its header at once. Records
 // are written to w as they are made, one Write per line, so a crash leaves
 // a readable prefix. Write errors are sticky and returned by Close.
 func NewRecorder(w io.Writer, opts ...Option) *Recorder {
-	r := &Recorder{w: w, open: map[*file]struct{}{}, final: newFinalState(), ch: blake3.New()}
+	r := &Recorder{w: w, open: map[*file]struct{}{}, final: newFinalState(), ch: blake3.New(), pools: newPools()}
 	r.cfg.refMode = ModePath
 	for _, o := range opts {
 		o(&r.cfg)
