@@ -224,3 +224,30 @@ func TestFileName(t *testing.T) {
 		}
 	}
 }
+
+// TestTrailerPerSpec recomputes the trailer of a recorded tape from its
+// lines as FORMAT.md defines it, without the reader.
+func TestTrailerPerSpec(t *testing.T) {
+	ls := lines(sampleTape(t))
+	chain := sumRaw([]byte(ls[0]))
+	for _, l := range ls[1 : len(ls)-1] {
+		chain = sumRaw(append(chain[:], l...))
+	}
+	var tr Trailer
+	must(t, json.Unmarshal([]byte(ls[len(ls)-1]), &tr))
+	if want := fmt.Sprintf("%x", chain); tr.Chain != want {
+		t.Errorf("chain %s, by the spec %s", tr.Chain, want)
+	}
+	if tr.Records != int64(len(ls)-2) {
+		t.Errorf("records %d, lines %d", tr.Records, len(ls)-2)
+	}
+	// Final state of the sample: b.txt written then renamed to c.txt, d made.
+	wantFinal := strings.Join([]string{
+		"b.txt deleted",
+		"c.txt file size=4 hash=" + sum([]byte("beta")),
+		"d dir mode=-rwxr-xr-x",
+	}, "\n")
+	if tr.Final != sum([]byte(wantFinal)) {
+		t.Errorf("final digest %s, want BLAKE3 of\n%s", tr.Final, wantFinal)
+	}
+}
