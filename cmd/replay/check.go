@@ -124,7 +124,7 @@ type runResult struct {
 	elapsed  time.Duration
 }
 
-const maxOutputLines = 40
+const maxOutputLines = 20
 
 func outcomeKey(pkg, test string) string { return pkg + " " + test }
 
@@ -314,9 +314,8 @@ func (r *runResult) readEvents(out io.Reader) {
 		}
 		switch ev.Action {
 		case "output", "build-output":
-			oc.output = append(oc.output, strings.TrimSuffix(ev.Output, "\n"))
-			if len(oc.output) > 4*maxOutputLines {
-				oc.output = slices.Delete(oc.output, 0, maxOutputLines)
+			if len(oc.output) < 10*maxOutputLines {
+				oc.output = append(oc.output, strings.TrimSuffix(ev.Output, "\n"))
 			}
 		case "pass", "fail", "skip":
 			oc.action = ev.Action
@@ -419,7 +418,7 @@ func judge(v *verdict, key string, runs []*runResult, o *checkOpts) {
 		if fails := byAction["fail"]; len(fails) > 0 {
 			if out := runs[fails[0]-1].outcomes[key].output; len(out) > 0 {
 				v.lines = append(v.lines, fmt.Sprintf("run %d output:", fails[0]))
-				v.lines = append(v.lines, tail(out, maxOutputLines)...)
+				v.lines = append(v.lines, head(out, maxOutputLines)...)
 			}
 		}
 		if v.tapes {
@@ -447,7 +446,7 @@ func judge(v *verdict, key string, runs []*runResult, o *checkOpts) {
 		}
 		if len(oc.output) > 0 {
 			v.lines = append(v.lines, fmt.Sprintf("run %d output:", fails[0]))
-			v.lines = append(v.lines, tail(oc.output, maxOutputLines)...)
+			v.lines = append(v.lines, head(oc.output, maxOutputLines)...)
 		}
 		return
 	}
@@ -554,6 +553,23 @@ func tapeDivergence(v *verdict, key string, runs []*runResult, o *checkOpts) []s
 	}
 	v.kind = worst.String()
 	return nil
+}
+
+// head returns the first n lines of a test's output, without go test's
+// "=== RUN" style markers: the test's own messages come first, the logs
+// after them can be long.
+func head(lines []string, n int) []string {
+	var out []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "=== ") {
+			continue
+		}
+		if len(out) == n {
+			return append(out, fmt.Sprintf("    ... (%d more lines)", len(lines)-i))
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 func tail(lines []string, n int) []string {
