@@ -186,6 +186,11 @@ func ReadOCILayer(r io.Reader, f *overlayfs.Fs) error {
 		case tar.TypeDir:
 			e.Type = overlayfs.EntryDir
 		case tar.TypeReg, tar.TypeRegA:
+			if isSparse(hdr) {
+				// Its holes would be expanded in memory: a few bytes of tar
+				// can claim terabytes.
+				return &fs.PathError{Op: "oci", Path: hdr.Name, Err: fmt.Errorf("sparse file: %w", ErrUnsupportedType)}
+			}
 			e.Type = overlayfs.EntryFile
 			if it.content, err = io.ReadAll(tr); err != nil {
 				return fmt.Errorf("oci %s: %w", hdr.Name, err)
@@ -234,6 +239,15 @@ func ReadOCILayer(r io.Reader, f *overlayfs.Fs) error {
 		it.e.Size = int64(len(it.content))
 	}
 	return applyOCI(f, items, whiteouts)
+}
+
+func isSparse(hdr *tar.Header) bool {
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
 }
 
 // applyOCI stacks the layer on f in bytewise path order, which puts every
