@@ -1,8 +1,10 @@
 package tape
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -145,26 +147,78 @@ func allIndexes(t *Tape) []int {
 	return idx
 }
 
-// compareSeq aligns the records at indexes ia of ra with those at ib of rb.
+// compareSeq aligns the records at indexes ia of ra with those at ib of rb
+// and returns the first hunk.
 func compareSeq(ra, rb []Record, ia, ib []int) *Divergence {
+	ds := compareSeqAll(ra, rb, ia, ib)
+	if len(ds) == 0 {
+		return nil
+	}
+	return ds[0]
+}
+
+// compareSeqAll returns one Divergence per hunk, in order.
+func compareSeqAll(ra, rb []Record, ia, ib []int) []*Divergence {
 	la, lb := canonAt(ra, ia), canonAt(rb, ib)
 	hs := align(la, lb)
 	if len(hs) == 0 {
 		return nil
 	}
-	h := hs[0]
-	d := &Divergence{AIndex: h.A0, BIndex: h.B0, Hunks: len(hs),
-		ALines: la[h.A0:h.A1], BLines: lb[h.B0:h.B1]}
-	for _, i := range ia[h.A0:h.A1] {
-		d.A = append(d.A, ra[i])
+	ds := make([]*Divergence, len(hs))
+	for k, h := range hs {
+		d := &Divergence{AIndex: h.A0, BIndex: h.B0, Hunks: len(hs),
+			ALines: la[h.A0:h.A1], BLines: lb[h.B0:h.B1]}
+		for _, i := range ia[h.A0:h.A1] {
+			d.A = append(d.A, ra[i])
+		}
+		for _, i := range ib[h.B0:h.B1] {
+			d.B = append(d.B, rb[i])
+		}
+		for _, i := range ia[max(0, h.A0-ContextLen):h.A0] {
+			d.Context = append(d.Context, ra[i])
+		}
+		ds[k] = d
 	}
-	for _, i := range ib[h.B0:h.B1] {
-		d.B = append(d.B, rb[i])
+	return ds
+}
+
+// CompareAll returns every divergence between a and b in mode, each hunk
+// of the alignment as one Divergence (with Hunks the total), nil when they
+// are equal. Order: ModePath, by the earliest Seq involved; ModeGlobal and
+// ModeFinal, by position; ModeSet, one Divergence per unmatched record, A's
+// then B's, each by Seq. The first element is what Compare returns, except
+// in ModeSet, where Compare pairs the first unmatched record of each side.
+func CompareAll(a, b *Tape, mode Mode) []*Divergence {
+	var ds []*Divergence
+	switch mode {
+	case ModeGlobal:
+		ds = compareSeqAll(a.Records, b.Records, allIndexes(a), allIndexes(b))
+		if len(ds) > 0 {
+			class := InterleavingOnly
+			if comparePath(a, b) != nil {
+				class = Data
+			}
+			for _, d := range ds {
+				d.Mode, d.Class = ModeGlobal, class
+			}
+		}
+	case ModeSet:
+		ua, ub := unmatched(a, b), unmatched(b, a)
+		for _, r := range ua {
+			ds = append(ds, &Divergence{A: []Record{r}, ALines: []string{r.Canon()}, AIndex: int(r.Seq - 1), BIndex: -1})
+		}
+		for _, r := range ub {
+			ds = append(ds, &Divergence{B: []Record{r}, BLines: []string{r.Canon()}, AIndex: -1, BIndex: int(r.Seq - 1)})
+		}
+		for _, d := range ds {
+			d.Mode, d.Class, d.Hunks = ModeSet, Data, len(ds)
+		}
+	case ModeFinal:
+		ds = finalAll(a.Final(), b.Final())
+	default:
+		ds = pathAll(a, b)
 	}
-	for _, i := range ia[max(0, h.A0-ContextLen):h.A0] {
-		d.Context = append(d.Context, ra[i])
-	}
-	return d
+	return ds
 }
 
 func canonAt(rs []Record, idx []int) []string {
@@ -187,6 +241,15 @@ func byPath(t *Tape) map[string][]int {
 }
 
 func comparePath(a, b *Tape) *Divergence {
+	ds := pathAll(a, b)
+	if len(ds) == 0 {
+		return nil
+	}
+	return ds[0]
+}
+
+// pathAll returns the hunks of every path, earliest first.
+func pathAll(a, b *Tape) []*Divergence {
 	pa, pb := byPath(a), byPath(b)
 	paths := make([]string, 0, len(pa)+len(pb))
 	for p := range pa {
@@ -198,26 +261,18 @@ func comparePath(a, b *Tape) *Divergence {
 		}
 	}
 	slices.Sort(paths)
-	var first *Divergence
-	var firstSeq int64
-	hunks := 0
+	var all []*Divergence
 	for _, p := range paths {
-		d := compareSeq(a.Records, b.Records, pa[p], pb[p])
-		if d == nil {
-			continue
-		}
-		hunks += d.Hunks
-		s := d.seq()
-		if first == nil || s < firstSeq {
-			first, firstSeq = d, s
-			first.Path = p
+		for _, d := range compareSeqAll(a.Records, b.Records, pa[p], pb[p]) {
+			d.Path = p
+			all = append(all, d)
 		}
 	}
-	if first == nil {
-		return nil
+	slices.SortStableFunc(all, func(x, y *Divergence) int { return cmp.Compare(x.seq(), y.seq()) })
+	for _, d := range all {
+		d.Mode, d.Class, d.Hunks = ModePath, Data, len(all)
 	}
-	first.Mode, first.Class, first.Hunks = ModePath, Data, hunks
-	return first
+	return all
 }
 
 // seq is the earliest Seq among the differing records: when it happened.
@@ -231,23 +286,26 @@ func (d *Divergence) seq() int64 {
 	return s
 }
 
-func compareSet(a, b *Tape) *Divergence {
-	unmatched := func(x, y *Tape) []Record {
-		n := map[string]int{}
-		for i := range y.Records {
-			n[y.Records[i].Canon()]++
-		}
-		var out []Record
-		for i := range x.Records {
-			c := x.Records[i].Canon()
-			if n[c] > 0 {
-				n[c]--
-			} else {
-				out = append(out, x.Records[i])
-			}
-		}
-		return out
+// unmatched returns the records of x whose canonical lines y lacks (as a
+// multiset), in order.
+func unmatched(x, y *Tape) []Record {
+	n := map[string]int{}
+	for i := range y.Records {
+		n[y.Records[i].Canon()]++
 	}
+	var out []Record
+	for i := range x.Records {
+		c := x.Records[i].Canon()
+		if n[c] > 0 {
+			n[c]--
+		} else {
+			out = append(out, x.Records[i])
+		}
+	}
+	return out
+}
+
+func compareSet(a, b *Tape) *Divergence {
 	ua, ub := unmatched(a, b), unmatched(b, a)
 	if len(ua) == 0 && len(ub) == 0 {
 		return nil
@@ -271,18 +329,30 @@ func compareFinal(a, b *Tape) *Divergence {
 }
 
 func compareFinalLines(la, lb []string) *Divergence {
+	ds := finalAll(la, lb)
+	if len(ds) == 0 {
+		return nil
+	}
+	return ds[0]
+}
+
+func finalAll(la, lb []string) []*Divergence {
 	hs := align(la, lb)
 	if len(hs) == 0 {
 		return nil
 	}
-	h := hs[0]
-	d := &Divergence{Mode: ModeFinal, Class: Data, AIndex: h.A0, BIndex: h.B0, Hunks: len(hs),
-		ALines: la[h.A0:h.A1], BLines: lb[h.B0:h.B1]}
-	for _, l := range append(slices.Clip(d.ALines), d.BLines...) {
-		d.Path = finalPath(l)
-		break
+	ds := make([]*Divergence, len(hs))
+	for k, h := range hs {
+		d := &Divergence{Mode: ModeFinal, Class: Data, AIndex: h.A0, BIndex: h.B0, Hunks: len(hs),
+			ALines: la[h.A0:h.A1], BLines: lb[h.B0:h.B1]}
+		if len(d.ALines) > 0 {
+			d.Path = finalPath(d.ALines[0])
+		} else {
+			d.Path = finalPath(d.BLines[0])
+		}
+		ds[k] = d
 	}
-	return d
+	return ds
 }
 
 // finalPath returns the path at the start of a Final line.
@@ -294,6 +364,9 @@ func finalPath(l string) string {
 				continue
 			}
 			if l[i] == '"' {
+				if p, err := strconv.Unquote(l[:i+1]); err == nil {
+					return p
+				}
 				return l[:i+1]
 			}
 		}

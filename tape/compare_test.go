@@ -353,3 +353,38 @@ func TestParseMode(t *testing.T) {
 		t.Error("ParseMode accepted an unknown mode")
 	}
 }
+
+// TestCompareAll: two separate edits are two hunks in every record mode,
+// the first of which is what Compare reports.
+func TestCompareAll(t *testing.T) {
+	a := runProgram(t, afero.NewOsFs(), progOpts{sortListing: true})
+	b := &Tape{Records: slices.Clone(a.Records)}
+	b.Records[3].Err = ClassPermission
+	b.Records[len(b.Records)-2].Err = ClassNoSpace
+	for _, m := range []Mode{ModePath, ModeGlobal, ModeSet} {
+		ds := CompareAll(a, b, m)
+		want := 2
+		if m == ModeSet {
+			want = 4 // each changed record is unmatched on both sides
+		}
+		if len(ds) != want {
+			t.Fatalf("mode %s: %d divergences, want %d", m, len(ds), want)
+		}
+		for _, d := range ds {
+			if d.Hunks != want || d.Mode != m || d.Class != Data {
+				t.Errorf("mode %s: %+v", m, d)
+			}
+		}
+		first := Compare(a, b, m)
+		if m != ModeSet && (first.A[0].Seq != ds[0].A[0].Seq || ds[0].A[0].Seq != 4 || ds[1].A[0].Seq != int64(len(a.Records)-1)) {
+			t.Errorf("mode %s: order %v, %v; Compare gave %v", m, ds[0], ds[1], first)
+		}
+	}
+	if ds := CompareAll(a, a, ModeFinal); ds != nil {
+		t.Errorf("equal tapes: %v", ds)
+	}
+	q := &Tape{Records: []Record{{Seq: 1, Op: OpMkdir, Path: "odd name"}}}
+	if ds := CompareAll(&Tape{}, q, ModeFinal); len(ds) != 1 || ds[0].Path != "odd name" {
+		t.Errorf("final path of a quoted name: %v", ds)
+	}
+}
