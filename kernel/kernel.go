@@ -47,6 +47,10 @@ var (
 	ErrUnrepresentable = errors.New("kernel: name not representable in an OCI layer")
 )
 
+// RootEnv names the environment variable through which [Run] tells the
+// command where it sees the root: the root itself, or the copy.
+const RootEnv = "COWFS_ROOT"
+
 // RunOption configures [Run].
 type RunOption func(*runConfig)
 

@@ -19,10 +19,6 @@ import (
 // runEnv carries the mount request from Run to the re-executed binary.
 const runEnv = "COWFS_KERNEL_RUN_HOOK"
 
-// RootEnv names the environment variable through which Run tells the
-// command where it sees the root.
-const RootEnv = "COWFS_ROOT"
-
 // runRequest is what the re-executed binary needs to mount and exec.
 type runRequest struct {
 	Root      string   `json:"root"`

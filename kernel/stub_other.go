@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"runtime"
 
@@ -35,3 +36,12 @@ func (m *MountPoint) Unmount() error { return errPlatform }
 func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
 	return errPlatform
 }
+
+// WriteOCILayer returns an error wrapping [errors.ErrUnsupported].
+func WriteOCILayer(f *overlayfs.Fs, w io.Writer) error { return errPlatform }
+
+// ReadOCILayer returns an error wrapping [errors.ErrUnsupported].
+func ReadOCILayer(r io.Reader, f *overlayfs.Fs) error { return errPlatform }
+
+// Target is the mount point.
+func (m *MountPoint) Target() string { return "" }

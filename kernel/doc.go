@@ -1,0 +1,114 @@
+// Package kernel connects an [overlayfs.Fs] layer with the Linux kernel's
+// overlay filesystem: it writes a layer as a real overlayfs upper directory
+// ([Materialize]), reads an upper directory back into a layer ([Import]),
+// mounts overlays ([Mount]), runs a command with the root overlaid in place
+// and imports what it wrote ([Run]), and converts layers to and from OCI
+// image layer tars ([WriteOCILayer], [ReadOCILayer]).
+//
+// The package is Linux only. On other systems every function returns an
+// error wrapping [errors.ErrUnsupported].
+//
+// # Upper directories
+//
+// An upper directory written by Materialize, mounted with
+// lowerdir=f.Root(), shows exactly f's view: names, types, modes (with
+// setuid, setgid and sticky), contents, symlink targets, owners and
+// modification times. Deletions are 0/0 character devices (whiteouts),
+// written only where they hide something: the lower has the path and the
+// parent directory is merged. Never inside an opaque or upper-only
+// directory, where the kernel would list them as broken entries, and never
+// as xattr whiteouts, which the kernel honours in lower layers only. A
+// directory that replaces a lower directory carries the opaque xattr in
+// exactly one namespace: trusted.overlay.opaque, or user.overlay.opaque
+// with [Options.UserXattr] for a mount with userxattr. The other namespace
+// would show through as an ordinary xattr. Directories the layer does not
+// hold but whose children it does, and the upper root, copy the lower's
+// mode, owner and times.
+//
+// Materialize creates everything first, then applies directory metadata
+// children-first, so creating a child never disturbs its parent's mtime and
+// a read-only directory is made read-only last; owners are set before
+// modes, since chown clears setuid bits. All writes go through an
+// [os.Root] opened at the upper directory, one path component at a time,
+// so a hostile layer path cannot write outside it.
+//
+// Import reads an upper directory the kernel wrote (or Materialize, or an
+// OCI extractor) and stacks it on the current view. The kernel's whiteouts
+// are often hard links to one shared inode; the link count is ignored. Its
+// bookkeeping xattrs (origin, impure, uuid, nlink, ...) are skipped. An
+// upper that uses redirect_dir or metacopy cannot be expressed as a layer
+// and is refused, before anything changes, with [ErrRedirect] or
+// [ErrMetacopy]. The upper root's own metadata is not imported: a layer has
+// no entry for the root.
+//
+// # Mounting
+//
+// Mount always pins index=off, metacopy=off and redirect_dir=nofollow, so
+// the kernel writes only what Import understands, and adds userxattr when
+// asked. It uses the new mount API (fsopen, fsconfig with lowerdir+,
+// fsmount, move_mount); on kernels before 6.8 it falls back to mount(2)
+// with backslash, comma and colon escaped and the option string under one
+// page. Paths longer than fsconfig's 255-byte strings are passed as
+// directory file descriptors (Linux 6.13+). Upper and work must be on one
+// filesystem that is not itself an overlay; Mount checks this first and
+// says so ([ErrUpperFilesystem]). After mounting it checks that the kernel
+// did not silently fall back to read-only ([ErrReadOnly]), as it does when
+// it cannot use the work directory.
+//
+// The lower must not change while it is mounted: the kernel's behaviour is
+// then undefined.
+//
+// # Running commands
+//
+// Run materializes f's layer into a temporary upper directory and starts
+// the current executable again, in a new mount namespace (and, when the
+// caller is not root in the initial user namespace, a new user namespace
+// that maps it to uid 0). An init function of this package recognises that
+// process by an environment variable, mounts the overlay over the root in
+// place, changes back into its working directory (now inside the overlay)
+// and execs the command. The command sees the root at its usual absolute
+// path, with the layer's changes, and every write lands in the upper
+// directory, which Run then imports. The mount dies with the namespace.
+// Re-executing the program itself needs no external tool and works in test
+// binaries; its cost is that any program calling Run must link this
+// package, which it does by calling Run.
+//
+// Where no overlay can be mounted (no overlayfs, no privilege, user
+// namespaces disabled), or with [WithCopyFallback], Run copies the view to
+// a temporary directory, runs the command there and imports the
+// difference. The layer ends up the same. The command's working directory
+// is mapped into the copy, and the environment variable COWFS_ROOT tells
+// it where the root is (in both modes). Absolute paths into the root are
+// not redirected in copy mode.
+//
+// # OCI layers
+//
+// WriteOCILayer and ReadOCILayer use the image-spec conventions: ".wh.NAME"
+// deletes NAME, ".wh..wh..opq" makes its directory opaque, and markers act
+// on the layers below only, never on entries of the same tar. ReadOCILayer
+// also takes what tools write when they tar an upper directly: 0/0
+// character devices and PAX xattrs (SCHILY.xattr.trusted.overlay.opaque).
+//
+// # Privileges
+//
+// Materialize and Import need none for a layer whose owners are the
+// caller's: 0/0 whiteouts (Linux 5.8+) and user.* xattrs are unprivileged.
+// trusted.* xattrs and foreign owners need root. Mount needs CAP_SYS_ADMIN:
+// root, or any user inside its own user namespace (unshare -Urm) with
+// Options.UserXattr (Linux 5.11+).
+//
+// # Errors
+//
+// Errors are *fs.PathError (or wrap one) naming the path involved: the
+// upper path for Materialize and Import, the mount target for Mount. They
+// wrap the errno the kernel returned, so errors.Is(err, fs.ErrPermission)
+// works, and this package's sentinels for its own conditions. Mount errors
+// carry the kernel's own log lines from the fs context and a hint.
+//
+// # Concurrency
+//
+// Functions take no locks of their own; Materialize reads a consistent
+// snapshot of the layer ([overlayfs.Fs.Layer]). Import and ReadOCILayer
+// change the layer and must not race with other writers of the same Fs.
+// Run must not race with other uses of the same Fs.
+package kernel
