@@ -124,19 +124,10 @@ func decodeOps(data []byte) []op {
 // FuzzOps runs a decoded op sequence on os (a fresh copy of the "small"
 // fixture) and on cowfs, and compares every step, the trees and Changes().
 func FuzzOps(f *testing.F) {
-	// Seeds: op byte, then its arguments (see decodeOps). Indices into
-	// fuzzPaths: a=0 x=1 d=2 d/b=3 d/c=4 d/e=5 d/e/f=6 l=7 ld=8 ld/b=9 m=10
-	// missing=11 n=12 n/f=13 d/n=14 a/=15 d/=16.
-	f.Add([]byte{21, 0, 2, 0, 20, 0})                                                 // write a lower file, read it
-	f.Add([]byte{13, 2, 10, 2, 0, 18, 3, 9, 0, 2})                                    // RemoveAll d, Mkdir d (opaque), list
-	f.Add([]byte{14, 2, 12, 20, 13, 18, 2})                                           // rename lower dir d -> n, read n/... , lstat d
-	f.Add([]byte{0, 4 | 8, 0, 0, 0, 3, 0, 3, 5, 0, 0, 0, 1, 0, 30, 7, 0})             // O_WRONLY|O_CREATE on a, write, seek, read, close
-	f.Add([]byte{16, 0, 12, 21, 12, 4, 1, 20, 0})                                     // symlink n -> a, write through it, read a
-	f.Add([]byte{16, 8, 12, 16, 12, 8, 19, 8, 20, 12})                                // symlink loop n <-> ld... stat
-	f.Add([]byte{0, 2 | 16 | 32, 1, 7, 0, 1, 3, 1, 3, 0, 2, 1, 10, 4, 6, 1, 5, 7, 1}) // O_RDWR|O_TRUNC|O_APPEND on x
-	f.Add([]byte{12, 3, 12, 4, 12, 5, 12, 2, 10, 2, 1, 9, 0, 0, 22, 0, 2, 9, 0, 0})   // empty d piecewise, recreate, list
-	f.Add([]byte{15, 0, 1, 15, 2, 3, 21, 0, 4, 0, 21, 0, 4, 0})                       // chmods, write back original bytes
-	f.Add([]byte{11, 6, 0, 14, 5, 13, 18, 13, 12, 11})                                // MkdirAll d/e/f, rename into n/f
+	// The seed corpus is in testdata/fuzz/FuzzOps (seed-* files, one op
+	// sequence each, decoded by decodeOps; indices into fuzzPaths: a=0 x=1
+	// d=2 d/b=3 d/c=4 d/e=5 d/e/f=6 l=7 ld=8 ld/b=9 m=10 missing=11 n=12
+	// n/f=13 d/n=14 a/=15 d/=16).
 	orig := origTree(f, "small")
 	view := mustWalk(f, osTarget{}, orig)
 	sum := hashTree(f, orig)
