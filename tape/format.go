@@ -158,6 +158,9 @@ type Tape struct {
 	Truncated bool
 	// Unknown lists indexes into Records of ops from a newer minor version.
 	Unknown []int
+	// Skipped lists the line numbers (1 is the header) of lines of a kind
+	// from a newer minor version, which Read skips.
+	Skipped []int
 }
 
 // Paths returns the paths a record belongs to for comparison by path: its

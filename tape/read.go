@@ -48,7 +48,8 @@ const MaxLine = 16 << 20
 // final digest or chain hash disagrees with the records. Records with ops
 // unknown to this reader are kept (Tape.Unknown) when the tape's minor
 // version is newer than Minor, and rejected otherwise; lines of unknown
-// kind from a newer minor version are skipped.
+// kind from a newer minor version are skipped and their line numbers
+// listed in Tape.Skipped.
 func Read(r io.Reader) (*Tape, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	t := &Tape{}
@@ -120,6 +121,7 @@ func Read(r io.Reader) (*Tape, error) {
 			if t.Header.Minor <= Minor {
 				return fail(ErrFormat, "unknown line kind %q in a %d.%d tape", kind.Kind, t.Header.Version, t.Header.Minor)
 			}
+			t.Skipped = append(t.Skipped, lineNo)
 		}
 		if kind.Kind != "trailer" {
 			ch.Reset()

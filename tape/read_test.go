@@ -136,6 +136,9 @@ func TestReadNewerMinor(t *testing.T) {
 	if len(tp.Unknown) != 1 || tp.Records[tp.Unknown[0]].Op != "xattr" {
 		t.Fatalf("Unknown = %v", tp.Unknown)
 	}
+	if want := len(recs) + 1; len(tp.Skipped) != 1 || tp.Skipped[0] != want {
+		t.Errorf("Skipped = %v, want [%d]", tp.Skipped, want)
+	}
 	u := tp.Records[tp.Unknown[0]]
 	if string(u.Extra["name"]) != `"user.k"` || u.Extra["seq"] != nil {
 		t.Errorf("extra fields %v", u.Extra)
