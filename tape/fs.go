@@ -91,14 +91,18 @@ func statFields(rec *Record, fi os.FileInfo) {
 // Name returns "TapeFs".
 func (f *Fs) Name() string { return "TapeFs" }
 
+// Create is OpenFile(name, O_RDWR|O_CREATE|O_TRUNC, 0666), recorded as such.
 func (f *Fs) Create(name string) (afero.File, error) {
 	return f.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
 }
 
+// Open is OpenFile(name, O_RDONLY, 0).
 func (f *Fs) Open(name string) (afero.File, error) {
 	return f.OpenFile(name, os.O_RDONLY, 0)
 }
 
+// OpenFile opens name on the inner fs. A failure is recorded at once; a
+// handle is recorded when it is closed (see the package doc).
 func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
 	rec := Record{Op: OpOpen, Path: f.rel(name), Flag: flagString(flag)}
 	if flag&os.O_CREATE != 0 {
@@ -151,22 +155,28 @@ func (f *Fs) simple(op, name string, err error, fill func(*Record)) error {
 	return err
 }
 
+// Mkdir forwards and records the call with the permission asked for.
 func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 	return f.simple(OpMkdir, name, f.inner.Mkdir(name, perm), func(r *Record) { r.Mode = perm.String() })
 }
 
+// MkdirAll forwards and records the call with the permission asked for.
 func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 	return f.simple(OpMkdirAll, name, f.inner.MkdirAll(name, perm), func(r *Record) { r.Mode = perm.String() })
 }
 
+// Remove forwards and records the call.
 func (f *Fs) Remove(name string) error {
 	return f.simple(OpRemove, name, f.inner.Remove(name), nil)
 }
 
+// RemoveAll forwards and records the call.
 func (f *Fs) RemoveAll(name string) error {
 	return f.simple(OpRemoveAll, name, f.inner.RemoveAll(name), nil)
 }
 
+// Rename forwards and records the call; open handles of the old name
+// follow the rename for their read-backs.
 func (f *Fs) Rename(oldname, newname string) error {
 	err := f.inner.Rename(oldname, newname)
 	if err == nil {
@@ -175,6 +185,8 @@ func (f *Fs) Rename(oldname, newname string) error {
 	return f.simple(OpRename, oldname, err, func(r *Record) { r.To = f.rel(newname) })
 }
 
+// Stat forwards and records the call with the mode (and size of a
+// regular file) it returned.
 func (f *Fs) Stat(name string) (os.FileInfo, error) {
 	fi, err := f.inner.Stat(name)
 	f.simple(OpStat, name, err, func(r *Record) {
@@ -235,14 +247,17 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 	return t, err
 }
 
+// Chmod forwards and records the call with the mode asked for.
 func (f *Fs) Chmod(name string, mode os.FileMode) error {
 	return f.simple(OpChmod, name, f.inner.Chmod(name, mode), func(r *Record) { r.Mode = mode.String() })
 }
 
+// Chown forwards and records the call with uid and gid.
 func (f *Fs) Chown(name string, uid, gid int) error {
 	return f.simple(OpChown, name, f.inner.Chown(name, uid, gid), func(r *Record) { r.UID, r.GID = &uid, &gid })
 }
 
+// Chtimes forwards and records the call with both times in UTC.
 func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
 	return f.simple(OpChtimes, name, f.inner.Chtimes(name, atime, mtime), func(r *Record) {
 		r.Atime = atime.UTC().Format(time.RFC3339Nano)
