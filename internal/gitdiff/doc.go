@@ -80,6 +80,16 @@
 // trailing whitespace in added lines (CR-only files are full of it) unless
 // run with --whitespace=nowarn; the warning changes no bytes.
 //
+// # Applying
+//
+// Paths are relative to the root, so run `git apply` with the root (or a
+// copy of it) as working directory. If that directory is a subdirectory of
+// a git work tree, git takes paths relative to the top of the work tree and
+// silently skips the ones outside the current directory, exiting 0: apply
+// from the top with --directory=<root relative to the top>, or set
+// GIT_CEILING_DIRECTORIES. This package's tests run git outside any
+// repository, with GIT_CONFIG_NOSYSTEM=1 and GIT_CONFIG_GLOBAL=/dev/null.
+//
 // # Concurrency
 //
 // Write keeps no state between calls and may be called from many goroutines;
