@@ -52,10 +52,9 @@ func (c *onlineCheck) add(rec *Record) *Divergence {
 // in) the reference sequence idx at position i.
 func (c *onlineCheck) diverged(path string, idx []int, ai, bi int, rec *Record) *Divergence {
 	c.done = true
+	// Online, the class cannot be known (a global mismatch may be mere
+	// interleaving): it says Data; Classify the finished tapes to know.
 	d := &Divergence{Mode: c.mode, Class: Data, Path: path, AIndex: ai, BIndex: bi, Hunks: 1}
-	if c.mode == ModeGlobal {
-		d.Class = InterleavingOnly // refined by Compare after the run; unknown online
-	}
 	if ai < len(idx) {
 		r := c.ref.Records[idx[ai]]
 		d.A, d.ALines = []Record{r}, []string{r.Canon()}

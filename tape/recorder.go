@@ -66,7 +66,9 @@ func WithContent(dir string, max int64) Option {
 // call. The Divergence carries both records and that call's Go stack, so
 // fn can t.Error right at the divergent call. Records the reference lacks
 // at the end are reported by Close. ModeSet and ModeFinal are checked at
-// Close only.
+// Close only. Online divergences are classed Data: whether a mismatch in
+// ModeGlobal is only interleaving shows when the finished tapes are
+// classified.
 func WithReference(ref *Tape, fn func(*Divergence)) Option {
 	return func(c *config) { c.ref, c.onDiverge = ref, fn }
 }
