@@ -1,6 +1,7 @@
 package helpers
 
 import (
+	"errors"
 	"hash/fnv"
 	"io"
 	"io/fs"
@@ -32,6 +33,7 @@ func chaosSeed(c config) uint64 {
 type chaosFs struct {
 	afero.Fs
 	seed  uint64
+	lower afero.Fs // where entries are Lstat'ed unrecorded: the overlay
 	roots []string // spellings of the root: listings are keyed relative to it
 
 	mu    sync.Mutex
@@ -44,8 +46,19 @@ var (
 	_ afero.LinkReader = (*chaosFs)(nil)
 )
 
-func newChaosFs(inner afero.Fs, seed uint64, roots ...string) *chaosFs {
-	return &chaosFs{Fs: inner, seed: seed, roots: roots, count: map[string]uint64{}}
+// newChaosFs shuffles the listings of inner. lower is the file system
+// below any recording wrapper of inner, used to Lstat entries the caller
+// asks for after reading their names only.
+func newChaosFs(inner afero.Fs, seed uint64, lower afero.Fs, roots ...string) *chaosFs {
+	return &chaosFs{Fs: inner, seed: seed, lower: lower, roots: roots, count: map[string]uint64{}}
+}
+
+func (c *chaosFs) lstat(name string) (fs.FileInfo, error) {
+	if l, ok := c.lower.(afero.Lstater); ok {
+		fi, _, err := l.LstatIfPossible(name)
+		return fi, err
+	}
+	return c.lower.Stat(name)
 }
 
 // key names a directory for the permutation: its slash path relative to the
@@ -83,7 +96,7 @@ func (c *chaosFs) wrap(name string) func(afero.File, error) (afero.File, error) 
 		if err != nil {
 			return f, err
 		}
-		return &chaosFile{File: f, fs: c, key: c.key(name)}, nil
+		return &chaosFile{File: f, fs: c, name: name, key: c.key(name)}, nil
 	}
 }
 
@@ -141,86 +154,125 @@ func (c *chaosFs) permutation(key string, n int) []int {
 
 // chaosFile serves the listing of a directory in shuffled order. The whole
 // listing is read from the inner handle at the first Readdir, Readdirnames
-// or ReadDir, then handed out in pages with os's rules: n > 0 gives at most
-// n entries and io.EOF at the end, n <= 0 gives the rest and a nil error.
-// The three share one position, as with os.File. Seek(0, io.SeekStart)
-// starts a new listing, in a new order.
+// or ReadDir (names only for Readdirnames), then handed out in pages with
+// os's rules: n > 0 gives at most n entries and io.EOF at the end, n <= 0
+// gives the rest and a nil error. The three share one position, as with
+// os.File. Seek(0, io.SeekStart) starts a new listing, in a new order.
 type chaosFile struct {
 	afero.File
-	fs  *chaosFs
-	key string
+	fs   *chaosFs
+	name string // as opened, to Lstat entries
+	key  string
 
 	mu     sync.Mutex
 	loaded bool
-	list   []fs.FileInfo
+	names  []string      // the listing, shuffled
+	infos  []fs.FileInfo // the same order; nil until a call needs them
 	pos    int
 }
 
-func (f *chaosFile) load() error {
-	if f.loaded {
+// load reads the listing at the first call; infos says the call needs
+// FileInfos. Called with mu held.
+func (f *chaosFile) load(infos bool) error {
+	if !f.loaded {
+		var n int
+		var all []fs.FileInfo
+		var names []string
+		var err error
+		if infos {
+			all, err = f.File.Readdir(-1)
+			n = len(all)
+		} else {
+			names, err = f.File.Readdirnames(-1)
+			n = len(names)
+		}
+		if err != nil {
+			return err
+		}
+		p := f.fs.permutation(f.key, n)
+		f.names = make([]string, n)
+		if infos {
+			f.infos = make([]fs.FileInfo, n)
+		}
+		for i, j := range p {
+			if infos {
+				f.infos[i] = all[j]
+				f.names[i] = all[j].Name()
+			} else {
+				f.names[i] = names[j]
+			}
+		}
+		f.loaded, f.pos = true, 0
 		return nil
 	}
-	infos, err := f.File.Readdir(-1)
-	if err != nil {
-		return err
+	if infos && f.infos == nil {
+		// Readdirnames first, then Readdir or ReadDir on one handle:
+		// Lstat the rest below the tape, as os does, dropping entries that
+		// vanished meanwhile.
+		names := f.names[:f.pos]
+		f.infos = make([]fs.FileInfo, f.pos, len(f.names))
+		for _, n := range f.names[f.pos:] {
+			fi, err := f.fs.lstat(filepath.Join(f.name, n))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			names = append(names, n)
+			f.infos = append(f.infos, fi)
+		}
+		f.names = names
 	}
-	p := f.fs.permutation(f.key, len(infos))
-	f.list = make([]fs.FileInfo, len(infos))
-	for i, j := range p {
-		f.list[i] = infos[j]
-	}
-	f.loaded, f.pos = true, 0
 	return nil
 }
 
-// next returns the next page of the listing.
-func (f *chaosFile) next(n int) ([]fs.FileInfo, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.load(); err != nil {
-		return nil, err
+// next returns the bounds of the next page of the listing.
+func (f *chaosFile) next(n int, infos bool) (lo, hi int, err error) {
+	if err := f.load(infos); err != nil {
+		return 0, 0, err
 	}
-	rest := f.list[f.pos:]
-	if n <= 0 {
-		f.pos = len(f.list)
-		return rest, nil
+	lo, hi = f.pos, len(f.names)
+	if n > 0 {
+		if lo == hi {
+			return 0, 0, io.EOF
+		}
+		hi = min(hi, lo+n)
 	}
-	if len(rest) == 0 {
-		return nil, io.EOF
-	}
-	rest = rest[:min(n, len(rest))]
-	f.pos += len(rest)
-	return rest, nil
+	f.pos = hi
+	return lo, hi, nil
 }
 
 func (f *chaosFile) Readdir(n int) ([]fs.FileInfo, error) {
-	page, err := f.next(n)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lo, hi, err := f.next(n, true)
 	if err != nil {
 		return nil, err
 	}
-	return append([]fs.FileInfo{}, page...), nil
+	return append([]fs.FileInfo{}, f.infos[lo:hi]...), nil
 }
 
 func (f *chaosFile) Readdirnames(n int) ([]string, error) {
-	page, err := f.next(n)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lo, hi, err := f.next(n, false)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(page))
-	for i, fi := range page {
-		names[i] = fi.Name()
-	}
-	return names, nil
+	return append([]string{}, f.names[lo:hi]...), nil
 }
 
 // ReadDir is the fs.ReadDirFile method os.File has, shuffled too.
 func (f *chaosFile) ReadDir(n int) ([]fs.DirEntry, error) {
-	page, err := f.next(n)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lo, hi, err := f.next(n, true)
 	if err != nil {
 		return nil, err
 	}
-	des := make([]fs.DirEntry, len(page))
-	for i, fi := range page {
+	des := make([]fs.DirEntry, hi-lo)
+	for i, fi := range f.infos[lo:hi] {
 		des[i] = fs.FileInfoToDirEntry(fi)
 	}
 	return des, nil
@@ -230,7 +282,7 @@ func (f *chaosFile) Seek(offset int64, whence int) (int64, error) {
 	pos, err := f.File.Seek(offset, whence)
 	if err == nil && offset == 0 && whence == io.SeekStart {
 		f.mu.Lock()
-		f.loaded, f.list, f.pos = false, nil, 0
+		f.loaded, f.names, f.infos, f.pos = false, nil, nil, 0
 		f.mu.Unlock()
 	}
 	return pos, err

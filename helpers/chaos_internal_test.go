@@ -15,8 +15,8 @@ func FuzzChaosPermutation(f *testing.F) {
 	f.Add(uint64(42), ".", uint8(20))
 	f.Add(uint64(1<<63), "a/b", uint8(255))
 	f.Fuzz(func(t *testing.T, seed uint64, key string, n uint8) {
-		a := newChaosFs(afero.NewMemMapFs(), seed)
-		b := newChaosFs(afero.NewMemMapFs(), seed)
+		mem := afero.NewMemMapFs()
+		a, b := newChaosFs(mem, seed, mem), newChaosFs(mem, seed, mem)
 		for round := range 3 {
 			p, q := a.permutation(key, int(n)), b.permutation(key, int(n))
 			if !slices.Equal(p, q) {

@@ -249,6 +249,10 @@ func TestChaosPagingLikeOS(t *testing.T) {
 			seen := slices.Clone(a)
 			for _, d := range b {
 				seen = append(seen, d.Name())
+				fi, err := os.Lstat(filepath.Join(env.Root(), d.Name()))
+				if err != nil || fi.Mode().Type() != d.Type() {
+					t.Errorf("%s: %s has type %v, os says %v (%v)", side.name, d.Name(), d.Type(), fi.Mode().Type(), err)
+				}
 			}
 			slices.Sort(seen)
 			if len(a) != 5 || !slices.Equal(seen, osNames(t, env.Root())) {
@@ -318,6 +322,16 @@ func TestChaosBelowTape(t *testing.T) {
 			file = env.TapeFile()
 			for _, n := range listNames(tb, env.Fs(), env.Root()) {
 				afero.ReadFile(env.Fs(), env.Path(n))
+			}
+			// Names first, then FileInfos, on one handle.
+			f, err := env.Fs().Open(env.Root())
+			if err != nil {
+				tb.Fatal(err)
+			}
+			defer f.Close()
+			f.Readdirnames(3)
+			if rest, err := f.Readdir(-1); err != nil || len(rest) != 19 {
+				tb.Errorf("Readdir after Readdirnames(3): %d, %v", len(rest), err)
 			}
 		}).wantClean(t)
 		return readTape(t, file)

@@ -99,7 +99,7 @@ func newEnv(t testing.TB, root string, cfg config) *Env {
 		seed := chaosSeed(cfg)
 		t.Logf("helpers: chaos: directory listings shuffled with seed %d (reproduce with %s=%d)", seed, EnvChaosSeed, seed)
 		given, _ := filepath.Abs(root)
-		e.fsys = newChaosFs(e.fsys, seed, ov.Root(), given)
+		e.fsys = newChaosFs(e.fsys, seed, ov, ov.Root(), given)
 	}
 	// Registered after the fixture's TempDir (which is removed after this
 	// runs) and before the test's own cleanups (which run before it).
