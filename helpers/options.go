@@ -69,7 +69,9 @@ func Package(importPath string) Option {
 // compares it with the golden tape <GoldenDir>/<GoldenName>.tape in
 // [tape.ModePath] (see [TapeMode]); with [EnvUpdateGolden] set, the golden
 // is written instead when it is missing or differs. It records whether or
-// not [tape.EnvDir] is set.
+// not [tape.EnvDir] is set. The golden is named after the test: give a test
+// one Env with a golden tape. Headers (with the volatile facts of the run
+// that wrote the golden) take no part in the comparison.
 func GoldenTape() Option {
 	return func(c *config) { c.goldenTape = true }
 }
