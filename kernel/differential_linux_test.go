@@ -282,7 +282,6 @@ func randomOps(f *overlayfs.Fs, r *rand.Rand, n int, chown bool) []string {
 	var log []string
 	for range n {
 		rel, p := randomPath(r, root)
-		p = filepath.Join(root, rel) // the root-relative name is the log's
 		var line string
 		var err error
 		switch op := r.IntN(14); op {

@@ -155,7 +155,7 @@ func (m *materializer) create(s step) error {
 		if err != nil {
 			return err
 		}
-		if err := unix.Mknodat(dfd, name, unix.S_IFCHR|0o000, 0); err != nil {
+		if err := unix.Mknodat(dfd, name, unix.S_IFCHR, 0); err != nil {
 			return &fs.PathError{Op: "mknod", Path: m.upperPath(e.Path), Err: err}
 		}
 		return nil

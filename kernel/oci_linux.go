@@ -185,7 +185,7 @@ func ReadOCILayer(r io.Reader, f *overlayfs.Fs) error {
 		switch hdr.Typeflag {
 		case tar.TypeDir:
 			e.Type = overlayfs.EntryDir
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg, '\x00': // '\x00' is the pre-POSIX regular file
 			if isSparse(hdr) {
 				// Its holes would be expanded in memory: a few bytes of tar
 				// can claim terabytes.

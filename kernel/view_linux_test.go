@@ -45,7 +45,7 @@ func viewTree(f *overlayfs.Fs) (tree, error) {
 		if err != nil {
 			return err
 		}
-		n := node{mode: fi.Mode() &^ (fs.ModeDir &^ fs.ModeDir), mtime: fi.ModTime()}
+		n := node{mode: fi.Mode(), mtime: fi.ModTime()}
 		if uid, gid, ok := ownerOf(fi); ok {
 			n.uid, n.gid = uid, gid
 		}
