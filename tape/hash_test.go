@@ -2,7 +2,9 @@ package tape
 
 import (
 	"bufio"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -434,10 +436,14 @@ func TestUnclosedFlushed(t *testing.T) {
 	if want, _ := oracleHash(t, filepath.Join(dir, "r")); opens[1].RHash != want {
 		t.Errorf("unclosed reader hash %s, os holds %s", opens[1].RHash, want)
 	}
-	// Closing after the recorder closed still closes the inner handle.
+	// Closing after the recorder closed still closes the inner handle:
+	// a second Close then fails as os's does.
 	for _, f := range keep {
 		if err := f.Close(); err != nil {
 			t.Errorf("late Close: %v", err)
+		}
+		if err := f.Close(); !errors.Is(err, fs.ErrClosed) {
+			t.Errorf("second late Close: %v, want fs.ErrClosed", err)
 		}
 	}
 	keep = nil

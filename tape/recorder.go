@@ -169,6 +169,7 @@ func (r *Recorder) Close() error {
 	open := make([]*file, 0, len(r.open))
 	for f := range r.open {
 		open = append(open, f)
+		delete(r.open, f) // a later Close by the program closes the inner handle only
 	}
 	r.mu.Unlock()
 	// Flush in open order so the tape does not depend on map order.
