@@ -134,6 +134,7 @@ func (e *Env) Path(rel string) string {
 // finish runs in t.Cleanup: it closes the tape (checking it against its
 // golden), then reports the layer when the test failed.
 func (e *Env) finish() {
+	e.t.Helper()
 	if e.rec != nil {
 		e.rec.finish(e)
 	}

@@ -70,16 +70,16 @@ func (e *Env) GoldenPatch() bool {
 			e.t.Errorf("helpers: %v", err)
 			return false
 		}
-		e.logf("updated golden patch %s", name)
+		e.logf("updated golden patch %s", rel(name))
 		return true
 	}
+	// The patch itself is logged at the end of the failed test.
 	if err != nil {
-		e.t.Errorf("helpers: golden patch %s is missing: run with %s=1 to create it; the patch is:\n%s",
-			name, EnvUpdateGolden, bound(string(got), LogLimit))
+		e.t.Errorf("helpers: golden patch %s is missing: run with %s=1 to create it", rel(name), EnvUpdateGolden)
 		return false
 	}
 	e.t.Errorf("helpers: the patch differs from the golden %s (a: golden, b: this run; run with %s=1 to accept it):\n%s",
-		name, EnvUpdateGolden, bound(textDiff(rel(name), want, got), LogLimit))
+		rel(name), EnvUpdateGolden, bound(textDiff(rel(name), want, got), LogLimit))
 	return false
 }
 

@@ -49,7 +49,10 @@ func TestGoldenPatchLifecycle(t *testing.T) {
 	golden := filepath.Join(dir, "TestGen.patch")
 
 	f, ok := goldenRun(t, dir, "hello")
-	f.wantErrors(t, "golden patch "+golden+" is missing", helpers.EnvUpdateGolden+"=1", "+hello")
+	f.wantErrors(t, "golden patch "+golden+" is missing", helpers.EnvUpdateGolden+"=1")
+	if !strings.Contains(f.Logs(), "\n+hello\n") {
+		t.Errorf("the failed test did not log its patch:\n%s", f.Logs())
+	}
 	if ok {
 		t.Error("GoldenPatch returned true with no golden")
 	}

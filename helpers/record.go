@@ -52,7 +52,7 @@ func startRecording(e *Env) (*recording, error) {
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 				r.noGolden = true
-				e.t.Errorf("helpers: golden tape %s is missing: run with %s=1 to create it", r.golden, EnvUpdateGolden)
+				e.t.Errorf("helpers: golden tape %s is missing: run with %s=1 to create it", rel(r.golden), EnvUpdateGolden)
 			case err != nil:
 				return nil, err
 			default:
@@ -60,7 +60,7 @@ func startRecording(e *Env) (*recording, error) {
 				opts = append(opts, tape.WithReferenceMode(r.mode), tape.WithReference(ref, func(d *tape.Divergence) {
 					r.diverged.Store(true)
 					e.t.Errorf("helpers: the recording diverges from the golden tape %s at this call (%s mode; a: golden, b: this run):\n%s",
-						r.golden, r.mode, d)
+						rel(r.golden), r.mode, d)
 				}))
 			}
 		}
@@ -147,20 +147,20 @@ func (r *recording) finish(e *Env) {
 			e.t.Errorf("helpers: %v", err)
 			return
 		}
-		e.logf("updated golden tape %s", r.golden)
+		e.logf("updated golden tape %s", rel(r.golden))
 		return
 	}
 	switch {
 	case r.online || r.noGolden:
 		// Divergences were reported as they happened (or at Close).
 	case errors.Is(werr, fs.ErrNotExist):
-		e.t.Errorf("helpers: golden tape %s is missing: run with %s=1 to create it", r.golden, EnvUpdateGolden)
+		e.t.Errorf("helpers: golden tape %s is missing: run with %s=1 to create it", rel(r.golden), EnvUpdateGolden)
 	case werr != nil:
 		e.t.Errorf("helpers: %v", werr)
 	default:
 		if d := tape.Compare(want, got, r.mode); d != nil {
 			e.t.Errorf("helpers: the recording differs from the golden tape %s (%s mode; a: golden, b: this run; run with %s=1 to accept):\n%s",
-				r.golden, r.mode, EnvUpdateGolden, d)
+				rel(r.golden), r.mode, EnvUpdateGolden, d)
 		}
 	}
 }
