@@ -53,7 +53,8 @@
 //
 // A handle opened write-only reads those bytes through a fresh read-only
 // Open of its current name (renames made through the same Fs are
-// followed). If that fails, for instance because the file was removed
+// followed when both name the file the same way, both relative or both
+// absolute). If that fails, for instance because the file was removed
 // while open, the record says so in Unhashed instead of holding a hash.
 // The recorder assumes nothing else changes a file while a handle to it is
 // open.
