@@ -28,18 +28,19 @@ const diffBudget = 40_000_000
 
 // lineDiffer computes line diffs; it keeps its buffers between files.
 type lineDiffer struct {
-	dmp   *diffmatchpatch.DiffMatchPatch
-	ids   map[string]int32
-	inA   []bool
-	inB   []bool
-	dense []int32
-	idA   []int32
-	idB   []int32
-	keepA []int
-	keepB []int
-	runeA []rune
-	runeB []rune
-	v     []int
+	dmp    *diffmatchpatch.DiffMatchPatch
+	ids    map[string]int32
+	idsCap int
+	inA    []bool
+	inB    []bool
+	dense  []int32
+	idA    []int32
+	idB    []int32
+	keepA  []int
+	keepB  []int
+	runeA  []rune
+	runeB  []rune
+	v      []int
 	// maxDistinct and budget, when positive, override the package
 	// constants so tests can reach the fallbacks with small files.
 	maxDistinct int
@@ -98,13 +99,19 @@ func fill(c []bool) {
 // the other side: they are changed in every minimal diff, and leaving them
 // out keeps the diff of two unrelated files from going quadratic.
 func (d *lineDiffer) middle(a, b []string, ca, cb []bool) {
-	if d.ids == nil {
-		d.ids = make(map[string]int32)
+	if d.dmp == nil {
 		d.dmp = diffmatchpatch.New()
 		d.dmp.DiffTimeout = 0 // output must never depend on machine speed
 	}
-	clear(d.ids)
-	d.inA, d.inB = d.inA[:0], d.inB[:0]
+	if n := len(a) + len(b); d.ids == nil || n > d.idsCap {
+		d.ids, d.idsCap = make(map[string]int32, n), n // no rehashing as it fills
+	} else {
+		clear(d.ids)
+	}
+	d.inA = slices.Grow(d.inA[:0], len(a)+len(b))
+	d.inB = slices.Grow(d.inB[:0], len(a)+len(b))
+	d.idA = slices.Grow(d.idA[:0], len(a))
+	d.idB = slices.Grow(d.idB[:0], len(b))
 	id := func(line string) int32 {
 		v, ok := d.ids[line]
 		if !ok {
@@ -115,7 +122,6 @@ func (d *lineDiffer) middle(a, b []string, ca, cb []bool) {
 		}
 		return v
 	}
-	d.idA, d.idB = d.idA[:0], d.idB[:0]
 	for _, l := range a {
 		v := id(l)
 		d.inA[v] = true
