@@ -31,9 +31,6 @@ func (e *Env) report() {
 			e.logf("as a git patch:\n%s", bound(patch.String(), LogLimit))
 		}
 	}
-	if e.TapeFile() != "" {
-		e.logf("tape: %s", e.TapeFile())
-	}
 	if !e.artifacts() {
 		return
 	}
