@@ -254,3 +254,12 @@ func TestTrailerPerSpec(t *testing.T) {
 		t.Errorf("final digest %s, want BLAKE3 of\n%s", tr.Final, wantFinal)
 	}
 }
+
+func TestNilWriter(t *testing.T) {
+	rec := NewRecorder(nil)
+	fsys := rec.Wrap(afero.NewMemMapFs(), "/")
+	afero.WriteFile(fsys, "/a", []byte("x"), 0o644)
+	if err := rec.Close(); !errors.Is(err, ErrNilWriter) {
+		t.Errorf("Close: %v, want ErrNilWriter", err)
+	}
+}

@@ -21,6 +21,10 @@ import (
 // ErrClosed is returned by Recorder.Close when called twice.
 var ErrClosed = errors.New("tape: recorder already closed")
 
+// ErrNilWriter is returned by Recorder.Close when NewRecorder got a nil
+// writer: the recorder then records nothing.
+var ErrNilWriter = errors.New("tape: nil writer")
+
 // Option configures a Recorder.
 type Option func(*config)
 
@@ -128,6 +132,10 @@ func NewRecorder(w io.Writer, opts ...Option) *Recorder {
 	}
 	for k, v := range r.cfg.info {
 		h.Info[k] = v
+	}
+	if w == nil {
+		r.err = ErrNilWriter
+		return r
 	}
 	line, err := json.Marshal(h)
 	if err != nil { // cannot happen: only strings and ints
