@@ -158,6 +158,14 @@ func FuzzResolve(f *testing.F) {
 		f.Add(s)
 	}
 	base := f.TempDir()
+	// "abs" is absolute, so both sides point at one shared directory.
+	shared := filepath.Join(base, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "file.txt"), []byte("shared"), 0o644); err != nil {
+		f.Fatal(err)
+	}
 	mk := func(side string) (root string) {
 		parent := filepath.Join(base, side)
 		if err := os.Mkdir(parent, 0o755); err != nil {
@@ -172,7 +180,7 @@ func FuzzResolve(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(outside, "file.txt"), []byte("outside"), 0o644); err != nil {
 			f.Fatal(err)
 		}
-		for link, target := range map[string]string{"out": "../outside", "abs": outside, "lp": "lp", "loop": "loop2", "loop2": "loop"} {
+		for link, target := range map[string]string{"out": "../outside", "abs": shared, "lp": "lp", "loop": "loop2", "loop2": "loop"} {
 			if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
 				f.Fatal(err)
 			}
@@ -182,6 +190,7 @@ func FuzzResolve(f *testing.F) {
 	origRoot, copyRoot := mk("A"), mk("B")
 	origParent := filepath.Dir(origRoot)
 	sum := hashTree(f, origParent)
+	sharedSum := hashTree(f, shared)
 	f.Fuzz(func(t *testing.T, name string) {
 		c := newCow(t, origRoot)
 		want := newEnv(osTarget{}, copyRoot, false)
@@ -201,6 +210,9 @@ func FuzzResolve(f *testing.F) {
 		c.Remove(origRoot + "/" + name)
 		if got := hashTree(t, origParent); got != sum {
 			t.Fatalf("name %q: a write reached the disk under %s", name, origParent)
+		}
+		if got := hashTree(t, shared); got != sharedSum {
+			t.Fatalf("name %q: a write reached the disk under %s", name, shared)
 		}
 		if errors.Is(beforeErr, fs.ErrNotExist) {
 			if _, err := os.Lstat(target); err == nil {
