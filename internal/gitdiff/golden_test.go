@@ -63,6 +63,8 @@ var goldenCases = []struct {
 	{"text-to-binary", tree{"f": reg("text\n")}, tree{"f": reg("bin\x00ary")}},
 	{"empty-to-content", tree{"f": reg("")}, tree{"f": reg("a\n")}},
 	{"content-to-empty", tree{"f": reg("a\nb\n")}, tree{"f": reg("")}},
+	{"patch-like-content", tree{"f": reg("keep\n-- \n--- a/x\n+++ b/x\n@@ -1 +1 @@\ndiff --git a/x b/x\n\\ No newline at end of file\nGIT binary patch\nliteral 0\n\n   \nend\n")},
+		tree{"f": reg("keep\n-- \nnew\n--- a/y\n+++ b/x\n@@ -1 +1 @@\n\\ No newline at end of file\ndiff --git a/x b/x\nGIT binary patch\n\n   \n\t\nend")}},
 	{"unchanged", tree{"f": reg("same\n"), "l": link("t")}, tree{"f": reg("same\n"), "l": link("t")}},
 }
 
