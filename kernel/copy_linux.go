@@ -55,8 +55,8 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	return runErr
 }
 
-// mapDir maps a working directory inside root into the copy; an empty dir
-// outside the root becomes the copy's root.
+// mapDir maps a working directory inside root into the copy. Outside the
+// root it stays what it is, as in overlay mode.
 func mapDir(root, cp, dir string) string {
 	d := dir
 	if d == "" {
@@ -69,9 +69,6 @@ func mapDir(root, cp, dir string) string {
 		if rel, err := filepath.Rel(root, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
 			return filepath.Join(cp, rel)
 		}
-	}
-	if dir == "" {
-		return cp
 	}
 	return dir
 }

@@ -106,7 +106,8 @@ func runHook(reqJSON string) {
 // namespaces), or with [WithCopyFallback], Run copies the view into a
 // temporary directory instead, runs the command there (its Dir, or the
 // working directory, mapped into the copy when inside the root; absolute
-// paths into the root are not remapped) and imports the difference. Both
+// paths into the root are not remapped) and imports the difference. In
+// both modes a command whose directory is outside the root runs there. Both
 // ways give the same layer.
 //
 // The command's environment gets COWFS_ROOT, the path at which it sees the

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cowfs/cowfs/overlayfs"
 	"github.com/spf13/afero"
@@ -134,8 +135,155 @@ func TestRunScript(t *testing.T) {
 			if err := diffTrees(want, got, cmpOpts{times: false}); err != nil {
 				t.Errorf("view differs from the script run on a real copy:\n%v", err)
 			}
+			if why := canMount(t); why == "" {
+				// What Run imported, materialized again, is what the kernel shows.
+				checkKernelView(t, f, Options{UserXattr: !inInitUserNS()}, cmpOpts{times: true, dtimes: true, owners: true})
+			}
 		})
 	}
+}
+
+func TestRunContextCancel(t *testing.T) {
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("no sleep(1)")
+	}
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			if strings.HasPrefix(mode.name, "overlay") {
+				needMount(t)
+			}
+			root := t.TempDir()
+			f, err := overlayfs.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			var started time.Time
+			go func() {
+				// Cancel once the command says it has written.
+				buf := make([]byte, 8)
+				pr.Read(buf)
+				started = time.Now()
+				cancel()
+			}()
+			cmd := exec.Command("sh", "-c", "echo x > before; echo started; exec sleep 30")
+			cmd.Stdout, cmd.Dir = pw, root
+			err = mode.run(ctx, f, cmd)
+			pw.Close()
+			if err == nil {
+				t.Fatal("a killed command reported success")
+			}
+			if d := time.Since(started); started.IsZero() || d > 20*time.Second {
+				t.Errorf("Run returned %v after the cancel", d)
+			}
+			if got := changeStrings(f); !slices.Equal(got, []string{"A before"}) {
+				t.Errorf("changes of a killed command: %q", got)
+			}
+		})
+	}
+}
+
+// runUnprivEnv makes the test binary run TestRunUnprivilegedChild.
+const runUnprivEnv = "COWFS_KERNEL_RUN_UNPRIV"
+
+// TestRunUnprivileged runs Run as uid 65534 with no capabilities: Run must
+// create the user namespace itself and mount with userxattr.
+func TestRunUnprivileged(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("switching to uid 65534 needs root")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("setpriv(1) is not installed (util-linux)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "kernel.test")
+	if err := copyExecutable(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(work, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^TestRunUnprivilegedChild$", "-test.v")
+	cmd.Env = append(os.Environ(), runUnprivEnv+"="+work, "TMPDIR="+work)
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	switch {
+	case strings.Contains(text, "--- SKIP"):
+		t.Skip("child skipped: ", lastLines(text, 3))
+	case err != nil:
+		t.Fatalf("child: %v\n%s", err, lastLines(text, 40))
+	}
+	t.Log(lastLines(text, 3))
+}
+
+func TestRunUnprivilegedChild(t *testing.T) {
+	work := os.Getenv(runUnprivEnv)
+	if work == "" {
+		t.Skip("runs as a child of TestRunUnprivileged")
+	}
+	if os.Geteuid() == 0 {
+		t.Fatal("child runs as root")
+	}
+	root := filepath.Join(work, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root)
+	before, err := dirTree(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := overlayfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := afero.WriteFile(f, filepath.Join(root, "pre"), []byte("from the layer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", runScript)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// runOverlay, not Run: a silent fallback to the copy must fail here.
+	err = runOverlay(context.Background(), f, cmd, runConfig{tempDir: work})
+	var mf *mountFailed
+	if errors.As(err, &mf) {
+		t.Skip("no overlay for an unprivileged user here: ", err)
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if got := changeStrings(f); !slices.Equal(got, runScriptChanges) {
+		t.Errorf("changes:\n got %q\nwant %q", got, runScriptChanges)
+	}
+	after, err := dirTree(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := diffTrees(before, after, cmpOpts{times: true, dtimes: true, owners: true}); err != nil {
+		t.Errorf("the real root changed:\n%v", err)
+	}
+	t.Logf("uid %d ran the script in an overlay; %d changes", os.Geteuid(), len(f.Changes()))
 }
 
 func TestRunExitStatusAndFailures(t *testing.T) {
