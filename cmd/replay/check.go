@@ -167,6 +167,9 @@ func runCheck(e *env, args []string, o *checkOpts) int {
 		stop := e.progress(k+1, o.n, start)
 		r, err := runOnce(e, argv, dir)
 		stop(r)
+		if err == nil && e.ctx.Err() != nil {
+			err = fmt.Errorf("interrupted during run %d", k+1)
+		}
 		if err != nil {
 			return e.trouble("check", err)
 		}
@@ -286,9 +289,7 @@ func runOnce(e *env, argv []string, dir string) (*runResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", filepath.Base(dir), err)
 	}
-	if r.tapes, err = byKey(ls); err != nil {
-		return nil, err
-	}
+	r.tapes = byKey(ls)
 	return r, nil
 }
 
@@ -382,6 +383,9 @@ func verdicts(runs []*runResult, o *checkOpts) []*verdict {
 			} else if oc := runs[k].outcomes[key]; oc != nil && v.pkg == "" && v.test == "" {
 				v.pkg, v.test = oc.pkg, oc.test
 			}
+		}
+		if i := strings.LastIndex(key, " #"); i >= 0 && v.tapes {
+			v.test += key[i:] // a second tape of one test, see byKey
 		}
 		judge(v, key, runs, o)
 		if v.kind != "" {

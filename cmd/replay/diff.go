@@ -165,14 +165,7 @@ func diffDirs(e *env, da, db string, o *diffOpts) int {
 	if err != nil {
 		return e.trouble("diff", err)
 	}
-	ma, err := byKey(la)
-	if err != nil {
-		return e.trouble("diff", err)
-	}
-	mb, err := byKey(lb)
-	if err != nil {
-		return e.trouble("diff", err)
-	}
+	ma, mb := byKey(la), byKey(lb)
 	if len(ma) == 0 && len(mb) == 0 {
 		return e.trouble("diff", fmt.Errorf("no *.tape files in %s or %s", da, db))
 	}
@@ -189,6 +182,7 @@ func diffDirs(e *env, da, db string, o *diffOpts) int {
 			rep = compareLoaded(a, b, o)
 			warnTruncated(e, rep)
 		}
+		rep.Name = k
 		if !rep.Equal {
 			code = exitDiffers
 		}

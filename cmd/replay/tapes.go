@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cowfs/cowfs/tape"
@@ -76,17 +78,37 @@ func loadDir(dir string) ([]*loaded, error) {
 	return out, nil
 }
 
-// byKey indexes tapes by key; two tapes with one key is an error, since
-// they could not be paired.
-func byKey(ls []*loaded) (map[string]*loaded, error) {
+// byKey indexes tapes by key. Several tapes with one key (a test that
+// made two Envs, or ran twice under -count=2: helpers names them
+// "<name>.tape", "<name>.2.tape", ...) get the keys "K", "K #2", ... in the
+// order of those numbers, so that they pair up across runs.
+func byKey(ls []*loaded) map[string]*loaded {
+	ls = slices.Clone(ls)
+	slices.SortStableFunc(ls, func(a, b *loaded) int {
+		return cmp.Or(cmp.Compare(a.key(), b.key()), cmp.Compare(fileNumber(a.file), fileNumber(b.file)))
+	})
 	m := make(map[string]*loaded, len(ls))
+	n := map[string]int{}
 	for _, l := range ls {
-		if o := m[l.key()]; o != nil {
-			return nil, fmt.Errorf("%s and %s both hold %s", o.file, l.file, l.name())
+		k := l.key()
+		n[k]++
+		if n[k] > 1 {
+			k += " #" + strconv.Itoa(n[k])
 		}
-		m[l.key()] = l
+		m[k] = l
 	}
-	return m, nil
+	return m
+}
+
+// fileNumber is N of a tape file named "<name>.N.tape", 1 otherwise.
+func fileNumber(file string) int {
+	base := strings.TrimSuffix(filepath.Base(file), ".tape")
+	if i := strings.LastIndexByte(base, '.'); i >= 0 {
+		if n, err := strconv.Atoi(base[i+1:]); err == nil && n > 1 {
+			return n
+		}
+	}
+	return 1
 }
 
 // sortedKeys returns the union of the keys of the maps, sorted.
