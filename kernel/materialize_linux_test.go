@@ -107,3 +107,54 @@ func TestMaterializeBasic(t *testing.T) {
 	opts := Options{UserXattr: !inInitUserNS()}
 	checkKernelView(t, f, opts, cmpOpts{times: true, dtimes: true, owners: true})
 }
+
+// A hostile layer (here: steps built by hand, as a corrupt layer could
+// hold them) must not make Materialize write outside the upper dir.
+func TestMaterializeStaysInUpper(t *testing.T) {
+	outside := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"dotdot", []step{{LayerEntry: overlayfs.LayerEntry{Path: "../escape", Type: overlayfs.EntryFile, Mode: 0o644}}}},
+		{"through a symlink", []step{
+			{LayerEntry: overlayfs.LayerEntry{Path: "s", Type: overlayfs.EntrySymlink, Target: outside}},
+			{LayerEntry: overlayfs.LayerEntry{Path: "s/escape", Type: overlayfs.EntryFile, Mode: 0o644}},
+		}},
+		{"whiteout through a symlink", []step{
+			{LayerEntry: overlayfs.LayerEntry{Path: "s", Type: overlayfs.EntrySymlink, Target: outside}},
+			{LayerEntry: overlayfs.LayerEntry{Path: "s/escape", Type: overlayfs.EntryWhiteout}},
+		}},
+		{"dir through a relative symlink", []step{
+			{LayerEntry: overlayfs.LayerEntry{Path: "s", Type: overlayfs.EntrySymlink, Target: "../../" + filepath.Base(outside)}},
+			{LayerEntry: overlayfs.LayerEntry{Path: "s/escape", Type: overlayfs.EntryDir, Mode: 0o755}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			upper := filepath.Join(t.TempDir(), "upper")
+			if err := prepareUpper(upper); err != nil {
+				t.Fatal(err)
+			}
+			root, err := os.OpenRoot(upper)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer root.Close()
+			m := &materializer{upper: upper, dirs: newDirStack(root), euid: os.Geteuid(), egid: os.Getegid()}
+			defer m.dirs.close()
+			var last error
+			for _, s := range tc.steps {
+				last = m.create(s)
+			}
+			if last == nil {
+				t.Error("the escaping step succeeded")
+			}
+			if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+				t.Errorf("wrote outside the upper: %v", ents)
+			}
+			if _, err := os.Lstat(filepath.Join(filepath.Dir(upper), "escape")); err == nil {
+				t.Error("wrote next to the upper")
+			}
+		})
+	}
+}
