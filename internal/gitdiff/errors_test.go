@@ -28,6 +28,7 @@ func TestWriteInvalidChanges(t *testing.T) {
 		{"nil content", []Change{{Path: "a", New: &File{Mode: 0o644}}}},
 		{"file under new file", []Change{{Path: "P", New: f}, {Path: "P/x", New: f}}},
 		{"file under old file", []Change{{Path: "P/x", Old: f}, {Path: "P", Old: f}}},
+		{"file under file, siblings between", []Change{{Path: "P", New: f}, {Path: "P-1", New: f}, {Path: "P.a/b", New: f}, {Path: "P/x/y", New: f}}},
 	}
 	for _, tc := range cases {
 		var buf bytes.Buffer

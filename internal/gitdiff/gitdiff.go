@@ -128,9 +128,9 @@ func (ew *errWriter) Write(p []byte) (int, error) {
 
 // validate checks paths, modes and the consistency of sorted changes.
 func validate(sorted []Change) error {
-	// lastOld and lastNew are the latest paths that are files on the old
-	// and the new side; a later path under one of them is a contradiction.
-	var lastOld, lastNew string
+	// The paths that are files on the old and on the new side: a path
+	// under one of them on the same side is a contradiction.
+	oldFiles, newFiles := map[string]bool{}, map[string]bool{}
 	for i := range sorted {
 		c := &sorted[i]
 		if err := checkPath(c.Path); err != nil {
@@ -150,25 +150,24 @@ func validate(sorted []Change) error {
 				return fmt.Errorf("%w: %q: nil Content", ErrInvalidChange, c.Path)
 			}
 		}
-		if c.Old != nil {
-			if under(c.Path, lastOld) {
-				return fmt.Errorf("%w: %q is under %q, a file on the old side", ErrInvalidChange, c.Path, lastOld)
+		for _, s := range []struct {
+			f     *File
+			files map[string]bool
+			side  string
+		}{{c.Old, oldFiles, "old"}, {c.New, newFiles, "new"}} {
+			if s.f == nil {
+				continue
 			}
-			lastOld = c.Path
-		}
-		if c.New != nil {
-			if under(c.Path, lastNew) {
-				return fmt.Errorf("%w: %q is under %q, a file on the new side", ErrInvalidChange, c.Path, lastNew)
+			// Sorted order puts every ancestor before its descendants.
+			for i := range len(c.Path) {
+				if c.Path[i] == '/' && s.files[c.Path[:i]] {
+					return fmt.Errorf("%w: %q is under %q, a file on the %s side", ErrInvalidChange, c.Path, c.Path[:i], s.side)
+				}
 			}
-			lastNew = c.Path
+			s.files[c.Path] = true
 		}
 	}
 	return nil
-}
-
-// under reports whether p lies strictly under directory dir.
-func under(p, dir string) bool {
-	return dir != "" && len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
 }
 
 // checkPath rejects names git cannot address relative to a root.

@@ -269,3 +269,8 @@ func TestNoChangesNoOutput(t *testing.T) {
 		}
 	}
 }
+
+// under reports whether p lies strictly under directory dir.
+func under(p, dir string) bool {
+	return dir != "" && len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
+}
