@@ -94,7 +94,7 @@ type checkOpts struct {
 
 // event is a test2json event, with the fields check adds.
 type event struct {
-	Time    *time.Time `json:",omitempty"`
+	Time    time.Time `json:",omitzero"`
 	Action  string
 	Package string  `json:",omitempty"`
 	Test    string  `json:",omitempty"`
@@ -178,7 +178,7 @@ func runCheck(e *env, args []string, o *checkOpts) int {
 			for _, key := range r.order {
 				oc := r.outcomes[key]
 				if oc.test != "" || key == commandKey {
-					writeJSON(e.stdout, event{Action: oc.action, Package: oc.pkg, Test: oc.test, Run: k + 1})
+					writeJSON(e.stdout, event{Time: time.Now(), Action: oc.action, Package: oc.pkg, Test: oc.test, Run: k + 1})
 				}
 			}
 		}
@@ -598,7 +598,7 @@ func report(e *env, vs []*verdict, runs []*runResult, argv []string, o *checkOpt
 	for _, v := range vs {
 		counts[v.kind]++
 		if o.json {
-			ev := event{Package: v.pkg, Test: v.test, Class: v.class, Run: v.run, Path: v.path}
+			ev := event{Time: time.Now(), Package: v.pkg, Test: v.test, Class: v.class, Run: v.run, Path: v.path}
 			switch v.kind {
 			case "identical", "interleaving-only":
 				ev.Action, ev.Class = "identical", v.kind
@@ -636,7 +636,7 @@ func report(e *env, vs []*verdict, runs []*runResult, argv []string, o *checkOpt
 		status, code = "FAIL", exitDiffers
 	}
 	if o.json {
-		writeJSON(e.stdout, event{Action: map[string]string{"ok": "pass", "FAIL": "fail"}[status], Output: summary + "\n"})
+		writeJSON(e.stdout, event{Time: time.Now(), Action: map[string]string{"ok": "pass", "FAIL": "fail"}[status], Output: summary + "\n"})
 	} else {
 		fmt.Fprintf(e.stdout, "%s\t%s\n", status, summary)
 	}
