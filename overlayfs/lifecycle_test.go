@@ -1179,3 +1179,93 @@ func TestLifecycleCommitPaths(t *testing.T) {
 		t.Errorf("after the final Commit: %v", err)
 	}
 }
+
+// lcStep is one step of a handle scenario: an op run on both sides, or a
+// lifecycle call on cowfs with its equivalent on os.
+type lcStep struct {
+	op  *op
+	cow func(c *overlayfs.Fs)
+	os  func(dir string) error
+}
+
+func lcOp(o op) lcStep { return lcStep{op: &o} }
+
+// TestLifecycleRestoreHandles checks what open handles see across Restore
+// and Fork, each against what os does in the equivalent situation: a handle
+// on a file the restored layer lacks is a handle on an unlinked file; a
+// handle on a file the restored layer has sees the restored bytes, as if
+// they had been written in place; a fork is a copy of the tree, which the
+// parent's handles do not write.
+func TestLifecycleRestoreHandles(t *testing.T) {
+	orig := origTree(t, lcFixture)
+	var snap *overlayfs.Snapshot
+	take := func(c *overlayfs.Fs) { snap = c.Snapshot() }
+	restore := func(c *overlayfs.Fs) { c.Restore(snap) }
+	var fork *overlayfs.Fs
+	var forkDir string
+	cases := []struct {
+		name  string
+		steps []lcStep
+	}{
+		{"restored layer lacks the file", []lcStep{
+			{cow: take, os: func(string) error { return nil }},
+			lcOp(create(0, "n")), lcOp(write(0, "abc")),
+			{cow: restore, os: func(dir string) error { return os.Remove(filepath.Join(dir, "n")) }},
+			lcOp(write(0, "def")), lcOp(seek(0, 0, 0)), lcOp(read(0, 100)), lcOp(stat("n")), lcOp(fstat(0)),
+			lcOp(closeH(0)), lcOp(stat("n")),
+		}},
+		{"restored layer has the file", []lcStep{
+			lcOp(writeFile("n", "abc", 0o644)),
+			{cow: take, os: func(string) error { return nil }},
+			lcOp(openFile(0, "n", os.O_RDWR, 0)), lcOp(writeAt(0, "XY", 0)), lcOp(readFile("n")),
+			{cow: restore, os: func(dir string) error { return os.WriteFile(filepath.Join(dir, "n"), []byte("abc"), 0o644) }},
+			lcOp(readAt(0, 10, 0)), lcOp(writeAt(0, "Z", 2)), lcOp(readFile("n")), lcOp(closeH(0)), lcOp(readFile("n")),
+		}},
+		{"restored copy-up of a lower file", []lcStep{
+			lcOp(lcAppend("a", "one\n")),
+			{cow: take, os: func(string) error { return nil }},
+			lcOp(openFile(0, "a", os.O_WRONLY|os.O_APPEND, 0)), lcOp(write(0, "two\n")),
+			{cow: restore, os: func(dir string) error {
+				return os.WriteFile(filepath.Join(dir, "a"), []byte("alpha\none\n"), 0o644)
+			}},
+			lcOp(write(0, "three\n")), lcOp(closeH(0)), lcOp(readFile("a")),
+		}},
+		{"fork while a handle is open", []lcStep{
+			lcOp(openFile(0, "d/b", os.O_WRONLY|os.O_APPEND, 0)), lcOp(write(0, "one\n")),
+			{cow: func(c *overlayfs.Fs) { fork = c.Fork() }, os: func(dir string) error {
+				forkDir = dir + "-fork"
+				return copyTree(dir, forkDir)
+			}},
+			lcOp(write(0, "two\n")), lcOp(closeH(0)), lcOp(readFile("d/b")),
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fork, forkDir = nil, ""
+			tmp := t.TempDir()
+			w := newWorld("w", newCow(t, orig), lcCopy(t, orig, tmp, "os"))
+			for i, st := range tc.steps {
+				if st.op != nil {
+					if err := w.do(*st.op); err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+					continue
+				}
+				st.cow(w.c)
+				if err := st.os(w.dir); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.want.closeAll()
+			w.got.closeAll()
+			if err := w.check("at the end"); err != nil {
+				t.Error(err)
+			}
+			if fork != nil {
+				if err := lcSameView(fork, forkDir, "the fork"); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
