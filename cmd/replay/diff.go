@@ -269,8 +269,8 @@ func seqHunks(ra, rb []tape.Record, path string, first *tape.Divergence, o *diff
 			h.After = append(h.After, ra[endA+k].String())
 		}
 		out = append(out, h)
-		if !o.all {
-			break
+		if !o.all || len(d.A)+len(d.B) == 0 {
+			break // an empty hunk would not move on
 		}
 		offA, offB = endA, endB
 		d = tape.Compare(&tape.Tape{Records: ra[offA:]}, &tape.Tape{Records: rb[offB:]}, tape.ModeGlobal)
