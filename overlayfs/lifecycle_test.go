@@ -200,7 +200,8 @@ const (
 )
 
 // TestLifecycleProperty drives random op sequences with Snapshot, Restore,
-// Fork and Reset interleaved, on cowfs over the original tree and on os over
+// Fork and Reset interleaved (and snapshots restored into an Fs of another
+// New), on cowfs over the original tree and on os over
 // temp copies: a snapshot saves a copy of the os tree; a restore (of a
 // snapshot taken in any world of the family) must give exactly that copy
 // back; a fork gets its own os copy, and every world is compared with its own
@@ -315,8 +316,21 @@ func lcLifecycleSeed(t *testing.T, orig string, seed uint64) error {
 	}
 	for ops := 0; ops < lcSteps; {
 		w := worlds[r.IntN(len(worlds))]
+		step := "op" // a lifecycle step that cannot happen yet is an op
 		switch k := r.IntN(100); {
 		case k < 10:
+			step = "snapshot"
+		case k < 20 && len(snaps) > 0:
+			step = "restore"
+		case k >= 20 && k < 25 && len(worlds) < 4:
+			step = "fork"
+		case k >= 25 && k < 29 && len(snaps) > 0 && len(worlds) < 4:
+			step = "foreign"
+		case k >= 29 && k < 31:
+			step = "reset"
+		}
+		switch step {
+		case "snapshot":
 			// What a restore must give back; the view must equal it now.
 			m, err := osTreeOf(w, "at Snapshot")
 			if err != nil {
@@ -325,14 +339,14 @@ func lcLifecycleSeed(t *testing.T, orig string, seed uint64) error {
 			s := lcSnap{name: fmt.Sprintf("s%d", len(snaps)), s: w.c.Snapshot(), saved: m}
 			snaps = append(snaps, s)
 			log = append(log, fmt.Sprintf("%s := %s.Snapshot()", s.name, w.name))
-		case k < 20 && len(snaps) > 0:
+		case "restore":
 			s := snaps[r.IntN(len(snaps))]
 			w.c.Restore(s.s)
 			log = append(log, fmt.Sprintf("%s.Restore(%s)", w.name, s.name))
 			if err := restore(w, s.saved, "after Restore("+s.name+")"); err != nil {
 				return fail(err)
 			}
-		case k < 25 && len(worlds) < 4:
+		case "fork":
 			m, err := osTreeOf(w, "at Fork")
 			if err != nil {
 				return fail(err)
@@ -347,7 +361,22 @@ func lcLifecycleSeed(t *testing.T, orig string, seed uint64) error {
 			if err := lcView(nw.c, m, nw.name+" after Fork"); err != nil {
 				return fail(err)
 			}
-		case k < 27:
+		case "foreign":
+			// A snapshot restored into an Fs of another New: its contents
+			// are copied, and the two share nothing from then on.
+			s := snaps[r.IntN(len(snaps))]
+			dir, err := build(s.saved)
+			if err != nil {
+				return fail(err)
+			}
+			nw := newWorld(fmt.Sprintf("w%d", len(worlds)), newCow(t, orig), dir)
+			nw.c.Restore(s.s)
+			worlds = append(worlds, nw)
+			log = append(log, fmt.Sprintf("%s := New(orig); %[1]s.Restore(%s)", nw.name, s.name))
+			if err := lcView(nw.c, s.saved, nw.name+" after Restore("+s.name+") into a new Fs"); err != nil {
+				return fail(err)
+			}
+		case "reset":
 			w.c.Reset()
 			log = append(log, w.name+".Reset()")
 			if err := restore(w, origTree, "after Reset"); err != nil {
