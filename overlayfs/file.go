@@ -95,15 +95,15 @@ func (h *file) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	defer h.unlock()
+	if len(p) == 0 {
+		return 0, nil // as os: no system call, no error
+	}
 	if !h.readable() {
 		return 0, pathErr("read", h.name, errBadFd)
 	}
 	b, err := h.content(false)
 	if err != nil {
 		return 0, fixErr(err, "read", h.name)
-	}
-	if len(p) == 0 {
-		return 0, nil
 	}
 	if h.off >= int64(len(b.data)) {
 		return 0, io.EOF
@@ -114,13 +114,17 @@ func (h *file) Read(p []byte) (int, error) {
 }
 
 func (h *file) ReadAt(p []byte, off int64) (int, error) {
+	// os checks in this order: the offset, an empty buffer, then the handle.
+	if off < 0 {
+		return 0, pathErr("readat", h.name, errNegativeOffset)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
 	if err := h.lock("read"); err != nil {
 		return 0, err
 	}
 	defer h.unlock()
-	if off < 0 {
-		return 0, pathErr("readat", h.name, errNegativeOffset)
-	}
 	if !h.readable() {
 		return 0, pathErr("read", h.name, errBadFd)
 	}
@@ -129,9 +133,6 @@ func (h *file) ReadAt(p []byte, off int64) (int, error) {
 		return 0, fixErr(err, "read", h.name)
 	}
 	if off >= int64(len(b.data)) {
-		if len(p) == 0 {
-			return 0, nil
-		}
 		return 0, io.EOF
 	}
 	n := copy(p, b.data[off:])
@@ -161,16 +162,17 @@ func (h *file) Write(p []byte) (int, error) {
 }
 
 func (h *file) WriteAt(p []byte, off int64) (int, error) {
-	if err := h.lock("write"); err != nil {
-		return 0, err
-	}
-	defer h.unlock()
+	// os checks in this order: append mode, the offset, then the handle.
 	if h.flag&os.O_APPEND != 0 {
 		return 0, errWriteAtInAppendMode
 	}
 	if off < 0 {
 		return 0, pathErr("writeat", h.name, errNegativeOffset)
 	}
+	if err := h.lock("write"); err != nil {
+		return 0, err
+	}
+	defer h.unlock()
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
@@ -446,8 +448,23 @@ func (d *dir) Seek(offset int64, whence int) (int64, error) {
 	return abs, nil
 }
 
-func (d *dir) Read([]byte) (int, error)           { return 0, d.fail("read", errIsDir) }
-func (d *dir) ReadAt([]byte, int64) (int, error)  { return 0, d.fail("read", errIsDir) }
+func (d *dir) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, d.fail("read", nil)
+	}
+	return 0, d.fail("read", errIsDir)
+}
+
+func (d *dir) ReadAt(p []byte, off int64) (int, error) {
+	switch {
+	case off < 0:
+		return 0, pathErr("readat", d.name, errNegativeOffset)
+	case len(p) == 0:
+		return 0, nil
+	}
+	return 0, d.fail("read", errIsDir)
+}
+
 func (d *dir) Write([]byte) (int, error)          { return 0, d.fail("write", errBadFd) }
 func (d *dir) WriteAt([]byte, int64) (int, error) { return 0, d.fail("write", errBadFd) }
 func (d *dir) WriteString(string) (int, error)    { return 0, d.fail("write", errBadFd) }

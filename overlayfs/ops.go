@@ -373,7 +373,13 @@ func (f *Fs) RemoveAll(name string) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, ok, err := f.writeLoc("unlinkat", name, false)
+	// os.RemoveAll unlinks the base name from its parent: "file/" and
+	// "link/" go as "file" and "link" do.
+	trimmed := name
+	if t := strings.TrimRight(name, "/"); t != "" {
+		trimmed = t
+	}
+	l, ok, err := f.writeLoc("unlinkat", trimmed, false)
 	if !ok {
 		switch {
 		case err == nil:
@@ -392,8 +398,6 @@ func (f *Fs) RemoveAll(name string) error {
 	switch {
 	case !n.exists():
 		return nil
-	case l.dirOnly && (n.kind != kindDir || f.isLinkLocked(name)):
-		return pathErr("unlinkat", name, errNotDir)
 	case l.rel == "":
 		return pathErr("RemoveAll", name, syscall.EBUSY)
 	}

@@ -46,8 +46,11 @@ func (f *Fs) Rename(oldname, newname string) error {
 	// os.Rename refuses an existing directory as the target before asking
 	// the kernel, naming a bad source first.
 	if nn.exists() && nn.kind == kindDir {
-		if !no.exists() {
+		switch {
+		case !no.exists():
 			return linkErr("rename", oldname, newname, errNoEnt)
+		case lo.dirOnly && no.kind != kindDir:
+			return linkErr("rename", oldname, newname, errNotDir)
 		}
 		if newname == oldname || lo.rel != ln.rel {
 			return linkErr("rename", oldname, newname, errExist)

@@ -35,6 +35,9 @@ func (f *Fs) resolve(op, name string, follow bool) (loc, error) {
 	if name == "" {
 		return loc{}, pathErr(op, name, errNoEnt)
 	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return loc{}, pathErr(op, name, errInval) // as os: no NUL in a C string
+	}
 	if len(name) >= pathMax {
 		return loc{}, pathErr(op, name, errNameTooLong)
 	}
@@ -55,7 +58,7 @@ func (f *Fs) resolve(op, name string, follow bool) (loc, error) {
 	} else {
 		l, err = f.outside(op, name, abs, follow, 0)
 	}
-	l.name, l.dirOnly = name, dirOnly
+	l.name, l.dirOnly = name, l.dirOnly || dirOnly
 	return l, err
 }
 
@@ -115,6 +118,9 @@ type frame struct {
 // walk resolves root-relative components in the merged view.
 func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc, error) {
 	stack := []frame{{"", f.rootUnder()}}
+	// mustDir: the name resolved through a symlink whose target ends in a
+	// slash, as its last component: the result must be a directory.
+	mustDir := false
 	for len(pending) > 0 {
 		c := pending[0]
 		pending = pending[1:]
@@ -136,7 +142,7 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 		rel := join(top.rel, c)
 		last := len(pending) == 0
 		if last && !follow {
-			return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under}, nil
+			return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, dirOnly: mustDir}, nil
 		}
 		n, err := f.step(rel, top.under, last)
 		if err != nil {
@@ -145,7 +151,7 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 		switch n.kind {
 		case kindNone:
 			if last {
-				return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, n: n, have: true}, nil
+				return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
 			}
 			return loc{}, pathErr(op, name, errNoEnt)
 		case kindSymlink:
@@ -155,6 +161,9 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 			target, err := f.linkTarget(rel, n)
 			if err != nil {
 				return loc{}, fixErr(err, op, name)
+			}
+			if last && (strings.HasSuffix(target, "/") || strings.HasSuffix(target, "/.") || target == ".") {
+				mustDir = true
 			}
 			if !filepath.IsAbs(target) {
 				pending = append(splitRel(target), pending...)
@@ -168,12 +177,12 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 			return f.outside(op, name, filepath.Join(append([]string{target}, pending...)...), follow, hops)
 		case kindDir:
 			if last {
-				return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, n: n, have: true}, nil
+				return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
 			}
 			stack = append(stack, frame{rel, n.under})
 		default:
 			if last {
-				return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, n: n, have: true}, nil
+				return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
 			}
 			return loc{}, pathErr(op, name, errNotDir)
 		}
@@ -184,7 +193,7 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 	if len(stack) > 1 {
 		visible = stack[len(stack)-2].under
 	}
-	l := loc{inside: true, rel: top.rel, host: f.host(top.rel), visible: visible}
+	l := loc{inside: true, rel: top.rel, host: f.host(top.rel), visible: visible, dirOnly: mustDir}
 	if top.rel == "" {
 		n, err := f.rootNode()
 		if err != nil {
