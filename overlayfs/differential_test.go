@@ -194,6 +194,10 @@ func TestDifferentialHandles(t *testing.T) {
 		{name: "handle-survives-remove", ops: []op{open(0, "README.md"), remove("README.md"), read(0, 100), fstat(0), lstat("README.md")}},
 		{name: "handle-survives-rename", ops: []op{openFile(0, "README.md", rdwr, 0), rename("README.md", "R2.md"), write(0, "moved"), closeH(0), readFile("R2.md"), readFile("README.md")}},
 		{name: "handle-to-new-file-after-remove", ops: []op{create(0, "n"), write(0, "x"), remove("n"), write(0, "y"), closeH(0), lstat("n")}},
+		// Found by FuzzOps; each a short reproduction.
+		{name: "zero-length-read-on-wronly", ops: []op{openFile(0, "go.mod", wronly, 0), read(0, 0), openFile(1, "go.mod", rdonly, 0), write(1, ""), closeH(1), read(1, 0), write(1, "")}},
+		{name: "negative-offset-on-dir", ops: []op{open(0, "internal"), readAt(0, 1, -4), readAt(0, 1, 0), writeAt(0, "x", -1)}},
+		{name: "writeat-on-closed-append", ops: []op{openFile(0, "go.mod", wronly|appnd, 0), closeH(0), writeAt(0, "", 0), writeAt(0, "x", 0)}},
 		{name: "create-truncates", ops: []op{create(0, "README.md"), fstat(0), closeH(0), readFile("README.md"), create(1, "link-to-readme"), write(1, "via link"), closeH(1), readFile("README.md")}},
 	})
 }
@@ -347,6 +351,11 @@ func TestDifferentialPaths(t *testing.T) {
 		{name: "dotdot-after-removed-dir", ops: []op{removeAll("a"), readFile("a/../README.md"), mkdir("a", 0o755), readFile("a/../README.md"), readFile("a/b/../../README.md")}},
 		{name: "space-names", ops: []op{readFile("docs/my notes.txt"), readFile("docs/see also"), writeFile("docs/another note.txt", "x", 0o644), rename("docs/my notes.txt", "docs/my  notes.txt"), readdirnamesOf("docs")}},
 		{name: "long-name", ops: []op{writeFile(strings.Repeat("n", 255), "ok", 0o644), writeFile(strings.Repeat("n", 256), "too long", 0o644), stat(strings.Repeat("m", 256))}},
+		// Found by FuzzOps/FuzzResolve; each a one-line reproduction.
+		{name: "removeall-file-trailing-slash", ops: []op{removeAll("README.md/"), lstat("README.md")}},
+		{name: "symlink-to-file-slash", ops: []op{symlink("README.md/", "ls"), openFile(0, "ls", rdonly|trunc, 0), stat("ls"), readFile("README.md")}},
+		{name: "rename-file-slash-onto-dir-slash", ops: []op{rename("README.md/", "empty/"), rename("README.md/", "nope/")}},
+		{name: "nul-in-name", ops: []op{lstat("nodir/x\x00y"), stat("README.md\x00"), readlink("nodir/\x00"), writeFile("a\x00b", "x", 0o644), mkdir("nodir/\x00", 0o755)}},
 		{name: "private-dir", ops: []op{readFile("private/diary.txt"), writeFile("private/new", "n", 0o644), lstat("private/new"), readFile("secrets/key.pem")}},
 	})
 }
