@@ -15,7 +15,10 @@ import (
 // reproduces every file and symlink of the view byte for byte, with its
 // executable bit, and `git apply -R` undoes it. A git patch cannot carry
 // empty directories, directory modes, times, owners, or any mode bit of a
-// file other than the executable bit; those changes are left out.
+// file other than the executable bit; those changes are left out. For the
+// same reason one case cannot apply: a file written where the lower has a
+// directory holding only (possibly nested) empty directories, since git
+// apply cannot remove directories a patch cannot name.
 func (f *Fs) WriteDiff(w io.Writer) error { return f.writeDiff(w) }
 
 func (f *Fs) writeDiff(w io.Writer) error {
