@@ -962,6 +962,21 @@ func mtime(rel string) op {
 	}}
 }
 
+// owner renders the uid and gid Lstat reports through Sys().
+func owner(rel string) op {
+	return op{fmt.Sprintf("Lstat(%q).Sys() owner", rel), func(e *env) string {
+		fi, _, err := e.fs.LstatIfPossible(e.p(rel))
+		if err != nil {
+			return e.res(err, "")
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return e.res(err, "Sys()=%T", fi.Sys())
+		}
+		return e.res(err, "uid=%d gid=%d", st.Uid, st.Gid)
+	}}
+}
+
 func symlink(target, rel string) op {
 	return op{fmt.Sprintf("Symlink(%q, %q)", target, rel), func(e *env) string {
 		return e.res(e.fs.SymlinkIfPossible(target, e.p(rel)), "")
