@@ -10,6 +10,9 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
 
 	"github.com/cowfs/cowfs/internal/gitdiff"
 	"github.com/cowfs/cowfs/tape"
@@ -45,6 +48,11 @@ versions. Captured bytes are looked up in the directories given with
 
 A truncated tape (no trailer) is compared on the records it has, with a
 warning on standard error.
+
+-all shows every hunk instead of the first: the sequences (each path's in
+path mode) are aligned once with Myers' diff, and every stretch that
+differs is a hunk, in the order the records were made. In final mode it
+lists every end-state line that differs.
 
 -json prints one JSON object per compared pair instead of text.
 
@@ -249,33 +257,93 @@ func compareLoaded(a, b *loaded, o *diffOpts) *diffReport {
 	return rep
 }
 
-// seqHunks returns the hunks of two aligned record sequences: the first
-// one, found by tape.Compare, and with o.all the following ones, found by
-// aligning what follows each hunk again.
+// seqHunks returns the first hunk of two record sequences, as tape.Compare
+// found it, or with o.all every hunk (see allHunks).
 func seqHunks(ra, rb []tape.Record, path string, first *tape.Divergence, o *diffOpts) []hunk {
-	var out []hunk
-	offA, offB := 0, 0
-	d := first
-	for d != nil {
-		h := hunk{Path: path, AIndex: offA + d.AIndex, BIndex: offB + d.BIndex, aRecs: d.A, bRecs: d.B}
-		h.A, h.B = recLines(d.A), recLines(d.B)
-		h.seq = firstSeq(d.A, d.B)
-		h.Before = recLines(ra[max(0, h.AIndex-o.context):h.AIndex])
-		endA, endB := h.AIndex+len(d.A), h.BIndex+len(d.B)
-		for k := 0; k < o.context && endA+k < len(ra) && endB+k < len(rb); k++ {
-			if ra[endA+k].Canon() != rb[endB+k].Canon() {
-				break
-			}
-			h.After = append(h.After, ra[endA+k].String())
+	if o.all {
+		if hs, ok := allHunks(ra, rb, path, o); ok {
+			return hs
 		}
-		out = append(out, h)
-		if !o.all || len(d.A)+len(d.B) == 0 {
-			break // an empty hunk would not move on
-		}
-		offA, offB = endA, endB
-		d = tape.Compare(&tape.Tape{Records: ra[offA:]}, &tape.Tape{Records: rb[offB:]}, tape.ModeGlobal)
 	}
-	return out
+	return []hunk{makeHunk(ra, rb, path, first.AIndex, first.BIndex, first.A, first.B, o)}
+}
+
+// makeHunk builds a hunk at ai, bi with context from the sequences.
+func makeHunk(ra, rb []tape.Record, path string, ai, bi int, da, db []tape.Record, o *diffOpts) hunk {
+	h := hunk{Path: path, AIndex: ai, BIndex: bi, aRecs: da, bRecs: db}
+	h.A, h.B = recLines(da), recLines(db)
+	h.seq = firstSeq(da, db)
+	h.Before = recLines(ra[max(0, ai-o.context):ai])
+	endA, endB := ai+len(da), bi+len(db)
+	for k := 0; k < o.context && endA+k < len(ra) && endB+k < len(rb); k++ {
+		if ra[endA+k].Canon() != rb[endB+k].Canon() {
+			break
+		}
+		h.After = append(h.After, ra[endA+k].String())
+	}
+	return h
+}
+
+// allHunks aligns two record sequences once with Myers' diff
+// (github.com/sergi/go-diff, no time limit, so the result never depends on
+// machine speed) over their canonical lines, and returns every hunk. It
+// reports false past the number of distinct lines one rune each can stand
+// for.
+func allHunks(ra, rb []tape.Record, path string, o *diffOpts) ([]hunk, bool) {
+	ids := map[string]rune{}
+	toRunes := func(rs []tape.Record) ([]rune, bool) {
+		out := make([]rune, len(rs))
+		for i := range rs {
+			c := rs[i].Canon()
+			r, ok := ids[c]
+			if !ok {
+				r = rune(len(ids))
+				if r >= 0xD800 {
+					r += 0x800 // skip the surrogates, which do not survive string conversion
+				}
+				if r > utf8.MaxRune {
+					return nil, false
+				}
+				ids[c] = r
+			}
+			out[i] = r
+		}
+		return out, true
+	}
+	xa, okA := toRunes(ra)
+	xb, okB := toRunes(rb)
+	if !okA || !okB {
+		return nil, false
+	}
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = 0
+	var out []hunk
+	ai, bi := 0, 0
+	startA, startB := -1, -1
+	flush := func() {
+		if startA >= 0 {
+			out = append(out, makeHunk(ra, rb, path, startA, startB, ra[startA:ai], rb[startB:bi], o))
+			startA, startB = -1, -1
+		}
+	}
+	for _, d := range dmp.DiffMainRunes(xa, xb, false) {
+		n := utf8.RuneCountInString(d.Text)
+		if d.Type == diffmatchpatch.DiffEqual {
+			flush()
+			ai, bi = ai+n, bi+n
+			continue
+		}
+		if startA < 0 {
+			startA, startB = ai, bi
+		}
+		if d.Type == diffmatchpatch.DiffDelete {
+			ai += n
+		} else {
+			bi += n
+		}
+	}
+	flush()
+	return out, true
 }
 
 // pathHunks returns the first divergence by path, and with o.all every
@@ -285,17 +353,13 @@ func pathHunks(a, b *tape.Tape, first *tape.Divergence, o *diffOpts) []hunk {
 		ra, rb := recordsOf(a, first.Path), recordsOf(b, first.Path)
 		return seqHunks(ra, rb, first.Path, first, o)
 	}
-	paths := map[string]bool{}
-	for _, t := range []*tape.Tape{a, b} {
-		for i := range t.Records {
-			for _, p := range t.Records[i].Paths() {
-				paths[p] = true
-			}
-		}
-	}
+	pa, pb := indexByPath(a), indexByPath(b)
 	var out []hunk
-	for p := range paths {
-		ra, rb := recordsOf(a, p), recordsOf(b, p)
+	for _, p := range sortedKeys(pa, pb) {
+		ra, rb := pa[p], pb[p]
+		if slices.EqualFunc(ra, rb, func(x, y tape.Record) bool { return x.Canon() == y.Canon() }) {
+			continue
+		}
 		d := tape.Compare(&tape.Tape{Records: ra}, &tape.Tape{Records: rb}, tape.ModeGlobal)
 		if d != nil {
 			out = append(out, seqHunks(ra, rb, p, d, o)...)
@@ -305,6 +369,17 @@ func pathHunks(a, b *tape.Tape, first *tape.Divergence, o *diffOpts) []hunk {
 		return cmp.Or(cmp.Compare(x.seq, y.seq), cmp.Compare(x.Path, y.Path))
 	})
 	return out
+}
+
+// indexByPath groups a tape's records by the paths they belong to.
+func indexByPath(t *tape.Tape) map[string][]tape.Record {
+	m := map[string][]tape.Record{}
+	for i := range t.Records {
+		for _, p := range t.Records[i].Paths() {
+			m[p] = append(m[p], t.Records[i])
+		}
+	}
+	return m
 }
 
 func recordsOf(t *tape.Tape, path string) []tape.Record {
