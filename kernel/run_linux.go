@@ -107,8 +107,11 @@ func runHook(reqJSON string) {
 // temporary directory instead, runs the command there (its Dir, or the
 // working directory, mapped into the copy when inside the root; absolute
 // paths into the root are not remapped) and imports the difference. In
-// both modes a command whose directory is outside the root runs there. Both
-// ways give the same layer.
+// both modes a command whose directory is outside the root runs there, and
+// what it writes outside the root is not captured. Both ways give the same
+// layer. The fallback is decided before the command runs, except when the
+// helper process fails to mount: then a Stdin that is not an *os.File may
+// already have been partly read.
 //
 // The command's environment gets COWFS_ROOT, the path at which it sees the
 // root: f.Root() itself, or the copy.
@@ -118,6 +121,10 @@ func runHook(reqJSON string) {
 // namespace flags added. When the command fails, its error (an
 // *exec.ExitError for a non-zero exit) is returned after its changes are
 // imported. ctx kills the command as exec.CommandContext does.
+//
+// Cost: the layer is written out and read back whole (O(layer size) in
+// time, and the re-imported contents are held in memory by f); the copy
+// fallback also copies and compares the whole view.
 func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
 	var cfg runConfig
 	for _, o := range opts {
@@ -177,7 +184,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer removeTree(tmp) // the kernel leaves work/work with mode 0
 	upper, work := filepath.Join(tmp, "upper"), filepath.Join(tmp, "work")
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return err

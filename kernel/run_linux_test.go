@@ -283,6 +283,9 @@ func TestRunUnprivilegedChild(t *testing.T) {
 	if err := diffTrees(before, after, cmpOpts{times: true, dtimes: true, owners: true}); err != nil {
 		t.Errorf("the real root changed:\n%v", err)
 	}
+	if left, _ := filepath.Glob(filepath.Join(work, "cowfs-*")); len(left) > 0 {
+		t.Errorf("Run left temporary directories behind: %v", left)
+	}
 	t.Logf("uid %d ran the script in an overlay; %d changes", os.Geteuid(), len(f.Changes()))
 }
 
