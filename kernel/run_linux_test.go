@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -244,6 +245,12 @@ func TestRunUnprivilegedChild(t *testing.T) {
 	}
 	if os.Geteuid() == 0 {
 		t.Fatal("child runs as root")
+	}
+	// Without a user namespace the mount is refused, with a hint.
+	l, u, w, m := mountDirs(t, "")
+	_, err := Mount(context.Background(), l, u, w, m, Options{})
+	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "unshare -Urm") {
+		t.Errorf("unprivileged Mount: %v, want EPERM with a user-namespace hint", err)
 	}
 	root := filepath.Join(work, "root")
 	if err := os.Mkdir(root, 0o755); err != nil {
