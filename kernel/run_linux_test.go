@@ -33,10 +33,12 @@ rm -r d/e/f
 ln -s a sym
 rm -r g && mkdir g && echo g2 > g/only
 echo done > "$PWD/cwd-marker"
+rm -r gone
+mkdir empty && echo back > empty/again
 `
 
 var runScriptChanges = []string{
-	"A created", "A cwd-marker", "A g/only", "A moved", "A newdir", "A newdir/sub", "A newdir/sub/f",
+	"A created", "A cwd-marker", "A empty/again", "A g/only", "A moved", "A newdir", "A newdir/sub", "A newdir/sub/f",
 	"A pre", "A pre-seen", "A sym",
 	"D d/b", "D d/e/c", "D d/e/f", "D d/e/f/x", "D g/y", "M a",
 }
@@ -80,6 +82,12 @@ func TestRunScript(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(oracleRoot, "pre"), []byte("from the layer"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Join(oracleRoot, "gone/sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(oracleRoot, "empty")); err != nil {
+		t.Fatal(err)
+	}
 	sh := exec.Command("sh", "-c", runScript)
 	sh.Dir = oracleRoot
 	sh.Env = append(os.Environ(), "COWFS_ROOT="+oracleRoot)
@@ -107,8 +115,15 @@ func TestRunScript(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The command must see the layer as it is before the run.
+			// The command must see the layer as it is before the run: a new
+			// file, a new dir it deletes, a deleted dir it makes again.
 			if err := afero.WriteFile(f, filepath.Join(root, "pre"), []byte("from the layer"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.MkdirAll(filepath.Join(root, "gone/sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Remove(filepath.Join(root, "empty")); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command("sh", "-c", runScript)
@@ -266,6 +281,12 @@ func TestRunUnprivilegedChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := afero.WriteFile(f, filepath.Join(root, "pre"), []byte("from the layer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.MkdirAll(filepath.Join(root, "gone/sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Remove(filepath.Join(root, "empty")); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("sh", "-c", runScript)
