@@ -7,6 +7,7 @@ package overlayfs_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -212,7 +213,7 @@ func TestLifecycleProperty(t *testing.T) {
 	for seed := range uint64(lcSeeds) {
 		t.Run(fmt.Sprintf("seed=%03d", seed), func(t *testing.T) {
 			t.Parallel()
-			if err := lcLifecycleSeed(t, orig, seed); err != nil {
+			if err := lcLifecycleRun(t, orig, rand.New(rand.NewPCG(seed, 8)), fmt.Sprintf("seed %d", seed)); err != nil {
 				t.Error(err)
 			}
 		})
@@ -265,8 +266,7 @@ func lcView(c *overlayfs.Fs, want map[string]entry, what string) error {
 	return nil
 }
 
-func lcLifecycleSeed(t *testing.T, orig string, seed uint64) error {
-	r := rand.New(rand.NewPCG(seed, 8))
+func lcLifecycleRun(t *testing.T, orig string, r *rand.Rand, label string) error {
 	tmp := t.TempDir()
 	origTree, err := walkTarget(osTarget{}, orig)
 	if err != nil {
@@ -296,7 +296,7 @@ func lcLifecycleSeed(t *testing.T, orig string, seed uint64) error {
 	var snaps []lcSnap
 	var log []string
 	fail := func(err error) error {
-		return fmt.Errorf("seed %d, steps:\n\t%s\n%w", seed, strings.Join(log, "\n\t"), err)
+		return fmt.Errorf("%s, steps:\n\t%s\n%w", label, strings.Join(log, "\n\t"), err)
 	}
 	// osTreeOf walks w's os tree and checks w's view against it.
 	osTreeOf := func(w *lcWorld, when string) (map[string]entry, error) {
@@ -540,19 +540,18 @@ func TestLifecycleChangesBetween(t *testing.T) {
 	for seed := range uint64(lcBetweenSeeds) {
 		t.Run(fmt.Sprintf("seed=%03d", seed), func(t *testing.T) {
 			t.Parallel()
-			if err := lcBetweenSeed(t, git, orig, seed); err != nil {
+			if err := lcBetweenRun(t, git, orig, rand.New(rand.NewPCG(seed, 9)), fmt.Sprintf("seed %d", seed)); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 }
 
-func lcBetweenSeed(t *testing.T, git, orig string, seed uint64) error {
-	r := rand.New(rand.NewPCG(seed, 9))
+func lcBetweenRun(t *testing.T, git, orig string, r *rand.Rand, label string) error {
 	tmp := t.TempDir()
 	var log []string
 	fail := func(err error) error {
-		return fmt.Errorf("seed %d, steps:\n\t%s\n%w", seed, strings.Join(log, "\n\t"), err)
+		return fmt.Errorf("%s, steps:\n\t%s\n%w", label, strings.Join(log, "\n\t"), err)
 	}
 	run := func(w *lcWorld, n int) error {
 		for range n {
@@ -570,7 +569,7 @@ func lcBetweenSeed(t *testing.T, git, orig string, seed uint64) error {
 	}
 	a := newWorld("a", base.c.Fork(), lcCopy(t, base.dir, tmp, "a"))
 	b := base
-	if seed%2 == 0 {
+	if r.IntN(2) == 0 {
 		b = newWorld("b", base.c.Fork(), lcCopy(t, base.dir, tmp, "b"))
 		log = append(log, "a := base.Fork(); b := base.Fork()")
 	} else {
@@ -651,7 +650,7 @@ func TestLifecycleCommitProperty(t *testing.T) {
 	for seed := range uint64(lcCommitSeeds) {
 		t.Run(fmt.Sprintf("seed=%03d", seed), func(t *testing.T) {
 			t.Parallel()
-			if err := lcCommitSeed(t, orig, scratch, seed); err != nil {
+			if err := lcCommitRun(t, orig, scratch, rand.New(rand.NewPCG(seed, 10)), fmt.Sprintf("seed %d", seed)); err != nil {
 				t.Error(err)
 			}
 		})
@@ -663,7 +662,7 @@ var lcTopNames = []string{"a", "x", "d", "l", "ld", "m", "n", "y"}
 
 // lcSyncFreeDir returns a directory where Commit's fsyncs cost nothing: a
 // tmpfs where one can be mounted, else a temp dir.
-func lcSyncFreeDir(t *testing.T) string {
+func lcSyncFreeDir(t testing.TB) string {
 	dir := filepath.Join(t.TempDir(), "tmpfs")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -681,17 +680,17 @@ func lcUnmount(dir string) {
 	}
 }
 
-func lcCommitSeed(t *testing.T, orig, scratch string, seed uint64) error {
-	r := rand.New(rand.NewPCG(seed, 10))
+func lcCommitRun(t *testing.T, orig, scratch string, r *rand.Rand, label string) error {
 	tmp, err := os.MkdirTemp(scratch, "seed")
 	if err != nil {
 		return err
 	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
 	root := lcCopy(t, orig, tmp, "root")
 	w := newWorld("w", newCow(t, root), lcCopy(t, orig, tmp, "oracle"))
 	var log []string
 	fail := func(err error) error {
-		return fmt.Errorf("seed %d, steps:\n\t%s\n%w", seed, strings.Join(log, "\n\t"), err)
+		return fmt.Errorf("%s, steps:\n\t%s\n%w", label, strings.Join(log, "\n\t"), err)
 	}
 	ops := func(n int) error {
 		for range n {
@@ -1297,4 +1296,84 @@ func TestLifecycleRestoreHandles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ---- fuzzing ----
+
+// lcBytes is a rand.Source that takes its numbers from fuzz input, eight
+// bytes at a time, so that the fuzzer's mutations are choices of op, path,
+// content and lifecycle step; past the end of the input it goes on with a
+// fixed generator (never all zeros, on which rand.IntN would spin).
+type lcBytes struct {
+	b    []byte
+	rest *rand.PCG
+}
+
+func (s *lcBytes) Uint64() uint64 {
+	if len(s.b) == 0 {
+		if s.rest == nil {
+			s.rest = rand.NewPCG(0, 0)
+		}
+		return s.rest.Uint64()
+	}
+	var buf [8]byte
+	n := copy(buf[:], s.b)
+	s.b = s.b[n:]
+	return binary.LittleEndian.Uint64(buf[:])
+}
+
+func lcFuzzRand(data []byte) *rand.Rand { return rand.New(&lcBytes{b: data}) }
+
+func lcFuzzSeeds(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte("snapshot, write, restore, fork, write in both"))
+	for seed := range uint64(4) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		b := make([]byte, 8*64)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		f.Add(b)
+	}
+}
+
+// FuzzLifecycle is TestLifecycleProperty with the choices taken from the
+// fuzz input.
+func FuzzLifecycle(f *testing.F) {
+	orig := origTree(f, lcFixture)
+	lcFuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := lcLifecycleRun(t, orig, lcFuzzRand(data), "fuzz input"); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// FuzzCommit is TestLifecycleCommitProperty with the choices taken from the
+// fuzz input.
+func FuzzCommit(f *testing.F) {
+	orig := origTree(f, lcFixture)
+	scratch := lcSyncFreeDir(f)
+	lcFuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := lcCommitRun(t, orig, scratch, lcFuzzRand(data), "fuzz input"); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// FuzzChangesBetween is TestLifecycleChangesBetween with the choices taken
+// from the fuzz input.
+func FuzzChangesBetween(f *testing.F) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		f.Skip("git is not installed: cannot check patches with git apply")
+	}
+	orig := origTree(f, lcFixture)
+	lcFuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := lcBetweenRun(t, git, orig, lcFuzzRand(data), "fuzz input"); err != nil {
+			t.Error(err)
+		}
+	})
 }
