@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -818,7 +819,30 @@ func lcSameDisk(got, want string) error {
 	if errs := diffTrees(w, g); len(errs) > 0 {
 		return fmt.Errorf("the committed root (got) differs from the oracle (want):\n%w", errors.Join(errs...))
 	}
+	for _, k := range sortedKeys(w) {
+		wantOwner, err1 := lcOwner(filepath.Join(want, k))
+		gotOwner, err2 := lcOwner(filepath.Join(got, k))
+		if err := errors.Join(err1, err2); err != nil {
+			return err
+		}
+		if wantOwner != gotOwner {
+			return fmt.Errorf("%s: owner %s in the committed root, %s in the oracle", k, gotOwner, wantOwner)
+		}
+	}
 	return nil
+}
+
+// lcOwner renders the owner of p (not following a symlink).
+func lcOwner(p string) (string, error) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return "", err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", nil
+	}
+	return fmt.Sprintf("%d:%d", st.Uid, st.Gid), nil
 }
 
 // lcDisk are changes made to the root behind the Fs's back.
@@ -997,16 +1021,25 @@ func TestLifecycleCommitUnrelatedKept(t *testing.T) {
 // TestLifecycleCommitAgain commits, then commits again on top: what the
 // first Commit wrote is the new lower, and nothing the layer once depended
 // on is held against the second (a deleted directory turned into a file).
+// As root, owners set with Chown are committed too.
 func TestLifecycleCommitAgain(t *testing.T) {
 	orig := origTree(t, lcFixture)
 	tmp := t.TempDir()
 	root := lcCopy(t, orig, tmp, "root")
 	w := newWorld("w", newCow(t, root), lcCopy(t, orig, tmp, "oracle"))
-	for i, round := range [][]op{
+	rounds := [][]op{
 		{remove("d/b"), lcAppend("d/c", "more\n"), removeAll("d"), rename("x", "y"), chmod("a", 0o600)},
 		{writeFile("d", "a file now\n", 0o644), writeFile("y", "new bytes\n", 0o755), rename("a", "d2")},
 		{remove("d"), mkdir("d", 0o755), rename("d2", "d/a"), symlink("d/a", "x")},
-	} {
+	}
+	if os.Geteuid() == 0 {
+		// Owners are committed where the process may set them.
+		rounds[0] = append(rounds[0], chown("a", 1234, 5678))
+		rounds[1] = append(rounds[1], chown("y", 4321, -1))
+	} else {
+		t.Log("not root: owners not checked")
+	}
+	for i, round := range rounds {
 		for _, o := range round {
 			if err := w.do(o); err != nil {
 				t.Fatal(err)
