@@ -280,13 +280,6 @@ func (f *Fs) eachBelow(rel string, self bool, fn func(k string, e entry) bool) {
 	})
 }
 
-// hasBelow reports whether the layer has entries strictly below rel.
-func (f *Fs) hasBelow(rel string) bool {
-	found := false
-	f.eachBelow(rel, false, func(string, entry) bool { found = true; return false })
-	return found
-}
-
 // parent returns the parent of a root-relative path ("" for top level).
 func parent(rel string) string {
 	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
