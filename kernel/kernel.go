@@ -77,7 +77,8 @@ func WithUserNamespace(on bool) RunOption {
 
 // WithTempDir sets where Run creates its upper and work directories (or
 // its copy of the root). It must be on a non-overlay filesystem that
-// supports the xattrs in use; the default is os.TempDir().
+// supports the xattrs in use; the default is os.TempDir(), or /dev/shm
+// when that is on an overlay (as in many containers).
 func WithTempDir(dir string) RunOption {
 	return func(c *runConfig) { c.tempDir = dir }
 }

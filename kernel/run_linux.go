@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/cowfs/cowfs/overlayfs"
+	"golang.org/x/sys/unix"
 )
 
 // runEnv carries the mount request from Run to the re-executed binary.
@@ -137,7 +138,7 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 		return errors.New("kernel: Run: command already started")
 	}
 	if cfg.tempDir == "" {
-		cfg.tempDir = os.TempDir()
+		cfg.tempDir = defaultTempDir()
 	}
 	if !cfg.forceCopy {
 		err := runOverlay(ctx, f, cmd, cfg)
@@ -147,6 +148,17 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 		}
 	}
 	return runCopy(ctx, f, cmd, cfg)
+}
+
+// defaultTempDir is os.TempDir, unless that is on an overlay (the root of
+// a container, typically), which cannot hold an upper dir: then /dev/shm.
+func defaultTempDir() string {
+	dir := os.TempDir()
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) == nil && st.Type == unix.OVERLAYFS_SUPER_MAGIC && unix.Access("/dev/shm", unix.W_OK|unix.X_OK) == nil {
+		return "/dev/shm"
+	}
+	return dir
 }
 
 // mountFailed means the overlay could not be mounted; the command did not run.
