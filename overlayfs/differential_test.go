@@ -243,8 +243,10 @@ func TestDifferentialReaddir(t *testing.T) {
 	runScenarios(t, scs)
 }
 
-func TestDifferentialMkdirRemove(t *testing.T) {
-	runScenarios(t, []scenario{
+func TestDifferentialMkdirRemove(t *testing.T) { runScenarios(t, mkdirRemoveScenarios()) }
+
+func mkdirRemoveScenarios() []scenario {
+	return []scenario{
 		{name: "mkdir", ops: []op{mkdir("new", 0o750), lstat("new"), mkdir("new", 0o750), mkdir("README.md", 0o755), mkdir("internal", 0o755), mkdir("nodir/x", 0o755), mkdir("README.md/x", 0o755), mkdir("dangling", 0o755), mkdir("link-to-internal", 0o755), mkdir("new2/", 0o700), lstat("new2"), mkdir("", 0o755), mkdir("internal/../new3", 0o755), lstat("new3")}},
 		{name: "mkdir-perm-bits", ops: []op{mkdir("p1", 0o777), mkdir("p2", 0), mkdir("p3", 0o1777), lstat("p1"), lstat("p2"), lstat("p3")}},
 		{name: "mkdirall", ops: []op{mkdirAll("x/y/z", 0o755), lstat("x"), lstat("x/y/z"), mkdirAll("x/y/z", 0o755), mkdirAll("internal/util", 0o700), lstat("internal/util"), mkdirAll("README.md/q", 0o755), mkdirAll("README.md", 0o755), mkdirAll("link-to-internal/new/deep", 0o755), lstat("internal/new/deep"), mkdirAll("dangling/x", 0o755), mkdirAll("a/b/c/d/e/", 0o755)}},
@@ -262,7 +264,36 @@ func TestDifferentialMkdirRemove(t *testing.T) {
 		{name: "replace-file-with-dir", ops: []op{remove("go.mod"), mkdir("go.mod", 0o755), writeFile("go.mod/inner", "i", 0o644), lstat("go.mod")}},
 		{name: "replace-dir-with-file", ops: []op{removeAll("cmd"), writeFile("cmd", "now a file", 0o644), lstat("cmd"), lstat("cmd/tool")}},
 		{name: "replace-symlink-target", ops: []op{remove("link-to-readme"), symlink("go.mod", "link-to-readme"), readFile("link-to-readme")}},
-	})
+	}
+}
+
+// TestDifferentialRelativeNames reruns scenarios with names relative to the
+// working directory, as os takes them: the os side names its copy "orig",
+// the cowfs side reaches its root through "../..". Not parallel: t.Chdir.
+func TestDifferentialRelativeNames(t *testing.T) {
+	orig := origTree(t, "project")
+	view := mustWalk(t, osTarget{}, orig)
+	scs := slices.Concat(mkdirRemoveScenarios(), renameScenarios(), symlinkScenarios(), pathScenarios(), metadataScenarios())
+	for _, sc := range scs {
+		if sc.fixture != "" && sc.fixture != "project" {
+			continue
+		}
+		t.Run(sc.name, func(t *testing.T) {
+			copyDir := osCopy(t, orig)
+			cwd := filepath.Dir(copyDir)
+			t.Chdir(cwd)
+			c := newCow(t, orig)
+			cowRel, err := filepath.Rel(cwd, c.Root())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := newEnv(osTarget{}, filepath.Base(copyDir), false)
+			got := newEnv(c, cowRel, true)
+			if err := errors.Join(compareRun(t, sc.ops, view, copyDir, c, want, got)...); err != nil {
+				t.Errorf("ops (relative to %s):\n\t%s\nmismatches:\n%v", cwd, opList(sc.ops), err)
+			}
+		})
+	}
 }
 
 // readdirnamesOf opens rel and lists all its names.
@@ -281,8 +312,10 @@ func readdirnamesOf(rel string) op {
 	}}
 }
 
-func TestDifferentialRename(t *testing.T) {
-	runScenarios(t, []scenario{
+func TestDifferentialRename(t *testing.T) { runScenarios(t, renameScenarios()) }
+
+func renameScenarios() []scenario {
+	return []scenario{
 		{name: "lower-file", ops: []op{rename("README.md", "README2.md"), readFile("README2.md"), lstat("README.md"), lstat("README2.md"), readFile("link-to-readme")}},
 		{name: "lower-file-over-lower-file", ops: []op{rename("go.mod", "main.go"), readFile("main.go"), lstat("go.mod")}},
 		{name: "lower-file-into-dir", ops: []op{rename("go.mod", "internal/util/go.mod"), readFile("internal/util/go.mod"), rename("main.go", "empty/main.go"), readdirnamesOf("empty")}},
@@ -307,11 +340,13 @@ func TestDifferentialRename(t *testing.T) {
 		{name: "chain", ops: []op{rename("internal", "x"), rename("x/util", "util"), rename("util/deep", "x/deep"), readdirnamesOf("x"), readdirnamesOf("util"), readFile("x/deep/nested/leaf.txt"), rename("x", "internal"), readdirnamesOf("internal")}},
 		{name: "swap-via-temp", ops: []op{rename("go.mod", "tmp"), rename("main.go", "go.mod"), rename("tmp", "main.go"), readFile("go.mod"), readFile("main.go")}},
 		{name: "file-written-after-dir-rename", ops: []op{openFile(0, "internal/util/util.go", rdwr, 0), rename("internal", "lib"), write(0, "X"), closeH(0), readFile("lib/util/util.go")}},
-	})
+	}
 }
 
-func TestDifferentialMetadata(t *testing.T) {
-	runScenarios(t, []scenario{
+func TestDifferentialMetadata(t *testing.T) { runScenarios(t, metadataScenarios()) }
+
+func metadataScenarios() []scenario {
+	return []scenario{
 		{name: "chmod-lower-file", ops: []op{chmod("README.md", 0o600), lstat("README.md"), readFile("README.md"), chmod("scripts/build.sh", 0o644), lstat("scripts/build.sh")}},
 		{name: "chmod-lower-dir", ops: []op{chmod("internal", 0o700), lstat("internal"), readdirnamesOf("internal"), lstat("internal/util/util.go"), chmod("private", 0o755), lstat("private")}},
 		{name: "chmod-back-is-no-change", ops: []op{chmod("README.md", 0o600), chmod("README.md", 0o644)}},
@@ -327,11 +362,13 @@ func TestDifferentialMetadata(t *testing.T) {
 		{name: "mtime-preserved-by-copy-up-metadata", ops: []op{chmod("main.go", 0o600), mtime("main.go"), chmod("cmd", 0o700), mtime("cmd")}},
 		{name: "write-back-original-bytes", ops: []op{writeFile("README.md", "scratch", 0o644), writeFile("README.md", "# demo\n\nA tiny project used as a fixture.\n", 0o644), readFile("README.md")}},
 		{name: "truncate-and-restore-0600", ops: []op{openFile(0, "secrets/key.pem", rdwr|trunc, 0), write(0, "not really a key\n"), closeH(0), lstat("secrets/key.pem")}},
-	})
+	}
 }
 
-func TestDifferentialSymlinks(t *testing.T) {
-	runScenarios(t, []scenario{
+func TestDifferentialSymlinks(t *testing.T) { runScenarios(t, symlinkScenarios()) }
+
+func symlinkScenarios() []scenario {
+	return []scenario{
 		{name: "lower-links", fixture: "links", ops: []op{stat("chain1"), readFile("chain1"), lstat("chain1"), readlink("chain1"), stat("loop1"), readFile("loop1"), stat("self"), readFile("dirlink/inner.txt"), readFile("dir/parent/target.txt"), readFile("dir/sub/deep-up/x.txt"), stat("dangling"), lstat("dangling"), stat("abs-missing"), readlink("abs-missing")}},
 		{name: "loop-depth", fixture: "links", ops: []op{stat("loopdir/into"), stat("loopdir/into/into/into/into/into/into/into/into/into/into"), stat("loopdir/" + strings.Repeat("into/", 39) + "into"), stat("loopdir/" + strings.Repeat("into/", 40) + "into"), stat("loopdir/" + strings.Repeat("into/", 41))}},
 		{name: "create-through-dangling", fixture: "links", ops: []op{openFile(0, "dangling", wronly|creat, 0o644), openFile(1, "loop1", wronly|creat, 0o644), openFile(2, "self", rdonly, 0), mkdir("loop1/x", 0o755), symlink("x", "loop1/y")}},
@@ -345,11 +382,13 @@ func TestDifferentialSymlinks(t *testing.T) {
 		{name: "lstat-trailing-slash-on-link", ops: []op{lstat("link-to-internal/"), lstat("link-to-readme/"), lstat("dangling/"), stat("link-to-internal/")}},
 		{name: "symlink-in-copied-dir-after-rename", ops: []op{rename("internal", "lib"), readlink("lib/util/up"), readFile("lib/util/up/go.mod"), readFile("link-to-internal/util/util.go")}},
 		{name: "link-to-dir-remove-target", ops: []op{removeAll("internal"), stat("link-to-internal"), readFile("link-to-internal/util/util.go"), mkdir("internal", 0o755), writeFile("internal/z", "z", 0o644), readFile("link-to-internal/z")}},
-	})
+	}
 }
 
-func TestDifferentialPaths(t *testing.T) {
-	runScenarios(t, []scenario{
+func TestDifferentialPaths(t *testing.T) { runScenarios(t, pathScenarios()) }
+
+func pathScenarios() []scenario {
+	return []scenario{
 		{name: "trailing-slashes", ops: []op{stat("README.md/"), lstat("README.md/"), stat("internal/"), stat("internal//util//"), open(0, "README.md/"), openFile(1, "new/", wronly|creat, 0o644), openFile(2, "new2/", rdonly|creat, 0o644), readFile("internal/util/util.go/"), stat("empty/.")}},
 		{name: "dotdot", ops: []op{readFile("internal/../README.md"), readFile("internal/util/../../main.go"), readFile("missing/../README.md"), readFile("README.md/../main.go"), readFile("link-to-internal/../README.md"), readFile("internal/util/up/README.md"), stat("internal/.."), writeFile("internal/../new.txt", "n", 0o644), readFile("new.txt"), stat("./README.md"), stat("internal/./util"), stat("."), stat("")}},
 		{name: "dotdot-after-removed-dir", ops: []op{removeAll("a"), readFile("a/../README.md"), mkdir("a", 0o755), readFile("a/../README.md"), readFile("a/b/../../README.md")}},
@@ -361,7 +400,7 @@ func TestDifferentialPaths(t *testing.T) {
 		{name: "rename-file-slash-onto-dir-slash", ops: []op{rename("README.md/", "empty/"), rename("README.md/", "nope/")}},
 		{name: "nul-in-name", ops: []op{lstat("nodir/x\x00y"), stat("README.md\x00"), readlink("nodir/\x00"), writeFile("a\x00b", "x", 0o644), mkdir("nodir/\x00", 0o755)}},
 		{name: "private-dir", ops: []op{readFile("private/diary.txt"), writeFile("private/new", "n", 0o644), lstat("private/new"), readFile("secrets/key.pem")}},
-	})
+	}
 }
 
 // TestUmask runs creating ops under a process umask and the same WithUmask.
@@ -503,6 +542,14 @@ func TestOutsideRootWritesRefused(t *testing.T) {
 	}
 	if err := afero.WriteFile(c, root+"/d/../inside.txt", []byte("in"), 0o644); err != nil {
 		t.Errorf("write to root/d/../inside.txt = %v, want nil", err)
+	}
+	// Leaving the root and coming back in is inside: the name cleans to it.
+	back := root + "/../" + filepath.Base(root) + "/back-inside.txt"
+	if err := afero.WriteFile(c, back, []byte("in"), 0o644); err != nil {
+		t.Errorf("write to %s = %v, want nil", back, err)
+	}
+	if data, err := afero.ReadFile(c, filepath.Join(root, "back-inside.txt")); err != nil || string(data) != "in" {
+		t.Errorf("read back-inside.txt = %q, %v", data, err)
 	}
 	checkUnchanged(t, parent, sum)
 }

@@ -1069,8 +1069,13 @@ func differentialView(t testing.TB, orig string, origView map[string]entry, ops 
 	t.Helper()
 	copyDir := osCopy(t, orig)
 	c := newCow(t, orig, opts...)
-	want := newEnv(osTarget{}, copyDir, false)
-	got := newEnv(c, c.Root(), true)
+	return compareRun(t, ops, origView, copyDir, c, newEnv(osTarget{}, copyDir, false), newEnv(c, c.Root(), true))
+}
+
+// compareRun runs ops on want (os over copyDir) and got (c), then compares
+// the final trees and c.Changes() with the os oracle.
+func compareRun(t testing.TB, ops []op, origView map[string]entry, copyDir string, c *overlayfs.Fs, want, got *env) []error {
+	t.Helper()
 	errs := runOps(ops, want, got)
 	want.closeAll()
 	got.closeAll()
