@@ -778,4 +778,3 @@ func mustWalk(t testing.TB, fsys target, root string) map[string]entry {
 	return m
 }
 
-var _ = slices.Sort[[]string]
