@@ -2,6 +2,8 @@ package kernel
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -156,5 +158,37 @@ func TestMaterializeStaysInUpper(t *testing.T) {
 				t.Error("wrote next to the upper")
 			}
 		})
+	}
+}
+
+func TestMaterializeUpperMustBeEmpty(t *testing.T) {
+	lower := t.TempDir()
+	writeTree(t, lower)
+	f, err := overlayfs.New(lower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upper := t.TempDir()
+	if err := os.WriteFile(filepath.Join(upper, "stale"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = Materialize(f, upper, Options{UserXattr: true})
+	if !errors.Is(err, unix.ENOTEMPTY) {
+		t.Errorf("non-empty upper: %v, want ENOTEMPTY", err)
+	}
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Path != upper {
+		t.Errorf("error does not name the upper: %#v", err)
+	}
+	missingParent := filepath.Join(t.TempDir(), "no", "upper")
+	if err := Materialize(f, missingParent, Options{UserXattr: true}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("upper under a missing dir: %v, want ErrNotExist", err)
+	}
+	// An empty existing dir is fine, and so is a missing one.
+	if err := Materialize(f, t.TempDir(), Options{UserXattr: true}); err != nil {
+		t.Error(err)
+	}
+	if err := Materialize(f, filepath.Join(t.TempDir(), "new"), Options{UserXattr: true}); err != nil {
+		t.Error(err)
 	}
 }
