@@ -197,3 +197,41 @@ func TestImportWhiteoutHardlinksAndNamespaces(t *testing.T) {
 		}
 	}
 }
+
+func TestImportSkipsKernelXattrs(t *testing.T) {
+	lower := t.TempDir()
+	writeTree(t, lower)
+	upper := t.TempDir()
+	if err := os.Mkdir(filepath.Join(upper, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(upper, "d/b"), []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for p, names := range map[string][]string{
+		"d":   {"impure", "uuid", "nlink", "origin", "upper"},
+		"d/b": {"origin", "nlink", "xino"},
+	} {
+		for _, n := range names {
+			if err := unix.Setxattr(filepath.Join(upper, p), "user.overlay."+n, []byte("y"), 0); err != nil {
+				t.Skip("no user xattrs here: ", err)
+			}
+		}
+	}
+	f, err := overlayfs.New(lower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Import(upper, f, Options{UserXattr: true}); err != nil {
+		t.Fatal(err)
+	}
+	// d merged (not opaque): its lower children are still there.
+	for _, p := range []string{"d/e/c", "d/dangling"} {
+		if _, err := f.Lstat(filepath.Join(lower, p)); err != nil {
+			t.Errorf("%s hidden by bookkeeping xattrs: %v", p, err)
+		}
+	}
+	if got := changeStrings(f); len(got) != 1 || got[0] != "M d/b" {
+		t.Errorf("changes %q, want [M d/b]", got)
+	}
+}
