@@ -777,4 +777,3 @@ func mustWalk(t testing.TB, fsys target, root string) map[string]entry {
 	}
 	return m
 }
-
