@@ -5,7 +5,8 @@ package overlayfs_test
 // pays only a path copy in the B-tree (O(log n)). Each size is a peer in the
 // same run, so one run gives the ratio:
 //
-//	go test -run '^$' -bench BenchmarkLifecycle -benchtime 200000x ./overlayfs
+//	go test -run '^$' -bench BenchmarkLifecycle -benchtime 0.5s -count 6 ./overlayfs >lc.txt
+//	go tool -modfile=tools/go.mod benchstat -col /entries -row /op lc.txt
 
 import (
 	"fmt"
@@ -57,19 +58,19 @@ func BenchmarkLifecycle(b *testing.B) {
 	for _, n := range lcLayerSizes {
 		c := lcBigLayer(b, n)
 		file := filepath.Join(c.Root(), "d0000", "f0000")
-		b.Run(fmt.Sprintf("Snapshot/entries=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("op=Snapshot/entries=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				c.Snapshot()
 			}
 		})
-		b.Run(fmt.Sprintf("Fork/entries=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("op=Fork/entries=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				c.Fork()
 			}
 		})
-		b.Run(fmt.Sprintf("Restore/entries=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("op=Restore/entries=%d", n), func(b *testing.B) {
 			s := c.Snapshot()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -78,7 +79,7 @@ func BenchmarkLifecycle(b *testing.B) {
 		})
 		// Not O(1), by design: the write after a snapshot copies the
 		// B-tree nodes on its path, O(log n), and never the layer.
-		b.Run(fmt.Sprintf("SnapshotThenWrite/entries=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("op=SnapshotThenWrite/entries=%d", n), func(b *testing.B) {
 			data := []byte("y")
 			b.ReportAllocs()
 			for b.Loop() {

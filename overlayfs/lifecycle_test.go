@@ -145,7 +145,7 @@ type lcWorld struct {
 	want, got *env
 }
 
-func newWorld(name string, c *overlayfs.Fs, dir string) *lcWorld {
+func lcNewWorld(name string, c *overlayfs.Fs, dir string) *lcWorld {
 	return &lcWorld{name: name, c: c, dir: dir, want: newEnv(osTarget{}, dir, false), got: newEnv(c, c.Root(), true)}
 }
 
@@ -293,7 +293,7 @@ func lcLifecycleRun(t *testing.T, orig string, r *rand.Rand, label string) error
 	if err != nil {
 		return err
 	}
-	worlds := []*lcWorld{newWorld("w0", newCow(t, orig), dir0)}
+	worlds := []*lcWorld{lcNewWorld("w0", newCow(t, orig), dir0)}
 	var snaps []lcSnap
 	var log []string
 	fail := func(err error) error {
@@ -356,7 +356,7 @@ func lcLifecycleRun(t *testing.T, orig string, r *rand.Rand, label string) error
 			if err != nil {
 				return fail(err)
 			}
-			nw := newWorld(fmt.Sprintf("w%d", len(worlds)), w.c.Fork(), dir)
+			nw := lcNewWorld(fmt.Sprintf("w%d", len(worlds)), w.c.Fork(), dir)
 			worlds = append(worlds, nw)
 			log = append(log, fmt.Sprintf("%s := %s.Fork()", nw.name, w.name))
 			if err := lcView(nw.c, m, nw.name+" after Fork"); err != nil {
@@ -370,7 +370,7 @@ func lcLifecycleRun(t *testing.T, orig string, r *rand.Rand, label string) error
 			if err != nil {
 				return fail(err)
 			}
-			nw := newWorld(fmt.Sprintf("w%d", len(worlds)), newCow(t, orig), dir)
+			nw := lcNewWorld(fmt.Sprintf("w%d", len(worlds)), newCow(t, orig), dir)
 			nw.c.Restore(s.s)
 			worlds = append(worlds, nw)
 			log = append(log, fmt.Sprintf("%s := New(orig); %[1]s.Restore(%s)", nw.name, s.name))
@@ -564,14 +564,14 @@ func lcBetweenRun(t *testing.T, git, orig string, r *rand.Rand, label string) er
 		}
 		return w.check("")
 	}
-	base := newWorld("base", newCow(t, orig), lcCopy(t, orig, tmp, "base"))
+	base := lcNewWorld("base", newCow(t, orig), lcCopy(t, orig, tmp, "base"))
 	if err := run(base, r.IntN(12)); err != nil {
 		return fail(err)
 	}
-	a := newWorld("a", base.c.Fork(), lcCopy(t, base.dir, tmp, "a"))
+	a := lcNewWorld("a", base.c.Fork(), lcCopy(t, base.dir, tmp, "a"))
 	b := base
 	if r.IntN(2) == 0 {
-		b = newWorld("b", base.c.Fork(), lcCopy(t, base.dir, tmp, "b"))
+		b = lcNewWorld("b", base.c.Fork(), lcCopy(t, base.dir, tmp, "b"))
 		log = append(log, "a := base.Fork(); b := base.Fork()")
 	} else {
 		log = append(log, "a := base.Fork(); b is base")
@@ -688,7 +688,7 @@ func lcCommitRun(t *testing.T, orig, scratch string, r *rand.Rand, label string)
 	}
 	t.Cleanup(func() { os.RemoveAll(tmp) })
 	root := lcCopy(t, orig, tmp, "root")
-	w := newWorld("w", newCow(t, root), lcCopy(t, orig, tmp, "oracle"))
+	w := lcNewWorld("w", newCow(t, root), lcCopy(t, orig, tmp, "oracle"))
 	var log []string
 	fail := func(err error) error {
 		return fmt.Errorf("%s, steps:\n\t%s\n%w", label, strings.Join(log, "\n\t"), err)
@@ -1026,7 +1026,7 @@ func TestLifecycleCommitAgain(t *testing.T) {
 	orig := origTree(t, lcFixture)
 	tmp := t.TempDir()
 	root := lcCopy(t, orig, tmp, "root")
-	w := newWorld("w", newCow(t, root), lcCopy(t, orig, tmp, "oracle"))
+	w := lcNewWorld("w", newCow(t, root), lcCopy(t, orig, tmp, "oracle"))
 	rounds := [][]op{
 		{remove("d/b"), lcAppend("d/c", "more\n"), removeAll("d"), rename("x", "y"), chmod("a", 0o600)},
 		{writeFile("d", "a file now\n", 0o644), writeFile("y", "new bytes\n", 0o755), rename("a", "d2")},
@@ -1304,7 +1304,7 @@ func TestLifecycleRestoreHandles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fork, forkDir = nil, ""
 			tmp := t.TempDir()
-			w := newWorld("w", newCow(t, orig), lcCopy(t, orig, tmp, "os"))
+			w := lcNewWorld("w", newCow(t, orig), lcCopy(t, orig, tmp, "os"))
 			for i, st := range tc.steps {
 				if st.op != nil {
 					if err := w.do(*st.op); err != nil {
