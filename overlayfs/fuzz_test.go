@@ -199,6 +199,28 @@ func FuzzResolve(f *testing.F) {
 		if errs := runOps(ops, want, got); len(errs) > 0 {
 			t.Errorf("name %q:\n%v", name, errors.Join(errs...))
 		}
+		// The io/fs view: invalid names are fs.ErrInvalid, valid ones
+		// resolve like os.DirFS over the copy (a NUL byte is "invalid
+		// argument" both ways, as EINVAL or fs.ErrInvalid).
+		for call, stat := range map[string]func(fs.FS, string) (fs.FileInfo, error){"Stat": fs.Stat, "Lstat": fs.Lstat} {
+			wi, werr := stat(os.DirFS(copyRoot), name)
+			gi, gerr := stat(c.IOFS(), name)
+			if !fs.ValidPath(name) {
+				if !errors.Is(gerr, fs.ErrInvalid) {
+					t.Errorf("IOFS %s(%q) = %v, want fs.ErrInvalid", call, name, gerr)
+				}
+				continue
+			}
+			if strings.Contains(name, "\x00") {
+				if werr == nil || gerr == nil {
+					t.Errorf("IOFS %s(%q) = %v, os.DirFS %v; want errors", call, name, gerr, werr)
+				}
+				continue
+			}
+			if errClass(werr) != errClass(gerr) || info(wi) != info(gi) {
+				t.Errorf("IOFS %s(%q) = %s, %v; os.DirFS says %s, %v", call, name, info(gi), gerr, info(wi), werr)
+			}
+		}
 		target := filepath.Clean(origRoot + "/" + name)
 		_, beforeErr := os.Lstat(target)
 		if fh, err := c.OpenFile(origRoot+"/"+name, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
