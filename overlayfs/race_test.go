@@ -227,3 +227,70 @@ func TestRaceCreateAndList(t *testing.T) {
 	}
 	checkUnchanged(t, root, sum)
 }
+
+// TestRaceWriteDuringRename: a first write to a lower file races the rename
+// of its lower directory. Like on a real file system the handle follows the
+// file: either the open lost the race (ErrNotExist) or the bytes are in the
+// renamed directory; never lost, never in both places.
+func TestRaceWriteDuringRename(t *testing.T) {
+	root, _ := raceRoot(t)
+	for i := 0; i < raceWriters; i++ {
+		if err := os.WriteFile(filepath.Join(root, "dir", fmt.Sprintf("f%02d", i)), []byte("lower"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := hashTree(t, root)
+	c := newCow(t, root)
+	trials := raceTrials / 5
+	for trial := 0; trial < trials; trial++ {
+		c.Reset()
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wrote := make([]bool, raceWriters)
+		for w := 0; w < raceWriters; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				f, err := c.OpenFile(filepath.Join(root, "dir", fmt.Sprintf("f%02d", w)), os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					if !os.IsNotExist(err) {
+						t.Errorf("open: %v", err)
+					}
+					return
+				}
+				if _, err := f.Write(chunk(w)); err != nil {
+					t.Errorf("write: %v", err)
+				}
+				if err := f.Close(); err != nil {
+					t.Errorf("close: %v", err)
+				}
+				wrote[w] = true
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if err := c.Rename(filepath.Join(root, "dir"), filepath.Join(root, "moved")); err != nil {
+				t.Errorf("rename: %v", err)
+			}
+		}()
+		close(start)
+		wg.Wait()
+		if _, err := c.Stat(filepath.Join(root, "dir")); !os.IsNotExist(err) {
+			t.Fatalf("trial %d: dir still there after the rename: %v", trial, err)
+		}
+		for w := 0; w < raceWriters; w++ {
+			data, err := afero.ReadFile(c, filepath.Join(root, "moved", fmt.Sprintf("f%02d", w)))
+			want := "lower"
+			if wrote[w] {
+				want += string(chunk(w))
+			}
+			if err != nil || string(data) != want {
+				t.Fatalf("trial %d: moved/f%02d = %q, %v; want %q", trial, w, data, err, want)
+			}
+		}
+	}
+	checkUnchanged(t, root, sum)
+}
