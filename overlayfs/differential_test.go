@@ -198,6 +198,7 @@ func TestDifferentialHandles(t *testing.T) {
 		{name: "zero-length-read-on-wronly", ops: []op{openFile(0, "go.mod", wronly, 0), read(0, 0), readAt(0, 0, 0), openFile(1, "go.mod", rdonly, 0), write(1, ""), writeAt(1, "", 0), writeString(1, ""), closeH(1), read(1, 0), write(1, "")}},
 		{name: "zero-length-io-on-dir", ops: []op{open(0, "internal"), read(0, 0), readAt(0, 0, 0), write(0, ""), writeAt(0, "", 0), writeAt(0, "", 5)}},
 		{name: "negative-offset-on-dir", ops: []op{open(0, "internal"), readAt(0, 1, -4), readAt(0, 1, 0), writeAt(0, "x", -1)}},
+		{name: "negative-offset-on-rdonly", ops: []op{open(0, "link-to-internal"), writeAt(0, "x", -4), writeAt(0, "", -4), open(1, "README.md"), writeAt(1, "x", -1), writeAt(1, "", -1)}},
 		{name: "writeat-on-closed-append", ops: []op{openFile(0, "go.mod", wronly|appnd, 0), closeH(0), writeAt(0, "", 0), writeAt(0, "x", 0)}},
 		{name: "create-truncates", ops: []op{create(0, "README.md"), fstat(0), closeH(0), readFile("README.md"), create(1, "link-to-readme"), write(1, "via link"), closeH(1), readFile("README.md")}},
 	})
