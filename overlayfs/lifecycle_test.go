@@ -635,16 +635,16 @@ func lcBetweenRun(t *testing.T, git, orig string, r *rand.Rand, label string) er
 
 // ---- commit ----
 
-const lcCommitSeeds = 120
+const lcCommitSeeds = 300
 
 // TestLifecycleCommitProperty commits random layers to a temp copy of the
 // fixture (Commit writes) and compares the disk with the os oracle, which ran
 // the same ops on its own copy: types, permission bits, bytes, symlink
 // targets. After Commit the layer is empty and the view unchanged. A second
-// round of ops is committed in two steps: CommitPaths of one top-level name
-// (the disk then holds the oracle's state under it and the old state
-// elsewhere, Changes lists exactly the rest, the view is unchanged), then
-// Commit of the rest.
+// round of ops is committed in two steps: CommitPaths of one name (the disk
+// then holds the oracle's state under it and the old state elsewhere,
+// Changes lists exactly the rest, the view is unchanged), then Commit of the
+// rest.
 func TestLifecycleCommitProperty(t *testing.T) {
 	orig := origTree(t, lcFixture)
 	scratch := lcSyncFreeDir(t)
@@ -660,6 +660,30 @@ func TestLifecycleCommitProperty(t *testing.T) {
 
 // lcTopNames are the top-level names a selective commit picks from.
 var lcTopNames = []string{"a", "x", "d", "l", "ld", "m", "n", "y"}
+
+// lcCommitPick chooses the name a selective commit takes: a top-level name,
+// or a deeper one whose ancestors are the same directories (with the same
+// modes) on disk and in the view. Left out, for implementation bugs found by
+// this test (see the report of issue 8): a deeper name whose ancestor the
+// layer changes (CommitPaths writes the ancestor's type or mode, and the next
+// Commit conflicts with the dependency the layer took on the old one), and a
+// deeper name the disk has as a directory or that the view lacks (the
+// deletions an opaque ancestor makes under it are not committed).
+func lcCommitPick(r *rand.Rand, disk, view map[string]entry) string {
+	pick := lcNames[r.IntN(len(lcNames))]
+	ok := true
+	for a := filepath.Dir(pick); a != "."; a = filepath.Dir(a) {
+		ok = ok && disk[a].mode.IsDir() && view[a] == disk[a]
+	}
+	if d, onDisk := disk[pick]; onDisk {
+		v, inView := view[pick]
+		ok = ok && !d.mode.IsDir() && inView && !v.mode.IsDir()
+	}
+	if !ok || !strings.Contains(pick, "/") {
+		pick = lcTopNames[r.IntN(len(lcTopNames))]
+	}
+	return pick
+}
 
 // lcSyncFreeDir returns a directory where Commit's fsyncs cost nothing: a
 // tmpfs where one can be mounted, else a temp dir.
@@ -739,23 +763,26 @@ func lcCommitRun(t *testing.T, orig, scratch string, r *rand.Rand, label string)
 	if err := ops(1 + r.IntN(30)); err != nil {
 		return fail(err)
 	}
-	pick := lcTopNames[r.IntN(len(lcTopNames))]
-	log = append(log, fmt.Sprintf("CommitPaths(%q)", pick))
-	before, err := walkTarget(osTarget{}, root)
-	if err != nil {
+	oracle, err1 := walkTarget(osTarget{}, w.dir)
+	before, err2 := walkTarget(osTarget{}, root)
+	if err := errors.Join(err1, err2); err != nil {
 		return fail(err)
 	}
+	pick := lcCommitPick(r, before, oracle)
+	log = append(log, fmt.Sprintf("CommitPaths(%q)", pick))
 	if err := w.c.CommitPaths(filepath.Join(w.c.Root(), pick)); err != nil {
 		return fail(fmt.Errorf("CommitPaths(%q): %v", pick, err))
 	}
 	if err := w.check("after CommitPaths"); err != nil {
 		return fail(err)
 	}
-	oracle, err1 := walkTarget(osTarget{}, w.dir)
-	disk, err2 := walkTarget(osTarget{}, root)
-	if err := errors.Join(err1, err2); err != nil {
+	disk, err := walkTarget(osTarget{}, root)
+	if err != nil {
 		return fail(err)
 	}
+	// On disk: the view under pick, the old disk elsewhere, and pick's
+	// ancestors directories (created if the layer made them; their modes
+	// are not part of this check).
 	wantDisk := map[string]entry{}
 	for _, k := range sortedKeys(before, oracle) {
 		src := before
@@ -764,6 +791,13 @@ func lcCommitRun(t *testing.T, orig, scratch string, r *rand.Rand, label string)
 		}
 		if e, ok := src[k]; ok {
 			wantDisk[k] = e
+		}
+	}
+	for a := filepath.Dir(pick); a != "."; a = filepath.Dir(a) {
+		if e := disk[a]; e.mode.IsDir() {
+			wantDisk[a] = e
+		} else {
+			wantDisk[a] = oracle[a]
 		}
 	}
 	if errs := diffTrees(wantDisk, disk); len(errs) > 0 {
