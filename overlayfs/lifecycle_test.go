@@ -1325,6 +1325,13 @@ func TestLifecycleRestoreHandles(t *testing.T) {
 			}},
 			lcOp(write(0, "three\n")), lcOp(closeH(0)), lcOp(readFile("a")),
 		}},
+		{"snapshot while a handle is open", []lcStep{
+			lcOp(create(0, "n")), lcOp(write(0, "abc")),
+			{cow: take, os: func(string) error { return nil }},
+			lcOp(write(0, "def")), lcOp(readFile("n")),
+			{cow: restore, os: func(dir string) error { return os.WriteFile(filepath.Join(dir, "n"), []byte("abc"), 0o644) }},
+			lcOp(readFile("n")), lcOp(write(0, "ghi")), lcOp(closeH(0)), lcOp(readFile("n")),
+		}},
 		{"fork while a handle is open", []lcStep{
 			lcOp(openFile(0, "d/b", os.O_WRONLY|os.O_APPEND, 0)), lcOp(write(0, "one\n")),
 			{cow: func(c *overlayfs.Fs) { fork = c.Fork() }, os: func(dir string) error {
