@@ -33,16 +33,17 @@ import (
 const lcFixture = "small"
 
 // lcNames are the names random ops touch: every entry of the fixture, names
-// under its directories and symlinks, and new names.
+// under its directories and symlinks, and new names, two of them odd.
 var lcNames = []string{
 	"a", "x", "d", "d/b", "d/c", "d/e", "d/e/f", "d/n",
 	"l", "ld", "ld/b", "ld/z", "m", "n", "n/o", "n/o/p", "y",
+	"sp ace", "d/q\"uo\\te\tü", // names git C-quotes in patches
 }
 
 // lcTargets are the symlink targets random ops create: files, directories,
 // missing names; relative, so they resolve inside whatever directory holds
 // the link.
-var lcTargets = []string{"a", "d", "d/b", "missing", "n", "x", "y"}
+var lcTargets = []string{"a", "d", "d/b", "missing", "n", "x", "y", "sp ace"}
 
 // lcPerms have the executable bit set for the user exactly when it is set
 // for anyone, so that git's one executable bit describes them.
@@ -659,7 +660,7 @@ func TestLifecycleCommitProperty(t *testing.T) {
 }
 
 // lcTopNames are the top-level names a selective commit picks from.
-var lcTopNames = []string{"a", "x", "d", "l", "ld", "m", "n", "y"}
+var lcTopNames = []string{"a", "x", "d", "l", "ld", "m", "n", "y", "sp ace"}
 
 // lcCommitPick chooses the name a selective commit takes: a top-level name,
 // or a deeper one whose ancestors are the same directories (with the same
