@@ -1452,3 +1452,54 @@ func FuzzChangesBetween(f *testing.F) {
 		}
 	})
 }
+
+// TestLifecycleCommitPathsConflict checks that a selective commit looks only
+// at the dependencies of what it selects: a conflict outside the selection
+// does not stop it, one inside does, and writes nothing.
+func TestLifecycleCommitPathsConflict(t *testing.T) {
+	orig := origTree(t, lcFixture)
+	tmp := t.TempDir()
+	root := lcCopy(t, orig, tmp, "root")
+	oracle := lcCopy(t, orig, tmp, "oracle")
+	c := newCow(t, root)
+	w := lcNewWorld("w", c, oracle)
+	for _, o := range []op{lcAppend("a", "more\n"), remove("d/b"), rename("d/c", "d/n")} {
+		if err := w.do(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Behind its back, on both sides: a's lower changes.
+	for _, dir := range []string{root, oracle} {
+		if err := lcDiskTouch("a")(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := hashTree(t, root)
+	err := c.CommitPaths(filepath.Join(root, "a"), filepath.Join(root, "d"))
+	var ce *overlayfs.CommitError
+	if !errors.Is(err, overlayfs.ErrConflict) || !errors.As(err, &ce) || !slices.Equal(ce.Conflicts, []string{"a"}) {
+		t.Fatalf("CommitPaths(a, d) = %v, want a *CommitError wrapping ErrConflict naming [a]", err)
+	}
+	checkUnchanged(t, root, sum)
+
+	if err := c.CommitPaths(filepath.Join(root, "d")); err != nil {
+		t.Fatalf("CommitPaths(d), whose dependencies are unchanged: %v", err)
+	}
+	want := lcCopy(t, orig, tmp, "want")
+	if err := lcDiskTouch("a")(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(os.RemoveAll(filepath.Join(want, "d")), copyTree(filepath.Join(oracle, "d"), filepath.Join(want, "d"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := lcSameDisk(root, want); err != nil {
+		t.Errorf("after CommitPaths(d): %v", err)
+	}
+	if err := w.check("after CommitPaths(d)"); err != nil {
+		t.Error(err)
+	}
+	err = c.Commit()
+	if !errors.As(err, &ce) || !slices.Equal(ce.Conflicts, []string{"a"}) {
+		t.Errorf("Commit of the rest = %v, want a conflict naming [a]", err)
+	}
+}
