@@ -1111,12 +1111,13 @@ func lcTmpfs(t *testing.T, size string) string {
 }
 
 // TestLifecycleCommitFailureMidway commits onto a tmpfs too small for the
-// layer: the disk refuses a write midway. The error reports exactly which
-// paths were applied (in path order, up to the refusal) and which were not;
-// the disk holds exactly the applied ones; the layer keeps the rest (the view
-// is unchanged and Changes lists exactly the not applied paths); after the
-// tmpfs is made bigger a second Commit finishes and the disk equals the
-// oracle.
+// layer: the disk refuses a write midway, replacing an existing file. The
+// error reports exactly which paths were applied (in path order, up to the
+// refusal) and which were not; the disk holds exactly the applied ones (the
+// refused file keeps its old bytes whole, no temporary file is left); the
+// layer keeps the rest (the view is unchanged and Changes lists exactly the
+// not applied paths); after the tmpfs is made bigger a second Commit
+// finishes and the disk equals the oracle.
 func TestLifecycleCommitFailureMidway(t *testing.T) {
 	mnt := lcTmpfs(t, "256k")
 	orig := origTree(t, lcFixture)
@@ -1133,9 +1134,9 @@ func TestLifecycleCommitFailureMidway(t *testing.T) {
 		remove("a"),
 		writeFile("big1", big(1), 0o644),
 		writeFile("big2", big(2), 0o755),
-		writeFile("big3", big(3), 0o644),
-		writeFile("big4", big(4), 0o644),
 		lcAppend("d/b", "more\n"),
+		writeFile("d/c", big(3), 0o644), // refused: the old bytes must stay whole
+		writeFile("e", big(4), 0o644),
 		symlink("big1", "link"),
 		writeFile("z", "small\n", 0o600),
 	}
@@ -1150,7 +1151,8 @@ func TestLifecycleCommitFailureMidway(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// 4 fixture files take a page each; two 96k files fit in 256k, a third does not.
+	// The fixture's files take a page each; two 96k files fit in 256k, a
+	// third does not.
 	err = c.Commit()
 	var ce *overlayfs.CommitError
 	if !errors.As(err, &ce) {
@@ -1162,8 +1164,8 @@ func TestLifecycleCommitFailureMidway(t *testing.T) {
 	if errors.Is(err, overlayfs.ErrConflict) || len(ce.Conflicts) > 0 {
 		t.Errorf("a full disk reported as a conflict: %v", err)
 	}
-	wantApplied := []string{"a", "big1", "big2"}
-	wantNot := []string{"big3", "big4", "d/b", "link", "z"}
+	wantApplied := []string{"a", "big1", "big2", "d/b"}
+	wantNot := []string{"d/c", "e", "link", "z"}
 	if !slices.Equal(ce.Applied, wantApplied) || !slices.Equal(ce.NotApplied, wantNot) {
 		t.Fatalf("Applied = %q, NotApplied = %q; want %q and %q", ce.Applied, ce.NotApplied, wantApplied, wantNot)
 	}
