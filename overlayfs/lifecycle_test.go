@@ -915,6 +915,14 @@ func lcDiskReplace(rel string) lcDisk {
 	}
 }
 
+// lcDiskRelink points the symlink rel at target instead.
+func lcDiskRelink(rel, target string) lcDisk {
+	return func(root string) error {
+		p := filepath.Join(root, rel)
+		return errors.Join(os.Remove(p), os.Symlink(target, p))
+	}
+}
+
 func lcDiskChmod(rel string, perm fs.FileMode) lcDisk {
 	return func(root string) error { return os.Chmod(filepath.Join(root, rel), perm) }
 }
@@ -948,6 +956,7 @@ func TestLifecycleCommitConflict(t *testing.T) {
 		{"delete", []op{remove("d/c")}, []lcDisk{lcDiskChmod("d/c", 0o600)}, []string{"d/c"}},
 		{"rename", []op{rename("x", "y")}, []lcDisk{lcDiskTouch("x")}, []string{"x"}},
 		{"rename dir", []op{rename("d", "n")}, []lcDisk{lcDiskAppend("d/b")}, []string{"d/b"}},
+		{"delete symlink", []op{remove("l")}, []lcDisk{lcDiskRelink("l", "x")}, []string{"l"}},
 		{"several", []op{lcAppend("a", "more\n"), remove("d/b"), rename("d/c", "z"), readFile("x")},
 			[]lcDisk{lcDiskReplace("a"), lcDiskAppend("d/c"), lcDiskAppend("x")}, []string{"a", "d/c"}},
 		{"all changed", []op{lcAppend("a", "more\n"), remove("d/b"), rename("d/c", "z"), chmod("x", 0o700)},
