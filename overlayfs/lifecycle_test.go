@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/overlayfs"
@@ -1513,4 +1514,117 @@ func TestLifecycleCommitPathsConflict(t *testing.T) {
 	if !errors.As(err, &ce) || !slices.Equal(ce.Conflicts, []string{"a"}) {
 		t.Errorf("Commit of the rest = %v, want a conflict naming [a]", err)
 	}
+}
+
+// TestLifecycleConcurrent takes snapshots and forks while goroutines write:
+// under -race this checks that Snapshot and Fork are safe with concurrent
+// writers, and every snapshot or fork is a consistent cut: each file holds
+// one whole value its writer wrote (or is empty, between O_TRUNC and the
+// write, as with os), later cuts never go back in time, and a fork read
+// when it was made reads the same after the writers are done.
+func TestLifecycleConcurrent(t *testing.T) {
+	orig := origTree(t, lcFixture)
+	c := newCow(t, orig)
+	const writers, rounds = 4, 200
+	name := func(k int) string { return filepath.Join(c.Root(), fmt.Sprintf("w%d", k)) }
+	// values reads every writer's file through fsys ("" when missing).
+	values := func(fsys afero.Fs) ([]string, error) {
+		out := make([]string, writers)
+		for k := range writers {
+			data, err := readAll(fsys, name(k))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+			out[k] = string(data)
+		}
+		return out, nil
+	}
+	// cuts checks a sequence of cuts, in the order they were taken.
+	cuts := func(what string, seq [][]string) {
+		t.Helper()
+		last := make([]string, writers)
+		for i, vs := range seq {
+			for k, v := range vs {
+				if v == "" {
+					continue
+				}
+				if !strings.HasPrefix(v, fmt.Sprintf("%d:", k)) || len(v) != 6 {
+					t.Fatalf("%s %d: w%d holds %q, not a value its writer wrote", what, i, k, v)
+				}
+				if v < last[k] {
+					t.Fatalf("%s %d: w%d went back from %q to %q", what, i, k, last[k], v)
+				}
+				last[k] = v
+			}
+		}
+	}
+	done := make(chan error, writers)
+	for k := range writers {
+		go func() {
+			for i := range rounds {
+				f, err := c.OpenFile(name(k), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+				if err == nil {
+					_, err = fmt.Fprintf(f, "%d:%04d", k, i)
+					err = errors.Join(err, f.Close())
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	var snaps []*overlayfs.Snapshot
+	var forks []*overlayfs.Fs
+	var forkSeen [][]string
+	for running := writers; running > 0; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running--
+		default:
+			snaps = append(snaps, c.Snapshot())
+			if len(snaps)%8 == 0 {
+				f := c.Fork()
+				vs, err := values(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				forks, forkSeen = append(forks, f), append(forkSeen, vs)
+			}
+		}
+	}
+	snaps = append(snaps, c.Snapshot())
+
+	var seq [][]string
+	view := c.Fork()
+	for _, s := range snaps {
+		view.Restore(s)
+		vs, err := values(view)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq = append(seq, vs)
+	}
+	cuts("snapshot", seq)
+	final := seq[len(seq)-1]
+	for k := range writers {
+		if want := fmt.Sprintf("%d:%04d", k, rounds-1); final[k] != want {
+			t.Errorf("the last snapshot has w%d = %q, want %q", k, final[k], want)
+		}
+	}
+	cuts("fork", forkSeen)
+	for i, f := range forks {
+		vs, err := values(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(vs, forkSeen[i]) {
+			t.Errorf("fork %d: read %q when made, %q after the writers were done", i, forkSeen[i], vs)
+		}
+	}
+	t.Logf("%d snapshots, %d forks", len(snaps), len(forks))
 }
