@@ -170,6 +170,7 @@ func TestDifferentialHandles(t *testing.T) {
 		{name: "sync", ops: []op{openFile(0, "README.md", rdwr, 0), syncH(0), write(0, "x"), syncH(0), closeH(0), syncH(0)}},
 		{name: "stat-is-snapshot", ops: []op{openFile(0, "a.txt", rdwr|creat, 0o600), fstat(0), write(0, "12345"), fstat(0), chmod("a.txt", 0o644), fstat(0)}},
 		{name: "use-after-close", ops: []op{openFile(0, "README.md", rdwr, 0), closeH(0), read(0, 1), readAt(0, 1, 0), write(0, "x"), writeAt(0, "x", 0), seek(0, 0, io.SeekStart), truncH(0, 0), fstat(0), readdirnames(0, -1), closeH(0)}},
+		{name: "use-after-close-lower-unread", ops: []op{openFile(0, "link-to-internal/util/util.go", rdonly, 0), closeH(0), readdirnames(0, -1), readdir(0, 1), readDirH(0, -1), open(1, "main.go"), closeH(1), readdirnames(1, 2), fstat(1), read(1, 1)}},
 		{name: "dir-handle", ops: []op{open(0, "internal"), read(0, 10), readAt(0, 1, 0), write(0, "x"), fstat(0), seek(0, 0, io.SeekStart), truncH(0, 0), closeH(0)}},
 		{name: "dir-open-for-write", ops: []op{openFile(0, "internal", wronly, 0), openFile(1, "internal", rdwr, 0), openFile(2, "empty", rdonly|creat, 0o755), openFile(3, "internal/", rdonly, 0)}},
 		{name: "readdir-on-file", ops: []op{open(0, "README.md"), readdir(0, -1), readdirnames(0, 2), readDirH(0, -1)}},
