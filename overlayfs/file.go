@@ -1,6 +1,7 @@
 package overlayfs
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -169,6 +170,9 @@ func (h *file) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathErr("writeat", h.name, errNegativeOffset)
 	}
+	if len(p) == 0 {
+		return 0, nil // os does no system call for nothing
+	}
 	if err := h.lock("write"); err != nil {
 		return 0, err
 	}
@@ -190,8 +194,14 @@ func (h *file) WriteString(s string) (int, error) { return h.Write([]byte(s)) }
 // and returns the offset after it.
 func (f *Fs) writeAt(b *blob, p []byte, off int64) int64 {
 	end := off + int64(len(p))
-	b.resize(max(end, int64(len(b.data))))
-	copy(b.data[off:], p)
+	if end > int64(len(b.data)) {
+		if off > int64(len(b.data)) {
+			b.resize(off) // the hole reads as zeros
+		}
+		b.data = append(b.data[:off], p...)
+	} else {
+		copy(b.data[off:], p)
+	}
 	if len(p) > 0 {
 		b.mtime = f.now()
 	}
@@ -465,11 +475,21 @@ func (d *dir) ReadAt(p []byte, off int64) (int, error) {
 	return 0, d.fail("read", errIsDir)
 }
 
-func (d *dir) Write([]byte) (int, error)          { return 0, d.fail("write", errBadFd) }
-func (d *dir) WriteAt([]byte, int64) (int, error) { return 0, d.fail("write", errBadFd) }
-func (d *dir) WriteString(string) (int, error)    { return 0, d.fail("write", errBadFd) }
-func (d *dir) Truncate(int64) error               { return d.fail("truncate", errInval) }
-func (d *dir) Sync() error                        { return d.fail("sync", nil) }
+func (d *dir) Write([]byte) (int, error) { return 0, d.fail("write", errBadFd) }
+
+func (d *dir) WriteAt(p []byte, off int64) (int, error) {
+	switch {
+	case off < 0:
+		return 0, pathErr("writeat", d.name, errNegativeOffset)
+	case len(p) == 0:
+		return 0, nil
+	}
+	return 0, d.fail("write", errBadFd)
+}
+
+func (d *dir) WriteString(s string) (int, error) { return d.Write([]byte(s)) }
+func (d *dir) Truncate(int64) error              { return d.fail("truncate", errInval) }
+func (d *dir) Sync() error                       { return d.fail("sync", nil) }
 
 func (d *dir) fail(op string, err error) error {
 	d.mu.Lock()
@@ -683,6 +703,9 @@ func (o *osFile) listing() ([]dirent, error) {
 // only when nothing marks them in the layer); they page through a dir.
 func (o *osFile) asDir() (*dir, error) {
 	fi, err := o.File.Stat()
+	if errors.Is(err, os.ErrClosed) {
+		return nil, pathErr("readdirent", o.name, errFileClosing)
+	}
 	if err != nil {
 		return nil, fixErr(err, "readdirent", o.name)
 	}

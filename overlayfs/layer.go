@@ -221,7 +221,7 @@ func (b *blob) load(f *Fs) error {
 	if !b.lazy {
 		return nil
 	}
-	data, err := os.ReadFile(f.host(b.src))
+	data, err := readFileSized(f.host(b.src), b.size)
 	if err != nil {
 		return err
 	}

@@ -114,7 +114,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 	}
 	if !l.have && !l.dirOnly {
 		if _, inLayer := f.paths.Get(l.rel); !inLayer && l.visible {
-			fh, err := os.OpenFile(l.host, flag|oNoFollow, 0)
+			fh, err := os.OpenFile(f.host(l.rel), flag|oNoFollow, 0)
 			if err == nil {
 				return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load()}, nil
 			}
@@ -152,7 +152,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		f.hold(n.e.ino)
 		return &file{fs: f, name: name, ino: n.e.ino, flag: flag}, nil
 	}
-	fh, err := os.OpenFile(l.host, flag, 0)
+	fh, err := os.OpenFile(f.host(l.rel), flag, 0)
 	if err != nil {
 		return nil, fixErr(err, "open", name)
 	}

@@ -177,7 +177,12 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 	if err != nil {
 		return asLinkErr("symlink", oldname, newname, err)
 	}
-	if n.exists() || l.dirOnly {
+	switch {
+	case n.exists() && n.kind != kindDir:
+		return linkErr("symlink", oldname, newname, errExist)
+	case l.dirOnly:
+		return linkErr("symlink", oldname, newname, errNoEnt) // as Linux, even over a directory
+	case n.exists():
 		return linkErr("symlink", oldname, newname, errExist)
 	}
 	if oldname == "" {

@@ -1,6 +1,7 @@
 package overlayfs
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,7 @@ type loc struct {
 	name    string // as the caller passed it; used in errors
 	inside  bool
 	rel     string // root-relative slash path, when inside
-	host    string // host path
+	host    string // host path, when outside (inside: f.host(rel))
 	visible bool   // the lower shows through rel's parent
 	dirOnly bool   // the name ended in a slash: it must be a directory
 	n       node   // the node at rel, when have is set
@@ -77,37 +78,50 @@ func (f *Fs) within(p string) (string, bool) {
 	return "", false
 }
 
-// outside handles a name that is not lexically under the root: it is inside
-// after all if its longest existing ancestor canonicalizes into the root.
+// outside handles a name that is not lexically under the root. It walks
+// the name on the real file system, as the kernel would, only as long as
+// it is outside the root: a name that enters the root ("../x" from a
+// working directory beside it, a symlink pointing into it) continues in
+// the merged view from there. Anything else is a host path.
 func (f *Fs) outside(op, name, abs string, follow bool, hops int) (loc, error) {
-	clean := filepath.Clean(abs)
-	if canon := canonical(clean); canon != clean {
-		if rest, ok := f.within(canon); ok {
-			return f.walk(op, name, splitRel(rest), follow, hops)
+	pending := splitRel(abs)
+	cur := "/"
+	for len(pending) > 0 {
+		if rel, ok := f.within(cur); ok {
+			return f.walk(op, name, append(splitRel(rel), pending...), follow, hops)
 		}
-	}
-	return loc{host: clean}, nil
-}
-
-// canonical resolves the symlinks of the longest existing ancestor of p.
-func canonical(p string) string {
-	dir, rest := p, ""
-	for {
-		if _, err := os.Lstat(dir); err == nil {
+		c := pending[0]
+		pending = pending[1:]
+		switch c {
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 || len(pending) == 0 && !follow {
+			if err != nil || !fi.IsDir() {
+				break // the kernel takes it from here, outside the root
+			}
+			cur = next
+			continue
+		}
+		if hops++; hops > maxHops {
+			return loc{}, pathErr(op, name, errLoop)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
 			break
 		}
-		next := filepath.Dir(dir)
-		if next == dir {
-			return p
+		if filepath.IsAbs(target) {
+			cur = "/"
 		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = next
+		pending = append(splitRel(target), pending...)
 	}
-	r, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return p
+	if rel, ok := f.within(cur); ok && len(pending) == 0 {
+		return f.walk(op, name, splitRel(rel), follow, hops)
 	}
-	return filepath.Join(r, rest)
+	return loc{host: filepath.Clean(abs)}, nil
 }
 
 type frame struct {
@@ -117,7 +131,8 @@ type frame struct {
 
 // walk resolves root-relative components in the merged view.
 func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc, error) {
-	stack := []frame{{"", f.rootUnder()}}
+	var frames [16]frame
+	stack := append(frames[:0], frame{"", true}) // the root is never opaque
 	// mustDir: the name resolved through a symlink whose target ends in a
 	// slash, as its last component: the result must be a directory.
 	mustDir := false
@@ -142,7 +157,7 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 		rel := join(top.rel, c)
 		last := len(pending) == 0
 		if last && !follow {
-			return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, dirOnly: mustDir}, nil
+			return loc{inside: true, rel: rel, visible: top.under, dirOnly: mustDir}, nil
 		}
 		n, err := f.step(rel, top.under, last)
 		if err != nil {
@@ -151,7 +166,7 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 		switch n.kind {
 		case kindNone:
 			if last {
-				return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
+				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
 			}
 			return loc{}, pathErr(op, name, errNoEnt)
 		case kindSymlink:
@@ -177,12 +192,12 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 			return f.outside(op, name, filepath.Join(append([]string{target}, pending...)...), follow, hops)
 		case kindDir:
 			if last {
-				return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
+				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
 			}
 			stack = append(stack, frame{rel, n.under})
 		default:
 			if last {
-				return loc{inside: true, rel: rel, host: f.host(rel), visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
+				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
 			}
 			return loc{}, pathErr(op, name, errNotDir)
 		}
@@ -193,7 +208,7 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 	if len(stack) > 1 {
 		visible = stack[len(stack)-2].under
 	}
-	l := loc{inside: true, rel: top.rel, host: f.host(top.rel), visible: visible, dirOnly: mustDir}
+	l := loc{inside: true, rel: top.rel, visible: visible, dirOnly: mustDir}
 	if top.rel == "" {
 		n, err := f.rootNode()
 		if err != nil {
@@ -216,12 +231,6 @@ func (f *Fs) step(rel string, visible, last bool) (node, error) {
 		}
 	}
 	return f.lookup(rel, visible)
-}
-
-// rootUnder reports whether the lower shows through the root.
-func (f *Fs) rootUnder() bool {
-	e, ok := f.paths.Get("")
-	return !ok || !e.opaque
 }
 
 // rootNode returns the node of the root directory itself.

@@ -3,6 +3,7 @@ package overlayfs
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -78,7 +79,7 @@ func (f *Fs) route(name string) *Fs {
 			return g
 		}
 	}
-	c := canonical(p)
+	c := physical(p)
 	for _, g := range f.subs {
 		if _, ok := g.within(c); ok {
 			return g
@@ -101,4 +102,26 @@ func (f *Fs) WriteDiffFor(w io.Writer, root string) error {
 // all returns the primary layer and those of the extra roots.
 func (f *Fs) all() []*Fs {
 	return append([]*Fs{f}, f.subs...)
+}
+
+// physical resolves the symlinks of the longest existing ancestor of a
+// clean path, to tell which root a name outside them all reaches.
+func physical(p string) string {
+	dir, rest := p, ""
+	for {
+		if _, err := os.Lstat(dir); err == nil {
+			break
+		}
+		next := filepath.Dir(dir)
+		if next == dir {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = next
+	}
+	r, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return p
+	}
+	return filepath.Join(r, rest)
 }
