@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -23,7 +24,6 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
-	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/overlayfs"
 )
@@ -694,16 +694,30 @@ func lcSyncFreeDir(t testing.TB) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64m"); err != nil {
+	if err := lcMount("-t", "tmpfs", "-o", "size=64m", "tmpfs", dir); err != nil {
 		return dir
 	}
 	t.Cleanup(func() { lcUnmount(dir) })
 	return dir
 }
 
+// lcMount runs mount(8). The test files of this package build on every
+// platform, and x/sys/unix's Mount differs between them; the command does
+// not.
+func lcMount(args ...string) error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("tmpfs mounts are tested on Linux only, not %s", runtime.GOOS)
+	}
+	out, err := exec.Command("mount", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("mount %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
 func lcUnmount(dir string) {
-	if err := unix.Unmount(dir, 0); err != nil {
-		unix.Unmount(dir, unix.MNT_DETACH)
+	if exec.Command("umount", dir).Run() != nil {
+		exec.Command("umount", "-l", dir).Run()
 	}
 }
 
@@ -1113,8 +1127,8 @@ func lcTmpfs(t *testing.T, size string) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs CAP_SYS_ADMIN, e.g. root): %v", err)
+	if err := lcMount("-t", "tmpfs", "-o", "size="+size, "tmpfs", dir); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs Linux, mount(8) and CAP_SYS_ADMIN, e.g. root): %v", err)
 	}
 	t.Cleanup(func() { lcUnmount(dir) })
 	return dir
@@ -1168,7 +1182,7 @@ func TestLifecycleCommitFailureMidway(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("Commit on a full disk: %T %v, want a *CommitError", err, err)
 	}
-	if !errors.Is(err, unix.ENOSPC) {
+	if !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("Commit error %v does not wrap ENOSPC", err)
 	}
 	if errors.Is(err, overlayfs.ErrConflict) || len(ce.Conflicts) > 0 {
@@ -1209,7 +1223,7 @@ func TestLifecycleCommitFailureMidway(t *testing.T) {
 		t.Errorf("Changes() after the failed Commit = %q, want the not applied %q", left, wantNot)
 	}
 
-	if err := unix.Mount("", mnt, "", unix.MS_REMOUNT, "size=8m"); err != nil {
+	if err := lcMount("-o", "remount,size=8m", mnt); err != nil {
 		t.Fatalf("remounting the tmpfs bigger: %v", err)
 	}
 	if err := c.Commit(); err != nil {
