@@ -161,16 +161,25 @@ func (f *Fs) planLocked(rels []string, partial bool) plan {
 // the keys applied and those left in the layer.
 func (f *Fs) applyPlanLocked(p plan) (applied, notApplied []string, err error) {
 	// A renamed file's bytes are still on the lower under its old name,
-	// which an earlier step may delete or overwrite: read them first.
-	for i, e := range p.ents {
-		if e.kind != kindFile {
-			continue
-		}
-		if b := f.blobLocked(e.ino); b != nil && b.lazy && b.src != p.keys[i] {
-			if err := f.ownBlobLocked(e.ino).load(f); err != nil {
-				return nil, p.keys, err
+	// which a step may delete or overwrite, whether or not the renamed
+	// file is committed now: read them all first.
+	var loadErr error
+	var renamed []uint64
+	f.paths.Scan(func(k string, e entry) bool {
+		if e.kind == kindFile {
+			if b := f.blobLocked(e.ino); b != nil && b.lazy && b.src != k {
+				renamed = append(renamed, e.ino)
 			}
 		}
+		return true
+	})
+	for _, ino := range renamed {
+		if err := f.ownBlobLocked(ino).load(f); err != nil && loadErr == nil {
+			loadErr = err
+		}
+	}
+	if loadErr != nil {
+		return nil, p.keys, loadErr
 	}
 	defer func() {
 		f.dropCaches()
@@ -181,14 +190,18 @@ func (f *Fs) applyPlanLocked(p plan) (applied, notApplied []string, err error) {
 			return applied, p.keys[i:], err
 		}
 		applied = append(applied, k)
+		f.refreshDepLocked(parent(k))
 		if !p.keep[k] {
 			f.settleLocked(k, p.ents[i])
+		} else {
+			f.refreshDepLocked(k)
 		}
 	}
 	// Directory times last: writing their children moved them.
 	for i := len(p.keys) - 1; i >= 0; i-- {
 		if e := p.ents[i]; e.kind == kindDir && !e.mtime.IsZero() {
 			os.Chtimes(f.host(p.keys[i]), e.mtime, e.mtime)
+			f.refreshDepLocked(p.keys[i])
 		}
 	}
 	return applied, nil, nil

@@ -2,6 +2,7 @@ package overlayfs
 
 import (
 	"io/fs"
+	"os"
 	"time"
 )
 
@@ -15,14 +16,25 @@ type dep struct {
 	id    fileID // device, inode and change time where the platform has them
 }
 
+// depOf captures a lower file's identity. For a directory, the mtime and
+// ctime move when an entry is added, removed or renamed inside it, so a
+// change to what the layer hid or deleted there is seen too.
 func depOf(fi fs.FileInfo) dep {
-	d := dep{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime(), id: identity(fi)}
-	if fi.IsDir() {
-		// A directory's size and times change with its entries; the layer
-		// depends on what it lists, checked separately.
-		d.size, d.mtime, d.id.ctime = 0, time.Time{}, 0
+	return dep{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime(), id: identity(fi)}
+}
+
+// refreshDepLocked records the lower's new state at rel after Commit itself
+// changed it, so that a later Commit does not take its own write for
+// someone else's.
+func (f *Fs) refreshDepLocked(rel string) {
+	if _, ok := f.deps.Get(rel); !ok {
+		return
 	}
-	return d
+	if fi, err := os.Lstat(f.host(rel)); err == nil {
+		f.deps.Set(rel, depOf(fi))
+	} else {
+		f.deps.Delete(rel)
+	}
 }
 
 // dependLocked records the first state of a lower path the layer relies on.
