@@ -771,6 +771,9 @@ func lcCommitRun(t *testing.T, orig, scratch string, r *rand.Rand, label string)
 	if cs := w.c.Changes(); len(cs) != 0 {
 		return fail(fmt.Errorf("after Commit, Changes() = %s, want none", fmtChanges(cs)))
 	}
+	if l := w.c.Layer(); len(l) != 0 {
+		return fail(fmt.Errorf("after Commit, the layer still has %d entries, from %s", len(l), l[0].Path))
+	}
 	if err := w.check("after Commit"); err != nil {
 		return fail(err)
 	}
@@ -833,6 +836,9 @@ func lcCommitRun(t *testing.T, orig, scratch string, r *rand.Rand, label string)
 	}
 	if cs := w.c.Changes(); len(cs) != 0 {
 		return fail(fmt.Errorf("after the second Commit, Changes() = %s, want none", fmtChanges(cs)))
+	}
+	if l := w.c.Layer(); len(l) != 0 {
+		return fail(fmt.Errorf("after the second Commit, the layer still has %d entries, from %s", len(l), l[0].Path))
 	}
 	return w.check("after the second Commit")
 }
