@@ -402,6 +402,7 @@ func pathScenarios() []scenario {
 		{name: "rename-file-slash-onto-dir-slash", ops: []op{rename("README.md/", "empty/"), rename("README.md/", "nope/")}},
 		{name: "symlink-at-missing-slash", ops: []op{symlink("x", "nope/"), rename("empty/", "gone"), symlink("x", "empty/"), mkdir("empty/", 0o755), symlink("x", "README.md/")}},
 		{name: "mkdir-dangling-link-slash", ops: []op{mkdir("dangling/", 0o755), lstat("does-not-exist"), mkdirAll("dangling/", 0o755), lstat("does-not-exist"), symlink("made-by-link", "lk"), mkdir("lk/", 0o700), lstat("made-by-link")}},
+		{name: "dangling-link-slash", ops: []op{remove("dangling/"), removeAll("dangling/"), rename("dangling/", "x"), chmod("dangling/", 0o600), lstat("dangling/"), readlink("dangling/"), lstat("dangling")}},
 		{name: "nul-in-name", ops: []op{lstat("nodir/x\x00y"), stat("README.md\x00"), readlink("nodir/\x00"), writeFile("a\x00b", "x", 0o644), mkdir("nodir/\x00", 0o755)}},
 		{name: "private-dir", ops: []op{readFile("private/diary.txt"), writeFile("private/new", "n", 0o644), lstat("private/new"), readFile("secrets/key.pem")}},
 	}
