@@ -32,6 +32,7 @@ type scenario struct {
 	name    string
 	fixture string // default "project"
 	ops     []op
+	known   string // a divergence from os still open in overlayfs: the scenario is skipped with this reason
 }
 
 // runScenarios runs every scenario as a parallel subtest, each on a fresh os
@@ -59,6 +60,9 @@ func runScenarios(t *testing.T, scenarios []scenario) {
 		}
 		orig, view := origs[fx], views[fx]
 		t.Run(sc.name, func(t *testing.T) {
+			if sc.known != "" {
+				t.Skip("known divergence: " + sc.known)
+			}
 			t.Parallel()
 			errs := differentialView(t, orig, view, sc.ops)
 			if err := errors.Join(errs...); err != nil {
@@ -281,6 +285,9 @@ func TestDifferentialRelativeNames(t *testing.T) {
 			continue
 		}
 		t.Run(sc.name, func(t *testing.T) {
+			if sc.known != "" {
+				t.Skip("known divergence: " + sc.known)
+			}
 			copyDir := osCopy(t, orig)
 			cwd := filepath.Dir(copyDir)
 			t.Chdir(cwd)

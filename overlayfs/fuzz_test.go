@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,6 +122,10 @@ func decodeOps(data []byte) []op {
 	return ops
 }
 
+// knownFuzzOps names corpus entries (testdata/fuzz/FuzzOps) whose
+// divergence from os is still open in overlayfs, with what differs.
+var knownFuzzOps = map[string]string{}
+
 // FuzzOps runs a decoded op sequence on os (a fresh copy of the "small"
 // fixture) and on cowfs, and compares every step, the trees and Changes().
 func FuzzOps(f *testing.F) {
@@ -132,6 +137,9 @@ func FuzzOps(f *testing.F) {
 	view := mustWalk(f, osTarget{}, orig)
 	sum := hashTree(f, orig)
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if why := knownFuzzOps[path.Base(t.Name())]; why != "" {
+			t.Skip("known divergence: " + why)
+		}
 		ops := decodeOps(data)
 		if len(ops) == 0 {
 			return
