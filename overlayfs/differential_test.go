@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -305,6 +306,14 @@ func TestDifferentialRelativeNames(t *testing.T) {
 	}
 }
 
+// linuxOnly returns why where the os oracle is not Linux, "" on Linux.
+func linuxOnly(why string) string {
+	if runtime.GOOS == "linux" {
+		return ""
+	}
+	return why
+}
+
 // readdirnamesOf opens rel and lists all its names.
 func readdirnamesOf(rel string) op {
 	return op{fmt.Sprintf("Readdirnames(%q)", rel), func(e *env) string {
@@ -379,7 +388,7 @@ func TestDifferentialSymlinks(t *testing.T) { runScenarios(t, symlinkScenarios()
 func symlinkScenarios() []scenario {
 	return []scenario{
 		{name: "lower-links", fixture: "links", ops: []op{stat("chain1"), readFile("chain1"), lstat("chain1"), readlink("chain1"), stat("loop1"), readFile("loop1"), stat("self"), readFile("dirlink/inner.txt"), readFile("dir/parent/target.txt"), readFile("dir/sub/deep-up/x.txt"), stat("dangling"), lstat("dangling"), stat("abs-missing"), readlink("abs-missing")}},
-		{name: "loop-depth", fixture: "links", ops: []op{stat("loopdir/into"), stat("loopdir/into/into/into/into/into/into/into/into/into/into"), stat("loopdir/" + strings.Repeat("into/", 39) + "into"), stat("loopdir/" + strings.Repeat("into/", 40) + "into"), stat("loopdir/" + strings.Repeat("into/", 41))}},
+		{name: "loop-depth", fixture: "links", known: linuxOnly("os follows 32 symlinks elsewhere, the contract says Linux's 40"), ops: []op{stat("loopdir/into"), stat("loopdir/into/into/into/into/into/into/into/into/into/into"), stat("loopdir/" + strings.Repeat("into/", 39) + "into"), stat("loopdir/" + strings.Repeat("into/", 40) + "into"), stat("loopdir/" + strings.Repeat("into/", 41))}},
 		{name: "create-through-dangling", fixture: "links", ops: []op{openFile(0, "dangling", wronly|creat, 0o644), openFile(1, "loop1", wronly|creat, 0o644), openFile(2, "self", rdonly, 0), mkdir("loop1/x", 0o755), symlink("x", "loop1/y")}},
 		{name: "create-through-dangling-project", ops: []op{openFile(0, "dangling", wronly|creat|excl, 0o644), openFile(1, "dangling", wronly|creat, 0o600), write(1, "now"), closeH(1), readFile("does-not-exist"), lstat("does-not-exist"), lstat("dangling")}},
 		{name: "make-and-follow", ops: []op{symlink("README.md", "l1"), readFile("l1"), lstat("l1"), stat("l1"), readlink("l1"), symlink("internal/util", "l2"), readFile("l2/util.go"), writeFile("l2/new.go", "package util\n", 0o644), readFile("internal/util/new.go"), symlink("l2/..", "l3"), readdirnamesOf("l3")}},
