@@ -86,11 +86,22 @@ func (f *Fs) final(l loc) (node, error) {
 	return f.lookup(l.rel, l.visible)
 }
 
+// writeEntryLoc is writeLoc for operations on the last component itself.
+func (f *Fs) writeEntryLoc(op, name string) (loc, bool, error) {
+	l, err := f.resolveEntry(op, name)
+	return f.checkWrite(op, name, l, err)
+}
+
 // writeLoc resolves a name for a mutation. For a name outside the root it
 // returns ok=false and the error under the outside policy, or nil when the
 // caller should pass the operation through to os.
 func (f *Fs) writeLoc(op, name string, follow bool) (l loc, ok bool, err error) {
 	l, err = f.resolve(op, name, follow)
+	return f.checkWrite(op, name, l, err)
+}
+
+// checkWrite applies the outside-root policy to a resolved location.
+func (f *Fs) checkWrite(op, name string, l loc, err error) (loc, bool, error) {
 	if err != nil {
 		return l, false, err
 	}
@@ -110,7 +121,7 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, ok, err := f.writeLoc("mkdir", name, false)
+	l, ok, err := f.writeEntryLoc("mkdir", name)
 	if !ok {
 		if err == nil {
 			err = os.Mkdir(name, perm)
@@ -331,7 +342,7 @@ func (f *Fs) Remove(name string) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, ok, err := f.writeLoc("remove", name, false)
+	l, ok, err := f.writeEntryLoc("remove", name)
 	if !ok {
 		if err == nil {
 			err = os.Remove(name)
@@ -345,7 +356,7 @@ func (f *Fs) Remove(name string) error {
 	switch {
 	case !n.exists():
 		return pathErr("remove", name, errNoEnt)
-	case l.dirOnly && (n.kind != kindDir || f.isLinkLocked(name)):
+	case l.dirOnly && n.kind != kindDir:
 		return pathErr("remove", name, errNotDir)
 	}
 	if n.kind == kindDir {
@@ -434,18 +445,6 @@ func (f *Fs) removeAllNotDirLocked(name string) error {
 		return nil
 	}
 	return pathErr("unlinkat", name, errNotDir)
-}
-
-// isLinkLocked reports whether name without its trailing slashes is a
-// symlink: rmdir("link/") is ENOTDIR even when the link points to a
-// directory.
-func (f *Fs) isLinkLocked(name string) bool {
-	l, err := f.resolve("", strings.TrimRight(name, "/"), false)
-	if err != nil || !l.inside {
-		return false
-	}
-	n, err := f.final(l)
-	return err == nil && n.kind == kindSymlink
 }
 
 // unlinkLocked removes rel and its subtree from the view: layer entries go,

@@ -18,11 +18,11 @@ func (f *Fs) Rename(oldname, newname string) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	lo, err := f.resolve("rename", oldname, false)
+	lo, err := f.resolveEntry("rename", oldname)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
-	ln, err := f.resolve("rename", newname, false)
+	ln, err := f.resolveEntry("rename", newname)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}

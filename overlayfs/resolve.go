@@ -33,6 +33,17 @@ type loc struct {
 // is followed only when follow is set or the name ends in a slash.
 // Callers hold f.mu (read or write).
 func (f *Fs) resolve(op, name string, follow bool) (loc, error) {
+	return f.resolveName(op, name, follow, true)
+}
+
+// resolveEntry resolves a name whose last component an operation creates
+// or removes (mkdir, rmdir, rename): a trailing slash does not make it
+// follow a final symlink, as in Linux; dirOnly still reports the slash.
+func (f *Fs) resolveEntry(op, name string) (loc, error) {
+	return f.resolveName(op, name, false, false)
+}
+
+func (f *Fs) resolveName(op, name string, follow, slashFollows bool) (loc, error) {
 	if name == "" {
 		return loc{}, pathErr(op, name, errNoEnt)
 	}
@@ -51,7 +62,7 @@ func (f *Fs) resolve(op, name string, follow bool) (loc, error) {
 		abs = wd + "/" + name
 	}
 	dirOnly := strings.HasSuffix(name, "/") || strings.HasSuffix(name, "/.") || name == "."
-	follow = follow || dirOnly
+	follow = follow || dirOnly && slashFollows
 	var l loc
 	var err error
 	if rest, ok := f.within(lexClean(abs)); ok {
