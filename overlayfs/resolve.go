@@ -283,7 +283,7 @@ func lexClean(p string) string {
 // splitRel splits a slash path into its non-empty components.
 func splitRel(p string) []string {
 	p = filepath.ToSlash(p)
-	var out []string
+	out := make([]string, 0, strings.Count(p, "/")+1)
 	for s := range strings.SplitSeq(p, "/") {
 		if s != "" && s != "." {
 			out = append(out, s)
