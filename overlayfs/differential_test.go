@@ -399,6 +399,7 @@ func symlinkScenarios() []scenario {
 		{name: "readlink-errors", ops: []op{readlink("README.md"), readlink("internal"), readlink("nope"), readlink("link-to-internal/util"), readlink("internal/util/up"), readlink("link-to-readme/")}},
 		{name: "lstat-trailing-slash-on-link", ops: []op{lstat("link-to-internal/"), lstat("link-to-readme/"), lstat("dangling/"), stat("link-to-internal/")}},
 		{name: "symlink-in-copied-dir-after-rename", ops: []op{rename("internal", "lib"), readlink("lib/util/up"), readFile("lib/util/up/go.mod"), readFile("link-to-internal/util/util.go")}},
+		{name: "removeall-through-loop", fixture: "links", ops: []op{removeAll("loop1/x"), removeAll("self/x/y"), remove("loop1/x"), removeAll("loopdir/into/into/inner")}},
 		{name: "link-to-dir-remove-target", ops: []op{removeAll("internal"), stat("link-to-internal"), readFile("link-to-internal/util/util.go"), mkdir("internal", 0o755), writeFile("internal/z", "z", 0o644), readFile("link-to-internal/z")}},
 	}
 }
