@@ -199,6 +199,8 @@ func TestDifferentialHandles(t *testing.T) {
 		}},
 		{name: "handle-survives-remove", ops: []op{open(0, "README.md"), remove("README.md"), read(0, 100), fstat(0), lstat("README.md")}},
 		{name: "handle-survives-rename", ops: []op{openFile(0, "README.md", rdwr, 0), rename("README.md", "R2.md"), write(0, "moved"), closeH(0), readFile("R2.md"), readFile("README.md")}},
+		{name: "early-handle-after-copy-up-and-remove", ops: []op{open(0, "go.mod"), writeFile("go.mod", "0123456789abcdefghij", 0o644), remove("go.mod"), seek(0, 0, io.SeekEnd), seek(0, 0, io.SeekStart), read(0, 100), fstat(0)}},
+		{name: "early-handle-after-copy-up-and-rename", ops: []op{open(0, "go.mod"), writeFile("go.mod", "0123456789abcdefghij", 0o644), rename("go.mod", "g"), read(0, 100), writeFile("g", "again", 0o644), readAt(0, 100, 0)}},
 		{name: "handle-to-new-file-after-remove", ops: []op{create(0, "n"), write(0, "x"), remove("n"), write(0, "y"), closeH(0), lstat("n")}},
 		// Found by FuzzOps; each a short reproduction.
 		{name: "zero-length-read-on-wronly", ops: []op{openFile(0, "go.mod", wronly, 0), read(0, 0), readAt(0, 0, 0), openFile(1, "go.mod", rdonly, 0), write(1, ""), writeAt(1, "", 0), writeString(1, ""), closeH(1), read(1, 0), write(1, "")}},
