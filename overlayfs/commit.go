@@ -184,6 +184,7 @@ func (f *Fs) applyPlanLocked(p plan) (applied, notApplied []string, err error) {
 	defer func() {
 		f.dropCaches()
 		clear(f.copied)
+		clear(f.copyIno)
 	}()
 	for i, k := range p.keys {
 		if err := f.applyLocked(k, p.ents[i], p.keep[k]); err != nil {

@@ -32,13 +32,14 @@ type Fs struct {
 
 	subs []*Fs // layers of the extra roots (WithRoot), sharing fam
 
-	mu     sync.RWMutex
-	paths  *btree.Map[string, entry] // root-relative slash path -> entry
-	blobs  *btree.Map[uint64, *blob] // file identity -> content
-	gen    uint64                    // blobs with another gen are shared: clone before writing
-	deps   *btree.Map[string, dep]   // lower paths the layer depends on (for Commit)
-	copied map[string]uint64         // lower file -> identity of its copy-up
-	copies atomic.Int64              // copy-ups ever made: read handles' cheap check
+	mu      sync.RWMutex
+	paths   *btree.Map[string, entry] // root-relative slash path -> entry
+	blobs   *btree.Map[uint64, *blob] // file identity -> content
+	gen     uint64                    // blobs with another gen are shared: clone before writing
+	deps    *btree.Map[string, dep]   // lower paths the layer depends on (for Commit)
+	copied  map[string]uint64         // lower file -> identity of its copy-up
+	copyIno map[uint64]bool           // the identities in copied: kept while early read handles may need them
+	copies  atomic.Int64              // copy-ups ever made: read handles' cheap check
 
 	hmu    sync.Mutex
 	opened map[uint64]int  // open handle count per file identity
@@ -140,6 +141,7 @@ func (f *Fs) resetLocked() {
 	f.gen = f.fam.gen.Add(1)
 	f.deps = btree.NewMap[string, dep](32)
 	f.copied = make(map[string]uint64)
+	f.copyIno = make(map[uint64]bool)
 	f.hmu.Lock()
 	f.opened = make(map[uint64]int)
 	f.orphan = make(map[uint64]bool)

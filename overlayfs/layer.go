@@ -234,7 +234,9 @@ func (b *blob) load(f *Fs) error {
 func (f *Fs) dropBlobLocked(ino uint64) {
 	f.hmu.Lock()
 	defer f.hmu.Unlock()
-	if f.opened[ino] > 0 {
+	// A read handle opened on the lower file before its copy-up reads this
+	// content once it exists, even after an unlink, as with one inode.
+	if f.opened[ino] > 0 || f.copyIno[ino] {
 		f.orphan[ino] = true
 		return
 	}

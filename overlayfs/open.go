@@ -82,6 +82,7 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 		}
 		if !n.layer {
 			f.copied[l.rel] = ino
+			f.copyIno[ino] = true
 			f.copies.Add(1)
 		}
 	} else {

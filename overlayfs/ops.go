@@ -402,8 +402,8 @@ func (f *Fs) RemoveAll(name string) error {
 			return os.RemoveAll(name)
 		case errno(err) == errNoEnt:
 			return nil
-		case errno(err) == errNotDir:
-			return f.removeAllNotDirLocked(name)
+		case errno(err) != 0:
+			return f.removeAllFailedLocked(name, errno(err))
 		}
 		return err
 	}
@@ -421,10 +421,11 @@ func (f *Fs) RemoveAll(name string) error {
 	return nil
 }
 
-// removeAllNotDirLocked gives the error os.RemoveAll gives when a component
-// of name is not a directory: it opens the parent, failing there if the
-// parent's own path is broken, else unlinkat in the parent fails.
-func (f *Fs) removeAllNotDirLocked(name string) error {
+// removeAllFailedLocked gives the error os.RemoveAll gives when name cannot
+// be resolved (a component is not a directory, a symlink loop): os opens
+// the parent, failing there if the parent's own path is broken; else
+// unlinkat in the parent fails with the same errno.
+func (f *Fs) removeAllFailedLocked(name string, e error) error {
 	dir := strings.TrimRight(name, "/")
 	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
 		dir = dir[:i]
@@ -444,7 +445,7 @@ func (f *Fs) removeAllNotDirLocked(name string) error {
 	if n, err := f.final(l); err == nil && !n.exists() {
 		return nil
 	}
-	return pathErr("unlinkat", name, errNotDir)
+	return pathErr("unlinkat", name, e)
 }
 
 // unlinkLocked removes rel and its subtree from the view: layer entries go,
