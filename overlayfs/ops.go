@@ -177,7 +177,7 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, ok, err := f.writeLoc("symlink", newname, false)
+	l, ok, err := f.writeEntryLoc("symlink", newname)
 	if !ok {
 		if err == nil {
 			return os.Symlink(oldname, newname)
@@ -189,12 +189,10 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 		return asLinkErr("symlink", oldname, newname, err)
 	}
 	switch {
-	case n.exists() && n.kind != kindDir:
-		return linkErr("symlink", oldname, newname, errExist)
-	case l.dirOnly:
-		return linkErr("symlink", oldname, newname, errNoEnt) // as Linux, even over a directory
 	case n.exists():
 		return linkErr("symlink", oldname, newname, errExist)
+	case l.dirOnly:
+		return linkErr("symlink", oldname, newname, errNoEnt) // Linux: "you asked for a directory"
 	}
 	if oldname == "" {
 		return linkErr("symlink", oldname, newname, errNoEnt)
