@@ -99,33 +99,16 @@ func (h *file) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil // as os: no system call, no error
 	}
-	if !h.readable() {
-		return 0, pathErr("read", h.name, errBadFd)
-	}
-	b, err := h.content(false)
-	if err != nil {
-		return 0, fixErr(err, "read", h.name)
-	}
-	if h.off >= int64(len(b.data)) {
-		return 0, io.EOF
-	}
-	n := copy(p, b.data[h.off:])
+	n, err := h.readLocked(p, h.off)
 	h.off += int64(n)
-	return n, nil
+	if err == io.EOF && n > 0 {
+		err = nil // a short Read is not the end; the next one says so
+	}
+	return n, err
 }
 
-func (h *file) ReadAt(p []byte, off int64) (int, error) {
-	// os checks in this order: the offset, an empty buffer, then the handle.
-	if off < 0 {
-		return 0, pathErr("readat", h.name, errNegativeOffset)
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if err := h.lock("read"); err != nil {
-		return 0, err
-	}
-	defer h.unlock()
+// readLocked reads at off: io.EOF when p is not filled, as ReadAt says.
+func (h *file) readLocked(p []byte, off int64) (int, error) {
 	if !h.readable() {
 		return 0, pathErr("read", h.name, errBadFd)
 	}
@@ -141,6 +124,21 @@ func (h *file) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+func (h *file) ReadAt(p []byte, off int64) (int, error) {
+	// os checks in this order: the offset, an empty buffer, then the handle.
+	if off < 0 {
+		return 0, pathErr("readat", h.name, errNegativeOffset)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if err := h.lock("read"); err != nil {
+		return 0, err
+	}
+	defer h.unlock()
+	return h.readLocked(p, off)
 }
 
 func (h *file) Write(p []byte) (int, error) {
