@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -54,6 +55,9 @@ func (e *CommitError) Unwrap() error {
 // wrapping ErrConflict that names every such path.
 //
 // After a successful Commit the layer is empty and the view is unchanged.
+// Symlinks keep the time of their creation on disk. A handle open across a
+// Commit keeps working on a private copy of its file: its later writes
+// reach neither the view nor the disk (reopen the file to go on).
 func (f *Fs) Commit() error { return f.commit(nil) }
 
 // CommitPaths is Commit restricted to the changes at or under the given
@@ -140,6 +144,8 @@ func prefixAll(root string, rels []string) []string {
 }
 
 // planLocked selects the layer entries at or under rels (all when !partial).
+// A selected name the layer hides only through an ancestor (an opaque or
+// replaced directory) gets a deletion step of its own.
 func (f *Fs) planLocked(rels []string, partial bool) plan {
 	p := plan{keep: make(map[string]bool)}
 	f.paths.Scan(func(k string, e entry) bool {
@@ -154,6 +160,20 @@ func (f *Fs) planLocked(rels []string, partial bool) plan {
 		}
 		return true
 	})
+	if !partial {
+		return p
+	}
+	for _, r := range rels {
+		if r == "" || slices.ContainsFunc(p.keys, func(k string) bool { return under(k, []string{r}) }) {
+			continue
+		}
+		if !f.nodeAtLocked(r).exists() && f.lowerSide(r).kind != kindNone {
+			i, _ := slices.BinarySearch(p.keys, r)
+			p.keys = slices.Insert(p.keys, i, r)
+			p.ents = slices.Insert(p.ents, i, entry{kind: kindWhiteout})
+			p.keep[r] = true // nothing in the layer to drop: an ancestor hides it
+		}
+	}
 	return p
 }
 
@@ -191,7 +211,12 @@ func (f *Fs) applyPlanLocked(p plan) (applied, notApplied []string, err error) {
 			return applied, p.keys[i:], err
 		}
 		applied = append(applied, k)
-		f.refreshDepLocked(parent(k))
+		for a := parent(k); ; a = parent(a) {
+			f.refreshDepLocked(a) // Commit's own write is no conflict
+			if a == "" {
+				break
+			}
+		}
 		if !p.keep[k] {
 			f.settleLocked(k, p.ents[i])
 		} else {
@@ -247,7 +272,7 @@ func (f *Fs) conflictsLocked(keys []string) []string {
 			return true
 		}
 		fi, err := os.Lstat(f.host(rel))
-		if err != nil || depOf(fi) != d {
+		if err != nil || !d.same(fi) {
 			out = append(out, rel)
 		}
 		return true

@@ -3,6 +3,7 @@ package overlayfs
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -23,6 +24,36 @@ func depOf(fi fs.FileInfo) dep {
 	return dep{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime(), id: identity(fi)}
 }
 
+// same reports whether the lower still is what d recorded.
+func (d dep) same(fi fs.FileInfo) bool { return depOf(fi) == d }
+
+// dependBelowLocked records every entry under the lower directory rel,
+// which the layer is deleting or hiding: an edit or a new entry anywhere in
+// it then shows as a conflict, instead of being deleted silently by Commit.
+// Cost: one Lstat per entry, as os.RemoveAll pays.
+func (f *Fs) dependBelowLocked(rel string) {
+	top := f.host(rel)
+	filepath.WalkDir(top, func(p string, de fs.DirEntry, err error) error {
+		if err != nil || p == top {
+			return nil
+		}
+		fi, err := de.Info()
+		if err != nil {
+			return nil
+		}
+		r, _ := filepath.Rel(f.root, p)
+		f.dependLocked(filepath.ToSlash(r), fi)
+		return nil
+	})
+}
+
+// dependLocked records the first state of a lower path the layer relies on.
+func (f *Fs) dependLocked(rel string, fi fs.FileInfo) {
+	if _, ok := f.deps.Get(rel); !ok {
+		f.deps.Set(rel, depOf(fi))
+	}
+}
+
 // refreshDepLocked records the lower's new state at rel after Commit itself
 // changed it, so that a later Commit does not take its own write for
 // someone else's.
@@ -34,12 +65,5 @@ func (f *Fs) refreshDepLocked(rel string) {
 		f.deps.Set(rel, depOf(fi))
 	} else {
 		f.deps.Delete(rel)
-	}
-}
-
-// dependLocked records the first state of a lower path the layer relies on.
-func (f *Fs) dependLocked(rel string, fi fs.FileInfo) {
-	if _, ok := f.deps.Get(rel); !ok {
-		f.deps.Set(rel, depOf(fi))
 	}
 }

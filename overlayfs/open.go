@@ -91,7 +91,7 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 		f.paths.Set(l.rel, entry{kind: kindFile, ino: ino})
 	}
 	f.hold(ino)
-	return &file{fs: f, name: name, ino: ino, flag: flag}, nil
+	return &file{fs: f, name: name, ino: ino, flag: flag, last: f.blobLocked(ino)}, nil
 }
 
 // openRead opens name read-only. Lower files are opened directly with
@@ -151,7 +151,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		return &dir{fs: f, name: name, rel: l.rel, n: n}, nil
 	case n.layer:
 		f.hold(n.e.ino)
-		return &file{fs: f, name: name, ino: n.e.ino, flag: flag}, nil
+		return &file{fs: f, name: name, ino: n.e.ino, flag: flag, last: f.blobLocked(n.e.ino)}, nil
 	}
 	fh, err := os.OpenFile(f.host(l.rel), flag, 0)
 	if err != nil {

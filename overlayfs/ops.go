@@ -468,5 +468,8 @@ func (f *Fs) whiteoutLocked(rel string, visible bool, n node) {
 	if low.fi != nil {
 		f.dependLocked(rel, low.fi)
 	}
+	if low.kind == kindDir {
+		f.dependBelowLocked(rel)
+	}
 	f.paths.Set(rel, entry{kind: kindWhiteout})
 }
