@@ -345,6 +345,13 @@ func (d *dir) next(n int) ([]dirent, error) {
 	if d.closed {
 		return nil, pathErr("readdirent", d.name, errFileClosing)
 	}
+	if !d.read || d.pos == len(d.ents) {
+		// As getdents on Linux: a directory removed since it was opened
+		// lists nothing more, with ENOENT.
+		if d.fs != nil && !d.fs.isDir(d.rel) {
+			return nil, pathErr("readdirent", d.name, errNoEnt)
+		}
+	}
 	if !d.read {
 		d.fs.mu.RLock()
 		ents, err := d.fs.listLocked(d.rel, d.n)
@@ -499,6 +506,13 @@ func (d *dir) fail(op string, err error) error {
 		return nil
 	}
 	return pathErr(op, d.name, err)
+}
+
+// isDir reports whether the view has a directory at rel.
+func (f *Fs) isDir(rel string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.nodeAtLocked(rel).kind == kindDir
 }
 
 // osFile is a real file opened read-only from the lower, or any real file
@@ -714,5 +728,9 @@ func (o *osFile) asDir() (*dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dir{name: o.name, ents: ents, read: true}, nil
+	d := &dir{name: o.name, ents: ents, read: true}
+	if o.fs != nil {
+		d.fs, d.rel = o.fs, o.rel
+	}
+	return d, nil
 }
