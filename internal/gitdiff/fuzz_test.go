@@ -60,7 +60,13 @@ func FuzzWrite(f *testing.F) {
 		}
 		got, err := applyGoGitdiff(oldTree, buf.Bytes())
 		if err != nil {
-			t.Fatalf("go-gitdiff: %v\npatch:\n%s", err, buf.Bytes())
+			// go-gitdiff misparses some names git quotes correctly (one
+			// ending in `"\`): there real git is the judge.
+			if git == "" || len(old)+len(new) > 4096 || !gitCanCreate(path) {
+				t.Fatalf("go-gitdiff: %v\npatch:\n%s", err, buf.Bytes())
+			}
+			roundTrip(t, git, oldTree, newTree, buf.Bytes())
+			return
 		}
 		if d := treeDiff(newTree, got); d != "" {
 			t.Fatalf("go-gitdiff result:\n%s\npatch:\n%s", d, buf.Bytes())
