@@ -440,8 +440,12 @@ func (f *Fs) removeAllFailedLocked(name string, e error) error {
 		}
 		return err
 	}
-	if n, err := f.final(l); err == nil && !n.exists() {
+	n, err := f.final(l)
+	switch {
+	case err == nil && !n.exists():
 		return nil
+	case err == nil && l.dirOnly && n.kind != kindDir:
+		return pathErr("open", dir, errNotDir)
 	}
 	return pathErr("unlinkat", name, e)
 }
