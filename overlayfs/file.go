@@ -328,6 +328,8 @@ type dir struct {
 	rel  string
 	n    node
 
+	appnd bool // opened with O_APPEND: WriteAt refuses first, as os
+
 	mu     sync.Mutex
 	ents   []dirent
 	read   bool
@@ -484,6 +486,8 @@ func (d *dir) Write([]byte) (int, error) { return 0, d.fail("write", errBadFd) }
 
 func (d *dir) WriteAt(p []byte, off int64) (int, error) {
 	switch {
+	case d.appnd:
+		return 0, errWriteAtInAppendMode
 	case off < 0:
 		return 0, pathErr("writeat", d.name, errNegativeOffset)
 	case len(p) == 0:

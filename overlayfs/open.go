@@ -148,7 +148,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 	case l.dirOnly && n.kind != kindDir:
 		return nil, pathErr("open", name, errNotDir)
 	case n.kind == kindDir:
-		return &dir{fs: f, name: name, rel: l.rel, n: n}, nil
+		return &dir{fs: f, name: name, rel: l.rel, n: n, appnd: flag&os.O_APPEND != 0}, nil
 	case n.layer:
 		f.hold(n.e.ino)
 		return &file{fs: f, name: name, ino: n.e.ino, flag: flag, last: f.blobLocked(n.e.ino)}, nil
