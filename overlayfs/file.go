@@ -191,6 +191,9 @@ func (h *file) WriteString(s string) (int, error) { return h.Write([]byte(s)) }
 // writeAt writes p at off in an owned, loaded blob, zero-filling any gap,
 // and returns the offset after it.
 func (f *Fs) writeAt(b *blob, p []byte, off int64) int64 {
+	if len(p) == 0 {
+		return off // writing nothing past the end makes no hole
+	}
 	end := off + int64(len(p))
 	if end > int64(len(b.data)) {
 		if off > int64(len(b.data)) {
@@ -200,9 +203,7 @@ func (f *Fs) writeAt(b *blob, p []byte, off int64) int64 {
 	} else {
 		copy(b.data[off:], p)
 	}
-	if len(p) > 0 {
-		b.mtime = f.now()
-	}
+	b.mtime = f.now()
 	return end
 }
 
