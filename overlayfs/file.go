@@ -651,10 +651,11 @@ func (o *osFile) Write(p []byte) (int, error) {
 
 func (o *osFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := o.File.WriteAt(p, off)
-	if err != nil && off < 0 {
+	var pe *fs.PathError
+	if off < 0 && errors.As(err, &pe) && pe.Op == "writeat" {
 		return n, pathErr("writeat", o.name, errNegativeOffset)
 	}
-	return n, fixErr(err, "", o.name)
+	return n, fixErr(err, "", o.name) // os's append-mode error passes as it is
 }
 
 func (o *osFile) WriteString(s string) (int, error) { return o.Write([]byte(s)) }
