@@ -711,7 +711,10 @@ func (o *osFile) listing() ([]dirent, error) {
 	if err != nil {
 		return nil, fixErr(err, "readdirent", o.name)
 	}
-	if n.kind != kindDir {
+	switch {
+	case !n.exists():
+		return nil, pathErr("readdirent", o.name, errNoEnt) // removed since opened
+	case n.kind != kindDir:
 		return nil, pathErr("readdirent", o.name, errNotDir)
 	}
 	return f.listLocked(l.rel, n)
