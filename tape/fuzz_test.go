@@ -141,6 +141,17 @@ func opProgram(fsys afero.Fs, root string, b []byte, check func(i int)) {
 // against the bytes fsys holds: a record with a result hash must equal
 // them, and so must a read version when the handle changed nothing.
 func runChecked(t *testing.T, fsys afero.Fs, root string, prog []byte) *Tape {
+	defer func() {
+		// afero.MemMapFs itself panics on some sequences ("parent of X is
+		// nil" after a rename under a renamed directory): its bug, not the
+		// recorder's, and no oracle to compare with.
+		if r := recover(); r != nil {
+			if msg, ok := r.(string); ok && strings.HasPrefix(msg, "parent of ") {
+				t.Skipf("afero.MemMapFs panicked on this program: %v", r)
+			}
+			panic(r)
+		}
+	}()
 	var buf bytes.Buffer
 	rec := NewRecorder(&buf)
 	w := rec.Wrap(fsys, root)
