@@ -679,6 +679,11 @@ func (o *osFile) Close() error {
 	err := fixErr(o.File.Close(), "", o.name)
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.d != nil && err == nil {
+		o.d.mu.Lock()
+		o.d.closed = true
+		o.d.mu.Unlock()
+	}
 	if o.cow != nil && err == nil {
 		o.cow.Close()
 	}
