@@ -3,15 +3,18 @@ module github.com/cowfs/cowfs
 go 1.26.0
 
 require (
-	github.com/bluekeyes/go-gitdiff v0.9.0 // indirect
+	github.com/bluekeyes/go-gitdiff v0.9.0
+	github.com/rogpeppe/go-internal v1.16.0
+	github.com/sergi/go-diff v1.4.0
+	github.com/spf13/afero v1.15.0
+	github.com/tidwall/btree v1.8.2
+	github.com/zeebo/blake3 v0.2.4
+	golang.org/x/sys v0.49.0
+	golang.org/x/tools v0.52.0
+)
+
+require (
 	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
-	github.com/rogpeppe/go-internal v1.16.0 // indirect
-	github.com/sergi/go-diff v1.4.0 // indirect
-	github.com/spf13/afero v1.15.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
-	github.com/tidwall/btree v1.8.2 // indirect
-	github.com/zeebo/blake3 v0.2.4 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
-	golang.org/x/tools v0.52.0 // indirect
 )

@@ -448,8 +448,8 @@ func TestUmask(t *testing.T) {
 	})
 	for _, mask := range []int{0o027, 0o077, 0} {
 		t.Run(fmt.Sprintf("%#o", mask), func(t *testing.T) {
-			old := syscall.Umask(mask)
-			defer syscall.Umask(old)
+			old := setUmask(mask)
+			defer setUmask(old)
 			if err := errors.Join(differential(t, orig, ops, overlayfs.WithUmask(fs.FileMode(mask)))...); err != nil {
 				t.Errorf("ops:\n\t%s\nmismatches:\n%v", opList(ops), err)
 			}

@@ -891,11 +891,11 @@ func lcOwner(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	uid, gid, ok := sysOwner(fi)
 	if !ok {
 		return "", nil
 	}
-	return fmt.Sprintf("%d:%d", st.Uid, st.Gid), nil
+	return fmt.Sprintf("%d:%d", uid, gid), nil
 }
 
 // lcDisk are changes made to the root behind the Fs's back.

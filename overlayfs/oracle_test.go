@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
-	"golang.org/x/sys/unix"
 	"golang.org/x/tools/txtar"
 
 	"github.com/cowfs/cowfs/overlayfs"
@@ -214,12 +213,6 @@ func setTimes(dir string) error {
 	return nil
 }
 
-// lutimes sets both times of p without following a symlink.
-func lutimes(p string, tm time.Time) error {
-	ts := unix.NsecToTimespec(tm.UnixNano())
-	return unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW)
-}
-
 // splitArgs splits a directive's arguments on spaces; an argument starting with
 // a double quote is a Go quoted string.
 func splitArgs(s string) ([]string, error) {
@@ -335,8 +328,8 @@ func hashTree(t testing.TB, dir string) string {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		fmt.Fprintf(h, "%q %v %d %d", rel, fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			fmt.Fprintf(h, " %d:%d", st.Uid, st.Gid)
+		if uid, gid, ok := sysOwner(fi); ok {
+			fmt.Fprintf(h, " %d:%d", uid, gid)
 		}
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:
@@ -984,11 +977,11 @@ func owner(rel string) op {
 		if err != nil {
 			return e.res(err, "")
 		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
+		uid, gid, ok := sysOwner(fi)
 		if !ok {
 			return e.res(err, "Sys()=%T", fi.Sys())
 		}
-		return e.res(err, "uid=%d gid=%d", st.Uid, st.Gid)
+		return e.res(err, "uid=%d gid=%d", uid, gid)
 	}}
 }
 

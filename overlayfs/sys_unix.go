@@ -62,3 +62,10 @@ func readFileSized(host string, size int64) ([]byte, error) {
 	}
 	return buf[:n], nil
 }
+
+// swapUmask reads the umask by setting and restoring it.
+func swapUmask() fs.FileMode {
+	m := syscall.Umask(0)
+	syscall.Umask(m)
+	return fs.FileMode(m) & fs.ModePerm
+}

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
-	"syscall"
 )
 
 // processUmask reads the umask without changing it where the kernel says it
@@ -21,7 +20,5 @@ func processUmask() fs.FileMode {
 			}
 		}
 	}
-	m := syscall.Umask(0)
-	syscall.Umask(m)
-	return fs.FileMode(m) & fs.ModePerm
+	return swapUmask()
 }

@@ -1,0 +1,28 @@
+//go:build unix
+
+package overlayfs_test
+
+import (
+	"io/fs"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// sysOwner returns the uid and gid a FileInfo carries in Sys().
+func sysOwner(fi fs.FileInfo) (uid, gid uint32, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return st.Uid, st.Gid, true
+}
+
+// lutimes sets both times of p without following a symlink.
+func lutimes(p string, tm time.Time) error {
+	ts := unix.NsecToTimespec(tm.UnixNano())
+	return unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+func setUmask(mask int) int { return syscall.Umask(mask) }

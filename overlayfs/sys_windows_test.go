@@ -1,0 +1,16 @@
+package overlayfs_test
+
+import (
+	"io/fs"
+	"os"
+	"time"
+)
+
+// sysOwner: Windows FileInfo carries no owner.
+func sysOwner(fs.FileInfo) (uid, gid uint32, ok bool) { return 0, 0, false }
+
+// lutimes sets the times of p; Windows follows a symlink here.
+func lutimes(p string, tm time.Time) error { return os.Chtimes(p, tm, tm) }
+
+// setUmask: Windows has no umask.
+func setUmask(int) int { return 0 }
