@@ -1,6 +1,7 @@
 package helpers
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,7 +53,7 @@ func NewTxtar(t testing.TB, file string, opts ...Option) *Env {
 	t.Helper()
 	ar, err := txtar.ParseFile(file)
 	if err != nil {
-		t.Fatalf("helpers: fixture: %v", err)
+		t.Fatalf("helpers: fixture: %v", err) // an os error, which names the file
 	}
 	return NewArchive(t, ar, opts...)
 }
@@ -64,6 +65,9 @@ func NewArchive(t testing.TB, ar *txtar.Archive, opts ...Option) *Env {
 	t.Helper()
 	dir := t.TempDir()
 	if err := Extract(ar, dir); err != nil {
+		if errors.Is(err, ErrFixture) {
+			t.Fatalf("helpers: %v", err) // says "bad fixture" already
+		}
 		t.Fatalf("helpers: fixture: %v", err)
 	}
 	return New(t, dir, opts...)
@@ -73,6 +77,8 @@ func newEnv(t testing.TB, root string, cfg config) *Env {
 	t.Helper()
 	ov, err := overlayfs.New(root, cfg.overlay...)
 	if err != nil {
+		// overlayfs.New names itself and the root; an empty root fails
+		// there too (fs.ErrInvalid), most often an unset variable.
 		t.Fatalf("helpers: %v", err)
 	}
 	e := &Env{t: t, cfg: cfg, ov: ov, fsys: ov, name: t.Name()}

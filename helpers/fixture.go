@@ -21,7 +21,7 @@ var fixtureTime = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // ErrFixture is wrapped by the errors of [Extract] about the archive itself:
 // a bad directive, a name that is not a local path, an entry given twice.
-var ErrFixture = errors.New("helpers: bad fixture")
+var ErrFixture = errors.New("bad fixture")
 
 // Extract writes the files of ar into the directory dir, creating dir if
 // needed. File sections become regular files of mode 0644 in directories of
@@ -39,8 +39,12 @@ var ErrFixture = errors.New("helpers: bad fixture")
 //
 // Names must be local slash paths (no "..", no leading slash); a name given
 // twice is an error. Errors about the archive wrap [ErrFixture]; file
-// system errors are returned as they are.
+// system errors are returned as they are. An empty dir is an error wrapping
+// [fs.ErrInvalid], not the working directory.
 func Extract(ar *txtar.Archive, dir string) error {
+	if dir == "" {
+		return &fs.PathError{Op: "extract", Path: dir, Err: fmt.Errorf("empty directory: %w", fs.ErrInvalid)}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -16,7 +16,29 @@ const (
 	// EnvChaosSeed, set to a decimal uint64, is the seed [Chaos] uses
 	// instead of a random one, to replay a run whose seed was logged.
 	EnvChaosSeed = "COWFS_CHAOS_SEED"
+
+	// EnvTapeContent bounds the content versions kept beside the tapes
+	// written to the [tape.EnvDir] directory: every version of a file of
+	// at most that many bytes that a test reads or writes is stored,
+	// content-addressed, in <dir>/content (see [tape.WithContent]), so that
+	// replay check and replay diff can show a text diff of a diverged
+	// file. Unset: [DefaultTapeContent]; 0: off; N: at most N bytes.
+	EnvTapeContent = "COWFS_TAPE_CONTENT"
+
+	// EnvRun is set by replay check to the number of the run, 1 to N, in
+	// the environment of each run of the command. Package helpers does
+	// not read it; a test or an example may, to vary on purpose and
+	// reproducibly between runs.
+	EnvRun = "COWFS_RUN"
 )
+
+// DefaultTapeContent is the size bound of content capture when
+// [EnvTapeContent] is unset: 64 KiB.
+const DefaultTapeContent = 64 << 10
+
+// ContentDir is the name of the directory, inside the [tape.EnvDir]
+// directory, where helpers keep content versions. replay finds it there.
+const ContentDir = "content"
 
 // LogLimit bounds how many bytes of the change list and of the patch a
 // failing test logs. The files written to t.ArtifactDir() are complete.

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -66,9 +67,17 @@ func startRecording(e *Env) (*recording, error) {
 		}
 	}
 	if dir != "" {
-		f, err := createTape(dir, tape.FileName(e.pkg, e.name))
+		limit, err := contentLimit()
 		if err != nil {
 			return nil, err
+		}
+		f, err := createTape(dir, tape.FileName(e.pkg, e.name))
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", tape.EnvDir, dir, err)
+		}
+		if limit > 0 {
+			// createTape made dir absolute and created it.
+			opts = append(opts, tape.WithContent(filepath.Join(filepath.Dir(f.Name()), ContentDir), limit))
 		}
 		r.file = f
 		ws = append(ws, f)
@@ -108,7 +117,7 @@ func createTape(dir, name string) (*os.File, error) {
 			return f, err
 		}
 	}
-	return nil, fmt.Errorf("helpers: %s: 10000 tapes of this test exist already", filepath.Join(dir, base+".tape"))
+	return nil, fmt.Errorf("%s: 10000 tapes of this test exist already", filepath.Join(dir, base+".tape"))
 }
 
 // TapeFile returns the name of the file the test's tape is being written
@@ -163,6 +172,19 @@ func (r *recording) finish(e *Env) {
 				rel(r.golden), r.mode, EnvUpdateGolden, d)
 		}
 	}
+}
+
+// contentLimit is the capture bound [EnvTapeContent] sets.
+func contentLimit() (int64, error) {
+	v, ok := os.LookupEnv(EnvTapeContent)
+	if !ok || v == "" {
+		return DefaultTapeContent, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q: not a byte count (want 0 to turn capture off, or N > 0)", EnvTapeContent, v)
+	}
+	return n, nil
 }
 
 // readTapeFile reads a complete tape: a golden cut short is an error.

@@ -96,10 +96,17 @@ func WithUmask(m fs.FileMode) Option {
 
 // New returns an overlay of the directory root. The root is made absolute and
 // its symlinks are resolved once, here; it must exist and be a directory.
+// An empty root is an error wrapping [fs.ErrInvalid], not the working
+// directory.
 func New(root string, opts ...Option) (*Fs, error) {
 	o := options{outsideReads: true, now: time.Now}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if root == "" {
+		// filepath.Abs("") is the working directory: an unset variable
+		// would silently overlay the package directory.
+		return nil, pathErr("overlayfs.New", root, fmt.Errorf("empty root: %w", fs.ErrInvalid))
 	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -114,7 +121,7 @@ func New(root string, opts ...Option) (*Fs, error) {
 		return nil, fixErr(err, "overlayfs.New", root)
 	}
 	if !fi.IsDir() {
-		return nil, pathErr("overlayfs.New", root, fmt.Errorf("not a directory: %w", errNotDir))
+		return nil, pathErr("overlayfs.New", root, errNotDir)
 	}
 	f := &Fs{
 		root: canon,

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cowfs/cowfs/helpers"
 	"github.com/cowfs/cowfs/tape"
 )
 
@@ -28,8 +29,11 @@ func cmdCheck() *command {
 		long: `
 Check runs a command, "go test ./..." by default, N times. Each run gets a
 fresh, empty tape directory in COWFS_TAPE_DIR, where tests using the cowfs
-helpers record one tape each, and -count=1 added to GOFLAGS, so that no run
-is a cached result that records nothing.
+helpers record one tape each (and keep the file contents they read and
+wrote, up to COWFS_TAPE_CONTENT bytes each, 64 KiB by default), -count=1
+added to GOFLAGS, so that no run is a cached result that records nothing,
+and COWFS_RUN set to the number of the run (1 to N), an input a test may
+vary on to reproduce a failure on cue.
 
 The tapes are grouped by the package and test named in their headers, and
 each run's tape is compared with the first run's in the mode -order names
@@ -165,7 +169,7 @@ func runCheck(e *env, args []string, o *checkOpts) int {
 			return e.trouble("check", err)
 		}
 		stop := e.progress(k+1, o.n, start)
-		r, err := runOnce(e, argv, dir)
+		r, err := runOnce(e, argv, dir, k+1)
 		stop(r)
 		if err == nil && e.ctx.Err() != nil {
 			err = fmt.Errorf("interrupted during run %d", k+1)
@@ -251,11 +255,12 @@ func (e *env) progress(k, n int, start time.Time) func(*runResult) {
 // runOnce runs the command once with dir as its tape directory, reads
 // its events and its tapes. The error is trouble: the command could not
 // start, or a tape could not be read.
-func runOnce(e *env, argv []string, dir string) (*runResult, error) {
+func runOnce(e *env, argv []string, dir string, run int) (*runResult, error) {
 	r := &runResult{dir: dir, outcomes: map[string]*outcome{}}
 	cmd := exec.CommandContext(e.ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(),
 		tape.EnvDir+"="+dir,
+		helpers.EnvRun+"="+strconv.Itoa(run),
 		"GOFLAGS="+strings.TrimSpace(e.getenv("GOFLAGS")+" -count=1"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -2,7 +2,6 @@ package flaky
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -46,27 +45,31 @@ func TestAppendLogs(t *testing.T) {
 }
 
 // TestFlaky stands for a test that depends on something outside it (a
-// port, a clock, a shared cache). To be flaky on cue, it fails every
-// other time it runs on this machine, counting its runs in a file in the
-// temporary directory.
+// port, a clock, a shared cache). To be flaky on cue, and reproducibly
+// so, it fails in the even-numbered runs of replay check, which sets
+// COWFS_RUN (helpers.EnvRun) to 1, 2, ... N in run after run. Under a
+// plain go test, COWFS_RUN is unset and the test passes. It keeps no
+// state between runs: replay check -n 3 fails run 2, every time.
 func TestFlaky(t *testing.T) {
 	env := helpers.NewTxtar(t, "testdata/shop.txtar")
 	if err := WriteCount(env.Fs(), env.Root()); err != nil {
 		t.Fatal(err)
 	}
-	if runs := countRun(t); runs%2 == 0 {
-		t.Errorf("the shared resource was busy (run %d)", runs)
+	if run := runNumber(t); run%2 == 0 {
+		t.Errorf("the shared resource was busy (run %d)", run)
 	}
 }
 
-// countRun increments and returns the number of runs of TestFlaky.
-func countRun(t *testing.T) int {
-	p := filepath.Join(os.TempDir(), "cowfs-example-flaky.count")
-	b, _ := os.ReadFile(p)
-	n, _ := strconv.Atoi(string(b))
-	n++
-	if err := os.WriteFile(p, []byte(strconv.Itoa(n)), 0o644); err != nil {
-		t.Fatal(err)
+// runNumber is the run of replay check this is, from COWFS_RUN; 1 when
+// it is unset.
+func runNumber(t *testing.T) int {
+	v := os.Getenv(helpers.EnvRun)
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a run number, 1 or more", helpers.EnvRun, v)
 	}
 	return n
 }
