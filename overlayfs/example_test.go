@@ -67,20 +67,10 @@ func ExampleFs_WriteDiff() {
 	// @@ -1 +1 @@
 	// -port: 8080
 	// +port: 9090
-	// diff --git a/docs/new.md b/docs/new.md
-	// new file mode 100644
-	// index 0000000..3367afd
-	// --- /dev/null
-	// +++ b/docs/new.md
-	// @@ -0,0 +1 @@
-	// +old
-	// diff --git a/docs/old.md b/docs/old.md
-	// deleted file mode 100644
-	// index 3367afd..0000000
-	// --- a/docs/old.md
-	// +++ /dev/null
-	// @@ -1 +0,0 @@
-	// -old
+	// diff --git a/docs/old.md b/docs/new.md
+	// similarity index 100%
+	// rename from docs/old.md
+	// rename to docs/new.md
 }
 
 func ExampleFs_IOFS() {

@@ -9,7 +9,10 @@ import (
 // WriteDiff writes the layer of the root (the primary one, with WithRoot:
 // see WriteDiffFor) as a git patch, paths relative to the root, in
 // path order (except that where a path turns from a directory into a file,
-// the deletions under it come first: git apply does not reorder).
+// the deletions under it come first: git apply does not reorder). A file
+// or symlink that moved is written as a rename, as git diff writes it
+// (similarity index, rename from, rename to; with edits down to git's
+// default 50% similarity), and a moved directory as its files' renames.
 //
 // The guarantee: in a copy of the root, `git apply` of the patch
 // reproduces every file and symlink of the view byte for byte, with its

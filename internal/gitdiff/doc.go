@@ -41,6 +41,25 @@
 // line. The index line then carries the full 40-hex blob ids, which git
 // apply checks against the file it patches and against its result.
 //
+// # Renames
+//
+// A deletion and a creation are written as one rename, as git diff writes
+// it with its defaults (diff.renames, -M50%): "similarity index N%",
+// "rename from" and "rename to" after the mode lines, then the index line
+// and hunks only when the content changed. Pairs are found as git's
+// diffcore-rename finds them: exact renames first (same blob; a symlink
+// only with a symlink), preferring a source with the same basename; then
+// sources and destinations whose basename is unique among those left, at
+// 75%; then, when at most 1000×1000 pairs are left (diff.renameLimit),
+// the best-scoring pairs of at least 50%. The score is git's
+// (diffcore-delta: the bytes of the destination found in the source in
+// chunks cut at each LF or 64 bytes, over the larger size), so the
+// similarity index is the one git prints. A directory that moves is the
+// renames of its files. One case is kept as a deletion and a creation: a
+// symlink whose old path (or, for -R, new path) has files under it on the
+// other side, because git apply does not learn a renamed symlink's mode
+// before it checks that no file is written beyond a symlink.
+//
 // # Line diff
 //
 // Lines are diffed with github.com/sergi/go-diff (Myers' algorithm, no
@@ -94,7 +113,9 @@
 //
 // Write keeps no state between calls and may be called from many goroutines;
 // the Content functions of one call are called from the calling goroutine,
-// one at a time, in output order.
+// one at a time: first those of every deletion and creation when there
+// are both (rename detection reads them all before writing), then the
+// rest in output order.
 //
 // # Errors
 //

@@ -25,7 +25,9 @@ type File struct {
 	Mode fs.FileMode
 
 	// Content returns the file's bytes, or the symlink's target. Write calls
-	// it at most once, and only while it renders this change.
+	// it at most once: while it renders this change, or, for a deletion or
+	// creation, before writing anything when the changes hold both (to
+	// detect renames).
 	Content func() ([]byte, error)
 }
 
@@ -61,8 +63,10 @@ func gitMode(m fs.FileMode) (uint32, error) {
 	return 0, fmt.Errorf("mode %v is neither a regular file nor a symlink", m)
 }
 
-// Write renders changes as one git patch in an order `git apply` accepts:
-// path order, except that where a path changes between directory and file,
+// Write renders changes as one git patch in an order `git apply` accepts,
+// with a deletion and a creation written as a rename where git would find
+// one (see the package documentation): path order (a rename at its new
+// path), except that where a path changes between directory and file,
 // every deletion under "P/" comes before the creation of "P" (git apply does
 // not reorder). Changes with Old and New equal (same bytes and same git mode)
 // produce nothing. The caller may pass changes in any order; changes is not
@@ -80,6 +84,25 @@ func Write(w io.Writer, changes []Change) error {
 	ew := &errWriter{w: w}
 	bw := bufio.NewWriterSize(ew, 64<<10)
 	e := encoder{w: bw}
+	pre, renames, err := detectRenames(sorted)
+	if err != nil {
+		return err
+	}
+	renamedFrom := make(map[int]bool, len(renames))
+	for _, r := range renames {
+		renamedFrom[r.src] = true
+	}
+	// emit renders change j: nothing for the source of a rename (its
+	// destination carries it), the rename at its destination.
+	emit := func(j int) error {
+		if renamedFrom[j] {
+			return nil
+		}
+		if r, ok := renames[j]; ok {
+			return e.rename(sorted[r.src].Path, sorted[j].Path, pre[r.src], pre[j], r.score)
+		}
+		return e.change(&sorted[j], pre[j])
+	}
 	done := make([]bool, len(sorted))
 	for i := range sorted {
 		if done[i] {
@@ -94,13 +117,13 @@ func Write(w io.Writer, changes []Change) error {
 				return strings.Compare(c.Path, p)
 			})
 			for j += i + 1; j < len(sorted) && strings.HasPrefix(sorted[j].Path, prefix); j++ {
-				if err := e.change(&sorted[j]); err != nil {
+				if err := emit(j); err != nil {
 					return err
 				}
 				done[j] = true
 			}
 		}
-		if err := e.change(c); err != nil {
+		if err := emit(i); err != nil {
 			return err
 		}
 		done[i] = true
@@ -109,6 +132,63 @@ func Write(w io.Writer, changes []Change) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// detectRenames loads the deletions and creations, when there are both,
+// and pairs them as git does (see rename.go). pre holds the loaded side
+// of each of them by index (the old side of a deletion, the new side of
+// a creation), so that no Content is called twice.
+func detectRenames(sorted []Change) (pre map[int]*side, renames map[int]rename, err error) {
+	var srcs, dsts []*candidate
+	for i := range sorted {
+		c := &sorted[i]
+		switch {
+		case c.Old != nil && c.New == nil:
+			// git apply learns a symlink's mode from a pure rename only
+			// when it reads the file, after checking that nothing the
+			// patch writes lies beyond a symlink: a symlink renamed away
+			// from "P" while "P/x" is written would fail there.
+			if c.Old.Mode.Type() == fs.ModeSymlink && underAny(sorted, i, func(c *Change) bool { return c.New != nil }) {
+				continue
+			}
+			srcs = append(srcs, &candidate{idx: i, path: c.Path})
+		case c.Old == nil && c.New != nil:
+			// The same, for git apply -R.
+			if c.New.Mode.Type() == fs.ModeSymlink && underAny(sorted, i, func(c *Change) bool { return c.Old != nil }) {
+				continue
+			}
+			dsts = append(dsts, &candidate{idx: i, path: c.Path})
+		}
+	}
+	if len(srcs) == 0 || len(dsts) == 0 {
+		return nil, nil, nil
+	}
+	pre = make(map[int]*side, len(srcs)+len(dsts))
+	for _, cs := range [][]*candidate{srcs, dsts} {
+		for _, cd := range cs {
+			f := sorted[cd.idx].Old
+			if f == nil {
+				f = sorted[cd.idx].New
+			}
+			if cd.s, err = load(cd.path, f); err != nil {
+				return nil, nil, err
+			}
+			cd.id = blobID(cd.s.data)
+			pre[cd.idx] = cd.s
+		}
+	}
+	return pre, findRenames(srcs, dsts), nil
+}
+
+// underAny reports whether some change under sorted[i].Path+"/" satisfies f.
+func underAny(sorted []Change, i int, f func(*Change) bool) bool {
+	prefix := sorted[i].Path + "/"
+	for j := i + 1; j < len(sorted) && sorted[j].Path < prefix+"\xff"; j++ {
+		if strings.HasPrefix(sorted[j].Path, prefix) && f(&sorted[j]) {
+			return true
+		}
+	}
+	return false
 }
 
 // errWriter remembers the first write error so that Write can stop early.
@@ -215,14 +295,23 @@ type encoder struct {
 	linesB  []string
 }
 
-func (e *encoder) change(c *Change) error {
-	old, err := load(c.Path, c.Old)
-	if err != nil {
-		return err
-	}
-	new, err := load(c.Path, c.New)
-	if err != nil {
-		return err
+// change renders c; loaded is its one side already loaded for rename
+// detection, or nil.
+func (e *encoder) change(c *Change, loaded *side) error {
+	var old, new *side
+	var err error
+	switch {
+	case loaded != nil && c.Old != nil:
+		old = loaded
+	case loaded != nil:
+		new = loaded
+	default:
+		if old, err = load(c.Path, c.Old); err != nil {
+			return err
+		}
+		if new, err = load(c.Path, c.New); err != nil {
+			return err
+		}
 	}
 	switch {
 	case old == nil && new == nil:
@@ -262,6 +351,15 @@ func (e *encoder) file(path string, old, new *side) error {
 			return nil
 		}
 	}
+	return e.body(path, path, aName, bName, old, new)
+}
+
+// body renders the index line and the content change of a section whose
+// header is written: a binary patch or text hunks. aPath and bPath are the
+// old and new names (they differ for a rename), aName and bName the same
+// quoted with their "a/" and "b/" prefixes.
+func (e *encoder) body(aPath, bPath, aName, bName string, old, new *side) error {
+	w := e.w
 	var oldData, newData []byte
 	if old != nil {
 		oldData = old.data
@@ -305,7 +403,7 @@ func (e *encoder) file(path string, old, new *side) error {
 	} else {
 		w.WriteString("--- ")
 		w.WriteString(aName)
-		if strings.IndexByte(path, ' ') >= 0 {
+		if strings.IndexByte(aPath, ' ') >= 0 {
 			w.WriteByte('\t') // as git: tells where an unquoted name ends
 		}
 		w.WriteByte('\n')
@@ -315,7 +413,7 @@ func (e *encoder) file(path string, old, new *side) error {
 	} else {
 		w.WriteString("+++ ")
 		w.WriteString(bName)
-		if strings.IndexByte(path, ' ') >= 0 {
+		if strings.IndexByte(bPath, ' ') >= 0 {
 			w.WriteByte('\t')
 		}
 		w.WriteByte('\n')

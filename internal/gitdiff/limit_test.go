@@ -54,7 +54,7 @@ func TestDistinctLimitFallbackApplies(t *testing.T) {
 	var buf bytes.Buffer
 	e := encoder{w: bufio.NewWriter(&buf)}
 	e.differ.maxDistinct = 5
-	if err := e.change(&Change{Path: "f", Old: reg(old).file(), New: reg(new).file()}); err != nil {
+	if err := e.change(&Change{Path: "f", Old: reg(old).file(), New: reg(new).file()}, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.w.Flush()
@@ -104,7 +104,7 @@ func TestBudgetFallback(t *testing.T) {
 	e := encoder{w: bufio.NewWriter(&buf)}
 	e.differ.budget = 1000
 	old, new := strings.Join(a, ""), strings.Join(b, "")
-	if err := e.change(&Change{Path: "f", Old: reg(old).file(), New: reg(new).file()}); err != nil {
+	if err := e.change(&Change{Path: "f", Old: reg(old).file(), New: reg(new).file()}, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.w.Flush()

@@ -259,8 +259,8 @@ func applyGoGitdiff(old tree, patch []byte) (tree, error) {
 	}
 	got := old.clone()
 	for _, f := range files {
-		if f.OldName != "" && f.NewName != "" && f.OldName != f.NewName {
-			return nil, fmt.Errorf("rename %q -> %q", f.OldName, f.NewName)
+		if f.IsRename != (f.OldName != "" && f.NewName != "" && f.OldName != f.NewName) {
+			return nil, fmt.Errorf("%q -> %q: IsRename %v", f.OldName, f.NewName, f.IsRename)
 		}
 		name := f.NewName
 		if f.IsDelete {
@@ -268,11 +268,15 @@ func applyGoGitdiff(old tree, patch []byte) (tree, error) {
 		}
 		var src []byte
 		if !f.IsNew {
-			e, ok := got[name]
+			e, ok := got[f.OldName]
 			if !ok {
-				return nil, fmt.Errorf("%q: patch modifies a missing file", name)
+				return nil, fmt.Errorf("%q: patch modifies a missing file", f.OldName)
 			}
 			src = []byte(e.data)
+			if f.IsRename {
+				delete(got, f.OldName)
+				got[name] = e
+			}
 		}
 		var dst bytes.Buffer
 		if err := bgd.Apply(&dst, bytes.NewReader(src), f); err != nil {

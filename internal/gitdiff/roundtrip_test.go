@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"maps"
 	"math/rand/v2"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -141,7 +142,26 @@ func mutate(r *rand.Rand, old tree) tree {
 		}
 		p := paths[r.IntN(len(paths))]
 		e := t[p]
-		switch r.IntN(8) {
+		switch r.IntN(11) {
+		case 8, 9: // a move, with an edit or not
+			delete(t, p)
+			if r.IntN(2) == 0 && e.mode != fs.ModeSymlink {
+				e.data = edit(r, e.data)
+			}
+			t.put(genPath(r), e)
+		case 10: // a directory moves
+			i := strings.LastIndexByte(p, '/')
+			to := genPath(r)
+			if i < 0 || to == p[:i] || under(to, p[:i]) {
+				continue
+			}
+			dir := p[:i]
+			for _, q := range paths {
+				if qe, ok := t[q]; ok && under(q, dir) {
+					delete(t, q)
+					t.put(to+q[len(dir):], qe)
+				}
+			}
 		case 0:
 			delete(t, p)
 		case 1: // remove a whole directory
@@ -175,6 +195,9 @@ func mutate(r *rand.Rand, old tree) tree {
 	return t
 }
 
+// inexactRename matches the header of a rename with edits.
+var inexactRename = regexp.MustCompile(`(?m)^similarity index [1-9][0-9]%$`)
+
 func shuffled(r *rand.Rand, cs []Change) []Change {
 	r.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
 	return cs
@@ -192,7 +215,7 @@ func TestRoundTripGit(t *testing.T) {
 	seen := map[string]int{}
 	defer func() {
 		// The generators must keep producing every case the patch format has.
-		for _, k := range []string{"GIT binary patch", "new file mode 120000", "old mode", "\\ No newline", "\"a/", "\t\n", "\r\n", "dir->file", "file->dir"} {
+		for _, k := range []string{"GIT binary patch", "new file mode 120000", "old mode", "\\ No newline", "\"a/", "\t\n", "\r\n", "dir->file", "file->dir", "similarity index 100%", "inexact rename"} {
 			if seen[k] == 0 && !t.Failed() {
 				t.Errorf("no generated patch exercised %q", k)
 			}
@@ -223,10 +246,13 @@ func TestRoundTripGit(t *testing.T) {
 			}
 			continue
 		}
-		for _, k := range []string{"GIT binary patch", "new file mode 120000", "old mode", "\\ No newline", "\"a/", "\t\n", "\r\n"} {
+		for _, k := range []string{"GIT binary patch", "new file mode 120000", "old mode", "\\ No newline", "\"a/", "\t\n", "\r\n", "similarity index 100%"} {
 			if bytes.Contains(buf.Bytes(), []byte(k)) {
 				seen[k]++
 			}
+		}
+		if inexactRename.Match(buf.Bytes()) {
+			seen["inexact rename"]++
 		}
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			roundTrip(t, git, old, new, buf.Bytes())

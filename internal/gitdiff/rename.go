@@ -1,0 +1,317 @@
+package gitdiff
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"slices"
+)
+
+// Rename detection as git's diffcore-rename does it with its defaults
+// (diff.renames=true, -M50%, renameLimit 1000): exact renames first (same
+// blob, and the same mode unless both are regular files), then pairs of
+// unique basenames at a stricter score, then the best-scoring pairs of a
+// similarity matrix. Scores are git's: 60000 for identical content,
+// "similarity index" is score*100/60000.
+const (
+	maxScore      = 60000
+	minScore      = maxScore / 2                     // -M50%
+	basenameScore = minScore + (maxScore-minScore)/2 // git's default basename factor, 0.5
+	renameLimit   = 1000                             // diff.renameLimit
+	candidatesPer = 4                                // NUM_CANDIDATE_PER_DST
+	spanHashBase  = 107927                           // HASHBASE of diffcore-delta.c
+	firstFewBytes = 8000                             // git's buffer_is_binary window
+	spanMax       = 64                               // the longest chunk hashed
+)
+
+// rename pairs a deletion (src) with a creation (dst), indexes into the
+// sorted changes, with git's score.
+type rename struct {
+	src, dst int
+	score    int
+}
+
+// candidate is one loaded side that may take part in a rename.
+type candidate struct {
+	idx  int // into the sorted changes
+	path string
+	s    *side
+	id   string      // blob id
+	span []spanCount // similarity fingerprint, computed on demand
+	used bool        // src: already renamed
+}
+
+// findRenames pairs deletions with creations. srcs and dsts are in path
+// order. It returns the pairs by destination index.
+func findRenames(srcs, dsts []*candidate) map[int]rename {
+	out := map[int]rename{}
+	if len(srcs) == 0 || len(dsts) == 0 {
+		return out
+	}
+	paired := make([]bool, len(dsts))
+
+	// Exact renames: for each destination in path order, the first unused
+	// source with the same blob, one with the same basename preferred.
+	for i, d := range dsts {
+		best, bestScore := -1, -1
+		for j, s := range srcs {
+			if s.used || s.id != d.id {
+				continue
+			}
+			if (s.s.mode != modeRegular && s.s.mode != modeExecutable) || (d.s.mode != modeRegular && d.s.mode != modeExecutable) {
+				if s.s.mode != d.s.mode {
+					continue
+				}
+			}
+			score := 1
+			if basenameSame(s.path, d.path) {
+				score++
+			}
+			if score > bestScore {
+				best, bestScore = j, score
+				if score == 2 {
+					break
+				}
+			}
+		}
+		if best >= 0 {
+			srcs[best].used, paired[i] = true, true
+			out[d.idx] = rename{src: srcs[best].idx, dst: d.idx, score: maxScore}
+		}
+	}
+
+	// Unique basenames among what is left, at the stricter score.
+	srcByBase, dstByBase := map[string]int{}, map[string]int{}
+	for j, s := range srcs {
+		if !s.used {
+			uniqueIndex(srcByBase, path.Base(s.path), j)
+		}
+	}
+	for i, d := range dsts {
+		if !paired[i] {
+			uniqueIndex(dstByBase, path.Base(d.path), i)
+		}
+	}
+	for j, s := range srcs {
+		if s.used {
+			continue
+		}
+		base := path.Base(s.path)
+		sj, i := srcByBase[base], -1
+		if v, ok := dstByBase[base]; ok {
+			i = v
+		}
+		if sj != j || i < 0 || paired[i] {
+			continue
+		}
+		score := similarity(s, dsts[i], basenameScore)
+		if score < basenameScore {
+			continue
+		}
+		s.used, paired[i] = true, true
+		out[dsts[i].idx] = rename{src: s.idx, dst: dsts[i].idx, score: score}
+	}
+
+	// The matrix: for each destination left, its best four sources; then
+	// pairs by descending score, the same basename first on a tie.
+	var left []int
+	for i := range dsts {
+		if !paired[i] {
+			left = append(left, i)
+		}
+	}
+	var nsrc int
+	for _, s := range srcs {
+		if !s.used {
+			nsrc++
+		}
+	}
+	if len(left) == 0 || nsrc == 0 || !underRenameLimit(len(left), nsrc) {
+		return out
+	}
+	type entry struct {
+		src, dst  int // into srcs, dsts; dst < 0: unused slot
+		score     int
+		nameScore int
+	}
+	// cmpEntry is git's score_compare: unused slots last, then higher
+	// score, then the same basename.
+	cmpEntry := func(a, b entry) int {
+		switch {
+		case a.dst < 0 && b.dst < 0:
+			return 0
+		case a.dst < 0:
+			return 1
+		case b.dst < 0:
+			return -1
+		case a.score == b.score:
+			return b.nameScore - a.nameScore
+		}
+		return b.score - a.score
+	}
+	mx := make([]entry, 0, len(left)*candidatesPer)
+	for _, i := range left {
+		m := []entry{{dst: -1}, {dst: -1}, {dst: -1}, {dst: -1}}
+		for j, s := range srcs {
+			if s.used {
+				continue
+			}
+			e := entry{src: j, dst: i, score: similarity(s, dsts[i], minScore)}
+			if basenameSame(s.path, dsts[i].path) {
+				e.nameScore = 1
+			}
+			worst := 0
+			for k := 1; k < candidatesPer; k++ {
+				if cmpEntry(m[k], m[worst]) > 0 {
+					worst = k
+				}
+			}
+			if cmpEntry(m[worst], e) > 0 {
+				m[worst] = e
+			}
+		}
+		mx = append(mx, m...)
+	}
+	slices.SortStableFunc(mx, cmpEntry)
+	for _, e := range mx {
+		if e.dst < 0 || e.score < minScore {
+			break
+		}
+		if paired[e.dst] || srcs[e.src].used {
+			continue
+		}
+		srcs[e.src].used, paired[e.dst] = true, true
+		out[dsts[e.dst].idx] = rename{src: srcs[e.src].idx, dst: dsts[e.dst].idx, score: e.score}
+	}
+	return out
+}
+
+// uniqueIndex records v under k, or -1 when k is already there.
+func uniqueIndex(m map[string]int, k string, v int) {
+	if _, ok := m[k]; ok {
+		m[k] = -1
+		return
+	}
+	m[k] = v
+}
+
+// underRenameLimit is git's too_many_rename_candidates test.
+func underRenameLimit(ndst, nsrc int) bool {
+	return (ndst <= renameLimit || nsrc <= renameLimit) && uint64(ndst)*uint64(nsrc) <= renameLimit*renameLimit
+}
+
+// basenameSame reports whether the two paths end in the same name.
+func basenameSame(a, b string) bool {
+	return path.Base(a) == path.Base(b)
+}
+
+// similarity is git's estimate_similarity: 0 unless both are regular
+// files whose sizes are close enough for min, else the share of the
+// larger file's material found in the source, scaled to maxScore.
+func similarity(src, dst *candidate, minimum int) int {
+	if !isRegular(src.s.mode) || !isRegular(dst.s.mode) {
+		return 0
+	}
+	ss, ds := len(src.s.data), len(dst.s.data)
+	maxSize, baseSize := max(ss, ds), min(ss, ds)
+	delta := maxSize - baseSize
+	if uint64(maxSize)*uint64(maxScore-minimum) < uint64(delta)*maxScore {
+		return 0
+	}
+	if ds == 0 {
+		return 0
+	}
+	if src.span == nil {
+		src.span = spanHash(src.s.data)
+	}
+	if dst.span == nil {
+		dst.span = spanHash(dst.s.data)
+	}
+	copied := countCopied(src.span, dst.span)
+	return int(copied * maxScore / uint64(maxSize))
+}
+
+func isRegular(mode uint32) bool { return mode == modeRegular || mode == modeExecutable }
+
+// spanCount is how many bytes of a file fell in chunks of one hash.
+type spanCount struct {
+	hash uint32
+	cnt  uint64
+}
+
+// spanHash is git's hash_chars (diffcore-delta.c): the content cut after
+// each LF or 64 bytes, whichever comes first, each chunk hashed into one
+// of about 2^17 values, bytes counted per value. A CR before an LF is
+// skipped in text. As in git, a last chunk without LF shorter than 64
+// bytes is not counted. The result is sorted by hash and never empty (a
+// zero count ends it, as in git's table).
+func spanHash(data []byte) []spanCount {
+	text := bytes.IndexByte(data[:min(len(data), firstFewBytes)], 0) < 0
+	counts := map[uint32]uint64{}
+	var acc1, acc2 uint32
+	n := 0
+	for i := 0; i < len(data); i++ {
+		c := uint32(data[i])
+		if text && c == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			continue
+		}
+		old1 := acc1
+		acc1 = (acc1 << 7) ^ (acc2 >> 25)
+		acc2 = (acc2 << 7) ^ (old1 >> 25)
+		acc1 += c
+		n++
+		if n < spanMax && c != '\n' {
+			continue
+		}
+		counts[(acc1+acc2*0x61)%spanHashBase] += uint64(n)
+		n, acc1, acc2 = 0, 0, 0
+	}
+	out := make([]spanCount, 0, len(counts)+1)
+	for h, c := range counts {
+		out = append(out, spanCount{h, c})
+	}
+	slices.SortFunc(out, func(a, b spanCount) int { return int(a.hash) - int(b.hash) })
+	return append(out, spanCount{}) // the terminator
+}
+
+// countCopied is diffcore_count_changes' src_copied: per chunk hash, the
+// bytes found in both.
+func countCopied(src, dst []spanCount) uint64 {
+	var copied uint64
+	d := 0
+	for _, s := range src {
+		if s.cnt == 0 {
+			break
+		}
+		for dst[d].cnt != 0 && dst[d].hash < s.hash {
+			d++
+		}
+		var dc uint64
+		if dst[d].cnt != 0 && dst[d].hash == s.hash {
+			dc = dst[d].cnt
+			d++
+		}
+		copied += min(s.cnt, dc)
+	}
+	return copied
+}
+
+// rename renders a rename: git's header (mode lines, similarity, rename
+// from and to), then the content change, if any, as for a modification.
+func (e *encoder) rename(from, to string, old, new *side, score int) error {
+	w := e.w
+	aName, bName := quoteName("a/", from), quoteName("b/", to)
+	w.WriteString("diff --git ")
+	w.WriteString(aName)
+	w.WriteByte(' ')
+	w.WriteString(bName)
+	w.WriteByte('\n')
+	if old.mode != new.mode {
+		fmt.Fprintf(w, "old mode %06o\nnew mode %06o\n", old.mode, new.mode)
+	}
+	fmt.Fprintf(w, "similarity index %d%%\nrename from %s\nrename to %s\n", score*100/maxScore, quoteName("", from), quoteName("", to))
+	if bytes.Equal(old.data, new.data) {
+		return nil
+	}
+	return e.body(from, to, aName, bName, old, new)
+}
