@@ -27,13 +27,18 @@ var (
 )
 
 // ReadError is the error of Read: what is wrong, and on which line (1 is
-// the header).
+// the header; 0 when the input is empty, and the message names no line).
 type ReadError struct {
 	Line int
 	Err  error
 }
 
-func (e *ReadError) Error() string { return fmt.Sprintf("tape: line %d: %v", e.Line, e.Err) }
+func (e *ReadError) Error() string {
+	if e.Line == 0 { // not about a line: the input is empty
+		return fmt.Sprintf("tape: %v", e.Err)
+	}
+	return fmt.Sprintf("tape: line %d: %v", e.Line, e.Err)
+}
 func (e *ReadError) Unwrap() error { return e.Err }
 
 // MaxLine bounds the length of one line Read accepts.

@@ -45,6 +45,8 @@ each run's tape is compared with the first run's in the mode -order names
 	ok  	PKG	TEST	interleaving-only
 	    the same per path, but independent paths were touched in a
 	    different order (goroutines racing on different files);
+	ok  	PKG	TEST	no file activity
+	    every run's tape is empty: nothing was compared;
 	--- DIVERGE: TEST (PKG)
 	    a run differs from the first: the first divergence follows, with
 	    its path, the records around it and, when the file contents were
@@ -59,6 +61,18 @@ whose standard output is test2json events (go test -json, go tool
 test2json) is read the same way. Otherwise only the command's exit status
 is compared, as the outcome of "(command)".
 
+go test -json makes testing.Verbose() true in the tests, in every run. A
+test that behaves differently under -v (one that skips unless verbose)
+may therefore fail in every run of check and nowhere else. All runs agree,
+so it is a FAIL, never a DIVERGE; when check added -json itself, it runs
+each test that failed in every run once more without -json (go test
+-count=1 -run '^NAME$' PKG) and, if it passes there, says so under the
+FAIL ("passes without -json ...", class verbose-only in -json output).
+
+A test whose tapes hold no record at all (it made an Env and did not use
+its file system) is reported as "no file activity" rather than identical:
+there was nothing to compare.
+
 The last line is "ok" or "FAIL" with the counts. While it runs, check
 shows a progress line (run k/N, elapsed time) on standard error when that
 is a terminal, and prints a plain line per finished run otherwise.
@@ -68,14 +82,16 @@ is a terminal, and prints a plain line per finished run otherwise.
 -json prints, instead of text, events shaped as test2json's: the outcome
 of each test in each run (Action pass, fail or skip, with "Run": k), then
 one event per test with Action "identical" (equal in the chosen mode;
-"Class" says identical or interleaving-only), "diverge" (with "Class",
-"Run" of the first differing run, "Path" and the report in "Output") or
-"fail", and a last event with Action "pass" or "fail" and the summary.
+"Class" says identical or interleaving-only), "no-activity", "diverge"
+(with "Class", "Run" of the first differing run, "Path" and the report in
+"Output") or "fail", and a last event with Action "pass" or "fail" and the
+summary.
 
-Exit status: 0 when every test is identical or interleaving-only (in path
-mode), 1 when a test diverged or failed, 2 when the command could not
-start, no tapes were produced (the tests probably do not use the cowfs
-helpers, or the go test cache swallowed the run), or a tape cannot be read.
+Exit status: 0 when every test is identical, interleaving-only (in path
+mode) or without file activity, 1 when a test diverged or failed, 2 when
+the command could not start, no tapes were produced (nothing to read: the
+tests probably do not use the cowfs helpers, or the go test cache
+swallowed the run), or a tape cannot be read.
 `,
 		flags: func(fs *flag.FlagSet) func(*env, []string) int {
 			o := &checkOpts{}
@@ -148,6 +164,7 @@ func runCheck(e *env, args []string, o *checkOpts) int {
 	if len(argv) == 0 {
 		argv = []string{"go", "test", "./..."}
 	}
+	addedJSON := len(withJSON(argv)) != len(argv)
 	argv = withJSON(argv)
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		return e.trouble("check", fmt.Errorf("command could not start: %w", err))
@@ -192,13 +209,16 @@ func runCheck(e *env, args []string, o *checkOpts) int {
 		ntapes += len(r.tapes)
 	}
 	if ntapes == 0 {
-		msg := fmt.Sprintf("no tapes produced in %d runs of %s: the tests probably don't use the cowfs helpers, or the go test cache swallowed the run (GOFLAGS had -count=1 added)", o.n, strings.Join(argv, " "))
+		msg := fmt.Sprintf("no tapes produced in %s of %s: the tests probably don't use the cowfs helpers, or the go test cache swallowed the run (GOFLAGS had -count=1 added)", plural(o.n, "run"), strings.Join(argv, " "))
 		if r := runs[0]; r.exitErr != nil {
 			msg += fmt.Sprintf("\nthe command failed in run 1 (%v); its output ends:\n%s", r.exitErr, indent(tail(r.allOutput(), maxOutputLines), "    "))
 		}
 		return e.trouble("check", errors.New(msg))
 	}
 	vs := verdicts(runs, o)
+	if addedJSON {
+		checkVerbose(e, vs)
+	}
 	return report(e, vs, runs, argv, o)
 }
 
@@ -231,7 +251,7 @@ func (e *env) progress(k, n int, start time.Time) func(*runResult) {
 			if r.exitErr != nil {
 				status = r.exitErr.Error()
 			}
-			fmt.Fprintf(e.stderr, "replay check: run %d/%d done in %.1fs, %d tapes, %s\n", k, n, r.elapsed.Seconds(), len(r.tapes), status)
+			fmt.Fprintf(e.stderr, "replay check: run %d/%d done in %.1fs, %s, %s\n", k, n, r.elapsed.Seconds(), plural(len(r.tapes), "tape"), status)
 		}
 	}
 	done := make(chan struct{})
@@ -352,7 +372,7 @@ func (r *runResult) allOutput() []string {
 // verdict is check's finding about one test across all runs.
 type verdict struct {
 	pkg, test string
-	kind      string // identical, interleaving-only, diverge, fail, no-tape
+	kind      string // identical, interleaving-only, no-activity, diverge, fail, no-tape
 	class     string // diverge: data, interleaving-only, outcome, missing, truncated
 	run       int    // diverge: the first run that differs from run 1
 	path      string
@@ -360,15 +380,7 @@ type verdict struct {
 	tapes     bool
 }
 
-func (v *verdict) name() string {
-	if v.pkg == "" {
-		return v.test
-	}
-	if v.test == "" {
-		return v.pkg
-	}
-	return v.test + " (" + v.pkg + ")"
-}
+func (v *verdict) name() string { return testName(v.pkg, v.test, "") }
 
 func verdicts(runs []*runResult, o *checkOpts) []*verdict {
 	tapeMaps := make([]map[string]*loaded, len(runs))
@@ -448,9 +460,12 @@ func judge(v *verdict, key string, runs []*runResult, o *checkOpts) {
 		v.kind = "fail"
 		fails := byAction["fail"]
 		oc := runs[fails[0]-1].outcomes[key]
-		if len(fails) == len(runs) {
+		switch {
+		case len(runs) == 1:
+			v.lines = append(v.lines, "failed")
+		case len(fails) == len(runs):
 			v.lines = append(v.lines, fmt.Sprintf("failed in all %d runs", len(runs)))
-		} else {
+		default:
 			v.lines = append(v.lines, fmt.Sprintf("failed in %s, did not run in the others", runList(fails)))
 		}
 		if len(oc.output) > 0 {
@@ -561,6 +576,12 @@ func tapeDivergence(v *verdict, key string, runs []*runResult, o *checkOpts) []s
 		return lines
 	}
 	v.kind = worst.String()
+	if first != nil && len(first.t.Records) == 0 {
+		// Equal, but about nothing: the test made an Env and did not
+		// touch its file system. Saying "identical" would claim a
+		// determinism check that did not happen.
+		v.kind = "no-activity"
+	}
 	return nil
 }
 
@@ -609,6 +630,8 @@ func report(e *env, vs []*verdict, runs []*runResult, argv []string, o *checkOpt
 				ev.Action, ev.Class = "identical", v.kind
 			case "diverge":
 				ev.Action = "diverge"
+			case "no-activity":
+				ev.Action = "no-activity"
 			case "fail":
 				ev.Action = "fail"
 			default:
@@ -622,7 +645,9 @@ func report(e *env, vs []*verdict, runs []*runResult, argv []string, o *checkOpt
 		}
 		switch v.kind {
 		case "identical", "interleaving-only":
-			fmt.Fprintf(e.stdout, "ok  \t%s\t%s\t%s\n", v.pkg, v.test, v.kind)
+			fmt.Fprint(e.stdout, okLine(v.pkg, v.test, v.name(), v.kind))
+		case "no-activity":
+			fmt.Fprint(e.stdout, okLine(v.pkg, v.test, v.name(), "no file activity"))
 		case "diverge":
 			fmt.Fprintf(e.stdout, "--- DIVERGE: %s\n", v.name())
 			fmt.Fprintln(e.stdout, indent(v.lines, "    "))
@@ -631,8 +656,11 @@ func report(e *env, vs []*verdict, runs []*runResult, argv []string, o *checkOpt
 			fmt.Fprintln(e.stdout, indent(v.lines, "    "))
 		}
 	}
-	summary := fmt.Sprintf("%d runs of %s: %d identical, %d interleaving-only, %d diverged, %d failed",
-		len(runs), strings.Join(argv, " "), counts["identical"], counts["interleaving-only"], counts["diverge"], counts["fail"])
+	summary := fmt.Sprintf("%s of %s: %d identical, %d interleaving-only, %d diverged, %d failed",
+		plural(len(runs), "run"), strings.Join(argv, " "), counts["identical"], counts["interleaving-only"], counts["diverge"], counts["fail"])
+	if n := counts["no-activity"]; n > 0 {
+		summary += fmt.Sprintf(", %d without file activity", n)
+	}
 	if n := counts["no-tape"]; n > 0 {
 		summary += fmt.Sprintf(", %d without tape", n)
 	}

@@ -39,7 +39,10 @@ is listed.
 
 When A and B are directories, their *.tape files are paired by the package
 and test in their headers; a tape present on one side only is a difference.
-Each pair gets a line: "ok" or "--- DIVERGE" followed by its hunk.
+When one is a directory and the other a tape, the tape is compared with
+its counterpart in the directory. Each pair gets a line, as replay check
+prints them: "ok  PKG  TEST  CLASS", or "--- DIVERGE: TEST (PKG)"
+followed by its hunk.
 
 When the bytes of two differing versions of a file were captured (see
 tape.WithContent), diff also prints a git-style text diff of the two
@@ -57,7 +60,8 @@ lists every end-state line that differs.
 -json prints one JSON object per compared pair instead of text.
 
 Exit status: 0 when equal, 1 when they differ, 2 when a tape cannot be
-read or the arguments are wrong.
+read, there is nothing to read (directories without tapes) or the
+arguments are wrong.
 `,
 		flags: func(fs *flag.FlagSet) func(*env, []string) int {
 			o := &diffOpts{}
@@ -83,6 +87,8 @@ type diffOpts struct {
 // diffReport is the outcome of comparing one pair; it is also the -json form.
 type diffReport struct {
 	Name      string        `json:"name"`
+	Package   string        `json:"package,omitempty"`
+	Test      string        `json:"test,omitempty"`
 	A         string        `json:"a,omitempty"`
 	B         string        `json:"b,omitempty"`
 	Mode      string        `json:"mode"`
@@ -126,7 +132,7 @@ func runDiff(e *env, args []string, o *diffOpts) int {
 		return e.usageError("diff", "-U must not be negative")
 	}
 	if len(args) != 2 {
-		return e.usageError("diff", "want two tapes or two directories, got %d arguments", len(args))
+		return e.usageError("diff", "want two tapes or directories, got %s", plural(len(args), "argument"))
 	}
 	fa, err := os.Stat(args[0])
 	if err != nil {
@@ -136,11 +142,8 @@ func runDiff(e *env, args []string, o *diffOpts) int {
 	if err != nil {
 		return e.trouble("diff", err)
 	}
-	switch {
-	case fa.IsDir() && fb.IsDir():
-		return diffDirs(e, args[0], args[1], o)
-	case fa.IsDir() || fb.IsDir():
-		return e.usageError("diff", "%s and %s: want two tapes or two directories, not one of each", args[0], args[1])
+	if fa.IsDir() || fb.IsDir() {
+		return diffSets(e, args[0], args[1], o)
 	}
 	a, err := loadTape(args[0])
 	if err != nil {
@@ -164,33 +167,61 @@ func runDiff(e *env, args []string, o *diffOpts) int {
 	return exitDiffers
 }
 
-func diffDirs(e *env, da, db string, o *diffOpts) int {
-	la, err := loadDir(da)
+// loadSide reads the tapes of one side of diff: a directory's, or one file.
+func loadSide(name string) (ls []*loaded, dir bool, err error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, false, err
+	}
+	if fi.IsDir() {
+		ls, err = loadDir(name)
+		return ls, true, err
+	}
+	l, err := loadTape(name)
+	if err != nil {
+		return nil, false, err
+	}
+	return []*loaded{l}, false, nil
+}
+
+// diffSets compares two sides of which at least one is a directory. Tapes
+// are paired by test; a file side stands for its one test, so that
+// "diff run-1/x.tape run-2" compares x with its counterpart in run-2.
+func diffSets(e *env, da, db string, o *diffOpts) int {
+	la, dirA, err := loadSide(da)
 	if err != nil {
 		return e.trouble("diff", err)
 	}
-	lb, err := loadDir(db)
+	lb, dirB, err := loadSide(db)
 	if err != nil {
 		return e.trouble("diff", err)
 	}
 	ma, mb := byKey(la), byKey(lb)
 	if len(ma) == 0 && len(mb) == 0 {
-		return e.trouble("diff", fmt.Errorf("no *.tape files in %s or %s", da, db))
+		return e.trouble("diff", fmt.Errorf("no *.tape files in %s or %s: %w", da, db, errNothingToRead))
+	}
+	keys := sortedKeys(ma, mb)
+	switch {
+	case !dirA:
+		keys = sortedKeys(ma)
+	case !dirB:
+		keys = sortedKeys(mb)
 	}
 	code := exitSame
-	for _, k := range sortedKeys(ma, mb) {
+	for _, k := range keys {
 		a, b := ma[k], mb[k]
 		var rep *diffReport
 		switch {
 		case a == nil:
-			rep = &diffReport{Name: b.name(), B: b.file, Mode: o.mode.String(), Class: "missing", Hunks: 1}
+			rep = &diffReport{B: b.file, Mode: o.mode.String(), Class: "missing", Hunks: 1}
 		case b == nil:
-			rep = &diffReport{Name: a.name(), A: a.file, Mode: o.mode.String(), Class: "missing", Hunks: 1}
+			rep = &diffReport{A: a.file, Mode: o.mode.String(), Class: "missing", Hunks: 1}
 		default:
 			rep = compareLoaded(a, b, o)
 			warnTruncated(e, rep)
 		}
-		rep.Name = k
+		rep.Package, rep.Test = keyTest(k, cmp.Or(a, b))
+		rep.Name = testName(rep.Package, rep.Test, cmp.Or(a, b).file)
 		if !rep.Equal {
 			code = exitDiffers
 		}
@@ -200,7 +231,7 @@ func diffDirs(e *env, da, db string, o *diffOpts) int {
 		}
 		switch {
 		case rep.Equal:
-			fmt.Fprintf(e.stdout, "ok  \t%s\t%s\n", rep.Name, rep.Class)
+			fmt.Fprint(e.stdout, okLine(rep.Package, rep.Test, rep.Name, rep.Class))
 		case a == nil:
 			fmt.Fprintf(e.stdout, "--- DIVERGE: %s\n    only in %s: %s\n", rep.Name, db, b.file)
 		case b == nil:
@@ -211,6 +242,16 @@ func diffDirs(e *env, da, db string, o *diffOpts) int {
 		}
 	}
 	return code
+}
+
+// keyTest returns the package and test of a byKey key of l, the test with
+// the " #N" of a second tape of one test.
+func keyTest(k string, l *loaded) (pkg, test string) {
+	pkg, test = l.t.Header.Package, l.t.Header.Test
+	if i := strings.LastIndex(k, " #"); i >= 0 && (pkg != "" || test != "") {
+		test += k[i:]
+	}
+	return pkg, test
 }
 
 func warnTruncated(e *env, rep *diffReport) {

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"path"
 	"slices"
@@ -15,10 +16,11 @@ import (
 func cmdShow() *command {
 	return &command{
 		name:      "show",
-		usageLine: "show [-canon] [-order MODE] [-op OPS] [-path GLOB] TAPE",
+		usageLine: "show [-canon] [-order MODE] [-op OPS] [-path GLOB] TAPE|DIR...",
 		short:     "print a tape as a readable listing",
 		long: `
-Show prints a tape: a header line naming the package and test and the
+Show prints each tape (a directory stands for its *.tape files, in name
+order; a blank line between tapes): a header line naming the package and test and the
 format version, the volatile facts of the header (root, pid, start time)
 as comment lines, one line per record (sequence number, operation, path,
 then the fields that are set, as key=value), and a last line saying
@@ -36,7 +38,8 @@ sequence numbers; set: sorted), of the records the filters keep; with
 path, of the paths -path selects (-op does not apply). Two tapes are equal
 in a mode exactly when their canonical forms are.
 
-Exit status: 0, or 2 when the tape cannot be read.
+Exit status: 0, or 2 when a tape cannot be read or there is nothing to
+read (no arguments, or a directory without tapes).
 `,
 		flags: func(fs *flag.FlagSet) func(*env, []string) int {
 			canon := fs.Bool("canon", false, "print the canonical form for -order")
@@ -109,9 +112,6 @@ func runShow(e *env, args []string, canon bool, order, ops, glob string) int {
 	if err != nil {
 		return e.usageError("show", "%v", err)
 	}
-	if len(args) != 1 {
-		return e.usageError("show", "want exactly one tape, got %d arguments", len(args))
-	}
 	filter, err := newRecordFilter(ops, glob)
 	if err != nil {
 		return e.usageError("show", "%v", err)
@@ -119,10 +119,31 @@ func runShow(e *env, args []string, canon bool, order, ops, glob string) int {
 	if canon && mode == tape.ModeFinal && ops != "" {
 		return e.usageError("show", "-op does not apply to the end state (-canon -order final)")
 	}
-	l, err := loadTape(args[0])
+	files, err := expandTapes(args)
 	if err != nil {
+		if len(args) == 0 {
+			return e.usageError("show", "%v", err)
+		}
 		return e.trouble("show", err)
 	}
+	code := exitSame
+	for i, file := range files {
+		l, err := loadTape(file)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "replay show: %v\n", err)
+			code = exitTrouble
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		showTape(e.stdout, l, filter, canon, mode, glob)
+	}
+	return code
+}
+
+// showTape prints one tape as runShow describes.
+func showTape(w io.Writer, l *loaded, filter *recordFilter, canon bool, mode tape.Mode, glob string) {
 	t := l.t
 	sel := &tape.Tape{Header: t.Header}
 	for i := range t.Records {
@@ -134,36 +155,35 @@ func runShow(e *env, args []string, canon bool, order, ops, glob string) int {
 		// The end state is that of all the records; -path picks its lines.
 		for _, line := range t.Final() {
 			if glob == "" || matchUnder(glob, finalLinePath(line)) {
-				fmt.Fprintln(e.stdout, line)
+				fmt.Fprintln(w, line)
 			}
 		}
-		return exitSame
+		return
 	}
 	if canon {
 		for _, line := range sel.Canon(mode) {
-			fmt.Fprintln(e.stdout, line)
+			fmt.Fprintln(w, line)
 		}
-		return exitSame
+		return
 	}
 	h := t.Header
-	fmt.Fprintf(e.stdout, "# %s (%s v%d.%d, %s)\n", l.name(), h.Format, h.Version, h.Minor, h.Hash)
+	fmt.Fprintf(w, "# %s (%s v%d.%d, %s)\n", l.name(), h.Format, h.Version, h.Minor, h.Hash)
 	for _, k := range slices.Sorted(maps.Keys(h.Info)) {
-		fmt.Fprintf(e.stdout, "# %s: %s\n", k, h.Info[k])
+		fmt.Fprintf(w, "# %s: %s\n", k, h.Info[k])
 	}
 	for i := range sel.Records {
-		fmt.Fprintln(e.stdout, sel.Records[i].String())
+		fmt.Fprintln(w, sel.Records[i].String())
 	}
 	switch {
 	case t.Truncated:
-		fmt.Fprintf(e.stdout, "# truncated: no trailer after %d records\n", len(t.Records))
+		fmt.Fprintf(w, "# truncated: no trailer after %s\n", plural(len(t.Records), "record"))
 	default:
 		shown := ""
 		if len(sel.Records) != len(t.Records) {
 			shown = fmt.Sprintf(", %d shown", len(sel.Records))
 		}
-		fmt.Fprintf(e.stdout, "# complete: %d records%s\n", t.Trailer.Records, shown)
+		fmt.Fprintf(w, "# complete: %s%s\n", plural(t.Trailer.Records, "record"), shown)
 	}
-	return exitSame
 }
 
 // finalLinePath returns the path a line of tape.Tape.Final is about: its

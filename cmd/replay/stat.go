@@ -15,21 +15,25 @@ import (
 func cmdStat() *command {
 	return &command{
 		name:      "stat",
-		usageLine: "stat [-top N] TAPE...",
+		usageLine: "stat [-top N] [-json] TAPE|DIR...",
 		short:     "summarize what tapes recorded",
 		long: `
-Stat prints, for each tape: how many records it holds and whether it is
-complete; the count of each operation; the count of each error class
+Stat prints, for each tape (a directory stands for its *.tape files): how
+many records it holds and whether it is complete; the count of each operation; the count of each error class
 among failed operations; the bytes read (the spans read through handles)
 and written (the size of the content each writing handle left); the
 accesses to paths outside the root; the handles still open when the
 recorder closed; and the paths with the most records.
 
-Exit status: 0, or 2 when a tape cannot be read.
+-json prints one JSON object per tape instead, with the same counts.
+
+Exit status: 0, or 2 when a tape cannot be read or there is nothing to
+read (no arguments, or a directory without tapes).
 `,
 		flags: func(fs *flag.FlagSet) func(*env, []string) int {
 			top := fs.Int("top", 5, "show the `N` busiest paths")
-			return func(e *env, args []string) int { return runStat(e, args, *top) }
+			asJSON := fs.Bool("json", false, "print one JSON object per tape")
+			return func(e *env, args []string) int { return runStat(e, args, *top, *asJSON) }
 		},
 	}
 }
@@ -84,8 +88,9 @@ func countTape(t *tape.Tape) *tapeStats {
 	return s
 }
 
-// byCount formats a count map as "k n, k n", largest first, then by name.
-func byCount(m map[string]int, limit int) string {
+// topKeys returns the keys of m, largest count first, then by name; at
+// most limit of them when limit > 0.
+func topKeys(m map[string]int, limit int) []string {
 	ks := slices.Collect(maps.Keys(m))
 	slices.SortFunc(ks, func(a, b string) int {
 		return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b))
@@ -93,6 +98,12 @@ func byCount(m map[string]int, limit int) string {
 	if limit > 0 && len(ks) > limit {
 		ks = ks[:limit]
 	}
+	return ks
+}
+
+// byCount formats a count map as "k n, k n", largest first, then by name.
+func byCount(m map[string]int, limit int) string {
+	ks := topKeys(m, limit)
 	parts := make([]string, len(ks))
 	for i, k := range ks {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
@@ -103,19 +114,27 @@ func byCount(m map[string]int, limit int) string {
 	return strings.Join(parts, ", ")
 }
 
-func runStat(e *env, args []string, top int) int {
-	if len(args) == 0 {
-		return e.usageError("stat", "no tapes given")
-	}
+func runStat(e *env, args []string, top int, asJSON bool) int {
 	if top < 0 {
 		return e.usageError("stat", "-top must not be negative")
 	}
+	files, err := expandTapes(args)
+	if err != nil {
+		if len(args) == 0 {
+			return e.usageError("stat", "%v", err)
+		}
+		return e.trouble("stat", err)
+	}
 	code := exitSame
-	for i, file := range args {
+	for i, file := range files {
 		l, err := loadTape(file)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "replay stat: %v\n", err)
 			code = exitTrouble
+			continue
+		}
+		if asJSON {
+			writeJSON(e.stdout, statJSON(l, top))
 			continue
 		}
 		if i > 0 {
@@ -126,6 +145,42 @@ func runStat(e *env, args []string, top int) int {
 	return code
 }
 
+// statReport is the -json form of one tape's statistics.
+type statReport struct {
+	File         string         `json:"file"`
+	Name         string         `json:"name"`
+	Records      int            `json:"records"`
+	Complete     bool           `json:"complete"`
+	Ops          map[string]int `json:"ops"`
+	Errors       map[string]int `json:"errors"`
+	ReadBytes    int64          `json:"readBytes"`
+	ReadHandles  int64          `json:"readHandles"`
+	WroteBytes   int64          `json:"wroteBytes"`
+	WroteHandles int64          `json:"wroteHandles"`
+	Outside      int            `json:"outside"`
+	Unclosed     []string       `json:"unclosed"`
+	TopPaths     []pathCount    `json:"topPaths,omitempty"`
+}
+
+type pathCount struct {
+	Path    string `json:"path"`
+	Records int    `json:"records"`
+}
+
+func statJSON(l *loaded, top int) statReport {
+	s := countTape(l.t)
+	rep := statReport{
+		File: l.file, Name: l.name(), Records: len(l.t.Records), Complete: !l.t.Truncated,
+		Ops: s.ops, Errors: s.errs, ReadBytes: s.readBytes, ReadHandles: s.readHandles,
+		WroteBytes: s.wroteBytes, WroteHandles: s.wroteHandle, Outside: s.outside,
+		Unclosed: append([]string{}, s.unclosed...),
+	}
+	for _, p := range topKeys(s.paths, top) {
+		rep.TopPaths = append(rep.TopPaths, pathCount{p, s.paths[p]})
+	}
+	return rep
+}
+
 func writeStats(w io.Writer, l *loaded, top int) {
 	t := l.t
 	s := countTape(t)
@@ -133,7 +188,7 @@ func writeStats(w io.Writer, l *loaded, top int) {
 	if t.Truncated {
 		state = "truncated (no trailer)"
 	}
-	fmt.Fprintf(w, "%s: %s, %d records, %s\n", l.file, l.name(), len(t.Records), state)
+	fmt.Fprintf(w, "%s: %s, %s, %s\n", l.file, l.name(), plural(len(t.Records), "record"), state)
 	fmt.Fprintf(w, "  ops:       %s\n", byCount(s.ops, 0))
 	fmt.Fprintf(w, "  errors:    %s\n", byCount(s.errs, 0))
 	fmt.Fprintf(w, "  read:      %d bytes through %s\n", s.readBytes, plural(s.readHandles, "handle"))
@@ -147,11 +202,4 @@ func writeStats(w io.Writer, l *loaded, top int) {
 	if top > 0 {
 		fmt.Fprintf(w, "  top paths: %s\n", byCount(s.paths, top))
 	}
-}
-
-func plural(n int64, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

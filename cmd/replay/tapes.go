@@ -43,33 +43,21 @@ func (l *loaded) key() string {
 	return h.Package + " " + h.Test
 }
 
-// name is the key for display.
+// name is the test the tape is of, for display (see testName).
 func (l *loaded) name() string {
-	h := l.t.Header
-	switch {
-	case h.Package == "" && h.Test == "":
-		return filepath.Base(l.file)
-	case h.Package == "":
-		return h.Test
-	case h.Test == "":
-		return h.Package
-	}
-	return h.Package + " " + h.Test
+	return testName(l.t.Header.Package, l.t.Header.Test, l.file)
 }
 
 // loadDir reads every *.tape file of dir, in name order. A file that does
 // not parse is an error: a directory of tapes is not partly compared.
 func loadDir(dir string) ([]*loaded, error) {
-	ents, err := os.ReadDir(dir)
+	files, err := tapeFiles(dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []*loaded
-	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".tape") {
-			continue
-		}
-		l, err := loadTape(filepath.Join(dir, e.Name()))
+	for _, f := range files {
+		l, err := loadTape(f)
 		if err != nil {
 			return nil, err
 		}
