@@ -35,7 +35,8 @@ func TestScript(t *testing.T) {
 }
 
 // setupGoEnv passes the go command's caches and module settings to
-// scripts that run go, and names the bundled example module.
+// scripts that run go, and names the bundled example module ($FLAKY) and
+// this module's root ($COWFS, for a replace directive).
 func setupGoEnv(e *testscript.Env) error {
 	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "GOTOOLCHAIN"} {
 		v := os.Getenv(k)
@@ -51,6 +52,11 @@ func setupGoEnv(e *testscript.Env) error {
 		return err
 	}
 	e.Setenv("FLAKY", abs)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return err
+	}
+	e.Setenv("COWFS", root)
 	return nil
 }
 
