@@ -33,7 +33,9 @@
 // [A-Za-z0-9._-] become "_". [Env.GoldenPatch] compares the layer's git
 // patch with <name>.patch; [GoldenTape] and [Online] compare the test's
 // tape with <name>.tape, by default in [tape.ModePath]. A mismatch fails
-// the test with a unified diff or the first divergent record. Setting the
+// the test: for a patch, path by path (the paths only one side changes,
+// and a diff of each file's content as the golden leaves it against this
+// run's); for a tape, with the first divergent record. Setting the
 // environment variable COWFS_UPDATE_GOLDEN=1 ([EnvUpdateGolden]) rewrites
 // goldens that are missing or differ, and leaves equal ones untouched
 // (a tape's header, with its pid and times, does not take part). It is an
@@ -57,6 +59,14 @@
 // and the full test name, subtests included; the tape is closed, its trailer
 // written, in t.Cleanup. [Env.TapeFile] names the file.
 //
+// Beside the tapes, in <dir>/content ([ContentDir]), the recorder keeps
+// every content version of a file read or written of at most 64 KiB
+// ([DefaultTapeContent]), named by its BLAKE3 as the tape records it (see
+// [tape.WithContent]), so that replay check and replay diff print a text
+// diff of a file whose bytes differ between runs. COWFS_TAPE_CONTENT
+// ([EnvTapeContent]) sets the bound in bytes; 0 turns capture off.
+// replay check also sets COWFS_RUN ([EnvRun]) to the number of the run.
+//
 // The package import path is taken from the test binary: go test builds it
 // with the main-package path "<import path>.test", which
 // runtime/debug.ReadBuildInfo reports, whichever function calls New. When
@@ -76,7 +86,18 @@
 // Assertions ([Env.NoChanges], [Env.Changed], [Env.ChangedPaths],
 // [Env.FileContent], [Env.GoldenPatch]) report with t.Errorf and return
 // whether they held, so a test can go on or stop as it likes. Setting up
-// (a missing root, a bad fixture, an unwritable tape directory) is fatal.
+// (a missing or empty root, a bad fixture, an unwritable tape directory)
+// is fatal, with a message that names the environment variable a bad
+// setting came from.
+//
+// # testify
+//
+// The helpers take any testing.TB, so they work with testify's suite:
+// make the Env from s.T() in SetupTest or in the test method (not in
+// SetupSuite, whose T outlives the methods). The Env then belongs to that
+// method: its goldens and tapes are named after "TestSuite/TestMethod",
+// its failures are reported on that method, and its assertions return
+// bools that combine with testify's (s.True(env.Changed("A out.txt"))).
 //
 // # Chaos
 //

@@ -47,8 +47,10 @@ func (e *Env) Patch() string {
 
 // GoldenPatch compares the layer's git patch with the golden file
 // <GoldenDir>/<GoldenName>.patch ("testdata/TestName.patch" by default) and
-// reports a mismatch with t.Errorf, showing a unified diff from the golden
-// to the patch of this run. With [EnvUpdateGolden] set it writes the golden
+// reports a mismatch with t.Errorf, path by path: the paths only one of
+// the two patches changes, and for a path both change differently a diff
+// of the file's content as the golden leaves it against this run's (not a
+// diff of the two patches, whose index and @@ lines move with any edit). With [EnvUpdateGolden] set it writes the golden
 // instead, when it is missing or differs. It returns whether the patch
 // matched (or the golden was written).
 //
@@ -78,8 +80,8 @@ func (e *Env) GoldenPatch() bool {
 		e.t.Errorf("helpers: golden patch %s is missing: run with %s=1 to create it", rel(name), EnvUpdateGolden)
 		return false
 	}
-	e.t.Errorf("helpers: the patch differs from the golden %s (a: golden, b: this run; run with %s=1 to accept it):\n%s",
-		rel(name), EnvUpdateGolden, bound(textDiff(rel(name), want, got), LogLimit))
+	e.t.Errorf("helpers: the patch differs from the golden %s, path by path (a: golden, b: this run; run with %s=1 to accept it):\n%s",
+		rel(name), EnvUpdateGolden, bound(goldenMismatch(e.ov.Root(), want, got), LogLimit))
 	return false
 }
 

@@ -88,8 +88,12 @@ func TestGoldenPatchLifecycle(t *testing.T) {
 	}
 
 	f, ok = goldenRun(t, dir, "bye")
+	// Path by path, with a diff of the file, not of the two patches.
 	f.wantErrors(t, "the patch differs from the golden "+golden, "a: golden, b: this run",
-		"\n-+hello\n", "\n++bye\n", "@@ ")
+		"M out/greeting.txt: this run leaves it otherwise than the golden:\n", "\n    -hello\n", "\n    +bye\n")
+	if strings.Contains(f.Errors(), "-+hello") || strings.Contains(f.Errors(), "notes.txt") {
+		t.Errorf("the mismatch shows a diff of patches, or a path that matches:\n%s", f.Errors())
+	}
 	if ok {
 		t.Error("GoldenPatch returned true on a mismatch")
 	}

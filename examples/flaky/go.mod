@@ -12,7 +12,6 @@ require (
 	github.com/sergi/go-diff v1.4.0 // indirect
 	github.com/tidwall/btree v1.8.2 // indirect
 	github.com/zeebo/blake3 v0.2.4 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
