@@ -44,7 +44,8 @@ its counterpart in the directory. Each pair gets a line, as replay check
 prints them: "ok  PKG  TEST  CLASS", or "--- DIVERGE: TEST (PKG)"
 followed by its hunk.
 
-When the bytes of two differing versions of a file were captured (see
+When the bytes of two differing versions of a file were captured (the
+cowfs helpers keep them in "content" beside the tapes, see
 tape.WithContent), diff also prints a git-style text diff of the two
 versions. Captured bytes are looked up in the directories given with
 -content, then in "<tape name>.content" and "content" beside each tape.

@@ -1,6 +1,11 @@
 // Replay checks that tests are deterministic, using the tapes that cowfs
 // records, and runs commands over a copy-on-write view of a tree.
 //
+// Add it to a module as a tool (Go 1.24+) and run it with go tool:
+//
+//	go get -tool github.com/cowfs/cowfs/cmd/replay
+//	go tool replay check ./...
+//
 // Usage:
 //
 //	replay <command> [arguments]
@@ -20,9 +25,12 @@
 //
 // Tests record tapes through package helpers when the environment variable
 // COWFS_TAPE_DIR names a directory: one tape per test, named after its
-// package and test (see tape.FileName). replay check sets it, once per
-// run, to a fresh directory, and adds -count=1 to GOFLAGS so that the go
-// test cache cannot answer a run without running it.
+// package and test (see tape.FileName), and the contents of the files it
+// read and wrote (up to COWFS_TAPE_CONTENT bytes each, 64 KiB by default)
+// in the directory's "content" subdirectory. replay check sets it, once per
+// run, to a fresh directory, sets COWFS_RUN to the number of the run, and
+// adds -count=1 to GOFLAGS so that the go test cache cannot answer a run
+// without running it.
 //
 // # Comparison
 //
@@ -34,12 +42,20 @@
 // operations, outcomes or bytes, when its tape is missing or truncated in
 // one run, or when it passed in one run and failed in another. check
 // learns each test's outcome by adding -json to a go test command line, or
-// by reading test2json events from any other command's output.
+// by reading test2json events from any other command's output. -json makes
+// testing.Verbose() true: a test that fails only when verbose fails in
+// every run, which is a FAIL (with a note when it passes without -json),
+// never a divergence. A test whose tapes are empty has "no file activity".
+//
+// Every command takes tape files and directories (standing for their
+// *.tape files) alike, names a test "TestX (pkg)" as go test does, and
+// those that report (check, diff, stat, verify) print JSON with -json.
 //
 // # Exit status
 //
 // Every command exits 0 when what it compared is the same (or valid), 1
 // when it differs (or is invalid), and 2 on trouble: bad usage, a tape
 // that cannot be read or has a newer major version, a command that could
-// not start, or a check that produced no tapes at all.
+// not start, or nothing to read (no tapes given, a directory without
+// tapes, a check that produced no tapes at all).
 package main

@@ -128,7 +128,11 @@ Use "replay help <command>" for more information about a command.
 
 Exit status, for every command: 0 same or valid, 1 differs or invalid,
 2 trouble (bad usage, an unreadable or newer-version tape, a command that
-could not start, no tapes produced).
+could not start, nothing to read: no tapes given or produced).
+
+Every command takes tape files and directories of tapes alike. Install
+as a tool of your module with "go get -tool github.com/cowfs/cowfs/cmd/replay"
+and run "go tool replay".
 `)
 }
 
