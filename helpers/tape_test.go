@@ -49,6 +49,8 @@ func recordedPaths(tp *tape.Tape) []string {
 	return slices.Compact(ps)
 }
 
+// dirNames lists the files of a tape directory, without the content
+// directory the helpers keep beside the tapes.
 func dirNames(t testing.TB, dir string) []string {
 	t.Helper()
 	es, err := os.ReadDir(dir)
@@ -57,6 +59,9 @@ func dirNames(t testing.TB, dir string) []string {
 	}
 	var names []string
 	for _, e := range es {
+		if e.IsDir() && e.Name() == helpers.ContentDir {
+			continue
+		}
 		names = append(names, e.Name())
 	}
 	return names
