@@ -17,7 +17,8 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"deleted  docs/old.md",
 		"added    tools/build.sh",
-		"new file mode 100755",
+		"rename from scripts/build.sh\nrename to tools/build.sh",
+		"new mode 100755",
 		"GIT binary patch",
 		"byte for byte what it was",
 	} {
