@@ -34,8 +34,9 @@ func FuzzRead(f *testing.F) {
 			if tp != nil {
 				t.Fatal("tape returned with an error")
 			}
-			if !strings.HasPrefix(err.Error(), "tape: line ") {
-				t.Fatalf("message %q", err)
+			// A line number when there is a line; an empty input has none.
+			if (re.Line > 0) != strings.HasPrefix(err.Error(), "tape: line ") || !strings.HasPrefix(err.Error(), "tape: ") {
+				t.Fatalf("message %q (line %d)", err, re.Line)
 			}
 			return
 		}
