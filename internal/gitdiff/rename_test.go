@@ -3,6 +3,7 @@ package gitdiff
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -220,4 +221,32 @@ func TestSpanHashIgnoresCRBeforeLF(t *testing.T) {
 	crlf := strings.ReplaceAll(lf, "\n", "\r\n")
 	assert.Equal(t, spanHash([]byte(lf)), spanHash([]byte(crlf)))
 	assert.NotEqual(t, spanHash([]byte("\x00"+lf)), spanHash([]byte("\x00"+crlf)))
+}
+
+// FuzzRenameScore: a file deleted and another created, with any two
+// contents; whether they pair as a rename, and at which similarity, is
+// what git diff --no-index says of the same two files. flags&1 makes the
+// new file executable, flags&2 gives it the old basename (git's stricter
+// basename round). Starts git per input: CI runs a fixed, small number.
+func FuzzRenameScore(f *testing.F) {
+	f.Add([]byte(lines("a", 20)), []byte(replaceLines(lines("a", 20), 5)), uint8(0))
+	f.Add([]byte(lines("a", 20)), []byte(replaceLines(lines("a", 20), 12)), uint8(2))
+	f.Add([]byte("x\r\ny\r\n"), []byte("x\ny\n"), uint8(1))
+	f.Add([]byte(binData), []byte(binData+"more"), uint8(0))
+	f.Add([]byte("no newline"), []byte("no newline at all"), uint8(2))
+	f.Add([]byte(""), []byte(""), uint8(3))
+	git, err := lookGit()
+	if err != nil {
+		f.Skipf("git not found in PATH (%v): renames are compared with git's", err)
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte, flags uint8) {
+		mode, name := fs.FileMode(0o644), "new/other.txt"
+		if flags&1 != 0 {
+			mode = 0o755
+		}
+		if flags&2 != 0 {
+			name = "new/name.txt"
+		}
+		compareWithGit(t, git, tree{"old/name.txt": {0o644, string(a)}}, tree{name: {mode, string(b)}})
+	})
 }
