@@ -16,7 +16,7 @@ import (
 func cmdShow() *command {
 	return &command{
 		name:      "show",
-		usageLine: "show [-canon] [-order MODE] [-op OPS] [-path GLOB] TAPE|DIR...",
+		usageLine: "show [-canon] [-order MODE] [-op OPS] [-path GLOB] [-json] TAPE|DIR...",
 		short:     "print a tape as a readable listing",
 		long: `
 Show prints each tape (a directory stands for its *.tape files, in name
@@ -38,6 +38,10 @@ sequence numbers; set: sorted), of the records the filters keep; with
 path, of the paths -path selects (-op does not apply). Two tapes are equal
 in a mode exactly when their canonical forms are.
 
+-json prints, per tape, an object {"file", "name", "header", "records",
+"complete"} with the records the filters keep, in the tape's own JSON
+form (not with -canon).
+
 Exit status: 0, or 2 when a tape cannot be read or there is nothing to
 read (no arguments, or a directory without tapes).
 `,
@@ -46,8 +50,12 @@ read (no arguments, or a directory without tapes).
 			order := fs.String("order", "path", "comparison `mode` for -canon: path, global, set or final")
 			ops := fs.String("op", "", "comma-separated `ops` to keep")
 			glob := fs.String("path", "", "keep records whose path matches `glob`")
+			asJSON := fs.Bool("json", false, "print one JSON object per tape")
 			return func(e *env, args []string) int {
-				return runShow(e, args, *canon, *order, *ops, *glob)
+				if *asJSON && *canon {
+					return e.usageError("show", "-json and -canon do not combine")
+				}
+				return runShow(e, args, *canon, *order, *ops, *glob, *asJSON)
 			}
 		},
 	}
@@ -107,7 +115,7 @@ func matchUnder(glob, p string) bool {
 	}
 }
 
-func runShow(e *env, args []string, canon bool, order, ops, glob string) int {
+func runShow(e *env, args []string, canon bool, order, ops, glob string, asJSON bool) int {
 	mode, err := tape.ParseMode(order)
 	if err != nil {
 		return e.usageError("show", "%v", err)
@@ -134,12 +142,35 @@ func runShow(e *env, args []string, canon bool, order, ops, glob string) int {
 			code = exitTrouble
 			continue
 		}
+		if asJSON {
+			writeJSON(e.stdout, showJSON(l, filter))
+			continue
+		}
 		if i > 0 {
 			fmt.Fprintln(e.stdout)
 		}
 		showTape(e.stdout, l, filter, canon, mode, glob)
 	}
 	return code
+}
+
+// showReport is the -json form of one tape.
+type showReport struct {
+	File     string        `json:"file"`
+	Name     string        `json:"name"`
+	Header   tape.Header   `json:"header"`
+	Records  []tape.Record `json:"records"`
+	Complete bool          `json:"complete"`
+}
+
+func showJSON(l *loaded, filter *recordFilter) showReport {
+	rep := showReport{File: l.file, Name: l.name(), Header: l.t.Header, Records: []tape.Record{}, Complete: !l.t.Truncated}
+	for i := range l.t.Records {
+		if filter.keep(&l.t.Records[i]) {
+			rep.Records = append(rep.Records, l.t.Records[i])
+		}
+	}
+	return rep
 }
 
 // showTape prints one tape as runShow describes.
