@@ -104,3 +104,62 @@ func benchPair(b *testing.B, git string, files func() map[string][2]string) {
 		}
 	})
 }
+
+// BenchmarkWriteRenames compares Write with `git diff --no-index` (which
+// detects renames by default) on 1000 files that moved, each with 5 edited
+// lines of 200: half keep their basename (git's basename round), half get
+// a new one (the similarity matrix, 500×500). The ratio is cowfs/git.
+func BenchmarkWriteRenames(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	dir := b.TempDir()
+	var changes []Change
+	side := func(tree, name, data string) *File {
+		p := filepath.Join(dir, tree, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		return &File{Mode: 0o644, Content: func() ([]byte, error) { return os.ReadFile(p) }}
+	}
+	for i := range 1000 {
+		lines := benchLines(r, 200)
+		from := fmt.Sprintf("src/d%02d/f%04d.txt", i%20, i)
+		to := fmt.Sprintf("lib/d%02d/f%04d.txt", i%20, i)
+		if i%2 == 1 {
+			to = fmt.Sprintf("lib/d%02d/g%04d.txt", i%20, i)
+		}
+		changes = append(changes,
+			Change{Path: from, Old: side("old", from, strings.Join(lines, ""))},
+			Change{Path: to, New: side("new", to, benchEdit(r, lines, 5))})
+	}
+	var buf strings.Builder
+	if err := Write(&buf, changes); err != nil {
+		b.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "\nrename from "); n != 1000 {
+		b.Fatalf("%d renames, want 1000", n)
+	}
+	git, _ := lookGit()
+	b.Run("cowfs", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := Write(io.Discard, changes); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("git", func(b *testing.B) {
+		if git == "" {
+			b.Skip("git not found in PATH")
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			out, stderr, err := gitCmd(git, dir, nil, "diff", "--no-index", "--binary", "old", "new")
+			if len(out) == 0 || len(stderr) > 0 {
+				b.Fatalf("git diff: %v\n%s", err, stderr)
+			}
+		}
+	})
+}

@@ -236,7 +236,7 @@ func isRegular(mode uint32) bool { return mode == modeRegular || mode == modeExe
 // spanCount is how many bytes of a file fell in chunks of one hash.
 type spanCount struct {
 	hash uint32
-	cnt  uint64
+	cnt  uint32 // as git's unsigned int
 }
 
 // spanHash is git's hash_chars (diffcore-delta.c): the content cut after
@@ -247,7 +247,7 @@ type spanCount struct {
 // zero count ends it, as in git's table).
 func spanHash(data []byte) []spanCount {
 	text := bytes.IndexByte(data[:min(len(data), firstFewBytes)], 0) < 0
-	counts := map[uint32]uint64{}
+	counts := map[uint32]uint32{}
 	var acc1, acc2 uint32
 	n := 0
 	for i := 0; i < len(data); i++ {
@@ -263,7 +263,7 @@ func spanHash(data []byte) []spanCount {
 		if n < spanMax && c != '\n' {
 			continue
 		}
-		counts[(acc1+acc2*0x61)%spanHashBase] += uint64(n)
+		counts[(acc1+acc2*0x61)%spanHashBase] += uint32(n)
 		n, acc1, acc2 = 0, 0, 0
 	}
 	out := make([]spanCount, 0, len(counts)+1)
@@ -286,12 +286,12 @@ func countCopied(src, dst []spanCount) uint64 {
 		for dst[d].cnt != 0 && dst[d].hash < s.hash {
 			d++
 		}
-		var dc uint64
+		var dc uint32
 		if dst[d].cnt != 0 && dst[d].hash == s.hash {
 			dc = dst[d].cnt
 			d++
 		}
-		copied += min(s.cnt, dc)
+		copied += uint64(min(s.cnt, dc))
 	}
 	return copied
 }
