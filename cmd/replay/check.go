@@ -65,9 +65,10 @@ go test -json makes testing.Verbose() true in the tests, in every run. A
 test that behaves differently under -v (one that skips unless verbose)
 may therefore fail in every run of check and nowhere else. All runs agree,
 so it is a FAIL, never a DIVERGE; when check added -json itself, it runs
-each test that failed in every run once more without -json (go test
--count=1 -run '^NAME$' PKG) and, if it passes there, says so under the
-FAIL ("passes without -json ...", class verbose-only in -json output).
+each test that failed in every run (the first ten) once more without
+-json (go test -count=1 -run '^NAME$' PKG) and, if it passes there, says
+so under the FAIL ("passes without -json ...", class verbose-only in
+-json output).
 
 A test whose tapes hold no record at all (it made an Env and did not use
 its file system) is reported as "no file activity" rather than identical:

@@ -22,15 +22,22 @@ import (
 // check and passes without -json.
 const verboseNote = "passes without -json: check runs go test -json, which makes testing.Verbose() true, and the test fails only when verbose (a failure under -v, not a divergence between runs)"
 
+// maxVerboseReruns bounds the extra go test runs of checkVerbose: a
+// broken suite must not cost one more run per failing test.
+const maxVerboseReruns = 10
+
 // checkVerbose runs, once each, the tests that failed in every run again
 // without -json (go test -count=1 -run '^Name$' PKG), and marks those
 // that pass so with verboseNote and the class "verbose-only". It only
-// applies when check added -json to a go test command itself.
+// applies when check added -json to a go test command itself, and to the
+// first maxVerboseReruns such tests.
 func checkVerbose(e *env, vs []*verdict) {
+	reruns := 0
 	for _, v := range vs {
-		if v.kind != "fail" || v.pkg == "" || v.test == "" || strings.Contains(v.test, " #") {
+		if v.kind != "fail" || v.pkg == "" || v.test == "" || strings.Contains(v.test, " #") || reruns == maxVerboseReruns {
 			continue
 		}
+		reruns++
 		cmd := exec.CommandContext(e.ctx, "go", "test", "-count=1", "-run", runPattern(v.test), v.pkg)
 		// Without COWFS_TAPE_DIR: this run records nothing.
 		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, tape.EnvDir+"=") })
