@@ -31,9 +31,10 @@ type patchFile struct {
 	err     error  // the section could not be applied to the root
 }
 
-// same reports whether a and b leave the path alike.
+// same reports whether a and b leave the path alike (a rename and a
+// creation of the same bytes do: the rename's source is compared apart).
 func (a *patchFile) same(b *patchFile) bool {
-	return a.deleted == b.deleted && a.from == b.from && a.mode == b.mode &&
+	return a.deleted == b.deleted && a.mode == b.mode &&
 		a.binary == b.binary && bytes.Equal(a.data, b.data) && a.err == nil && b.err == nil
 }
 
@@ -95,7 +96,7 @@ func writeFileDiff(b *strings.Builder, p string, w, g *patchFile) {
 			return
 		}
 	}
-	if w.deleted != g.deleted || w.from != g.from || w.mode != g.mode {
+	if w.deleted != g.deleted || w.mode != g.mode {
 		fmt.Fprintf(b, "    golden:   %s\n    this run: %s\n", w.describe(), g.describe())
 	}
 	switch {
@@ -130,6 +131,12 @@ func applyPatch(root string, patch []byte) map[string]*patchFile {
 	for _, sec := range splitSections(patch) {
 		pf := applySection(root, sec)
 		out[pf.path] = pf
+	}
+	// A rename deletes its source, as a deletion section would.
+	for _, pf := range out {
+		if _, ok := out[pf.from]; pf.from != "" && !ok {
+			out[pf.from] = &patchFile{path: pf.from, deleted: true}
+		}
 	}
 	return out
 }

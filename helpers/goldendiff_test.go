@@ -1,6 +1,8 @@
 package helpers_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -59,5 +61,39 @@ func TestGoldenPatchMismatchByPath(t *testing.T) {
 	})
 	msg = f.Errors()
 	assert.Contains(t, msg, "+ bin/start: this run changes it (renames bin/run to it), the golden does not\n")
+	assert.Contains(t, msg, "+ bin/run: this run changes it (deletes it), the golden does not\n")
 	assert.NotContains(t, msg, "notes.txt")
+}
+
+// TestGoldenPatchSameEffect: a golden written before renames were detected
+// (a deletion and a creation) against a run that renames: every path ends
+// the same, and the message says the patches differ in form only.
+func TestGoldenPatchSameEffect(t *testing.T) {
+	noTapes(t)
+	t.Setenv(helpers.EnvUpdateGolden, "")
+	dir := t.TempDir()
+	golden := `diff --git a/data/config b/data/config
+deleted file mode 100644
+index 1234567..0000000
+--- a/data/config
++++ /dev/null
+@@ -1 +0,0 @@
+-name=demo
+diff --git a/data/settings b/data/settings
+new file mode 100644
+index 0000000..1234567
+--- /dev/null
++++ b/data/settings
+@@ -0,0 +1 @@
++name=demo
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "TestMove.patch"), []byte(golden), 0o644))
+	f := newFake(t, "TestMove").run(func(tb testing.TB) {
+		env := helpers.NewArchive(tb, txtar.Parse([]byte(demo)), helpers.GoldenDir(dir))
+		require.NoError(t, env.Fs().Rename(env.Path("data/config"), env.Path("data/settings")))
+		env.GoldenPatch()
+	})
+	msg := f.Errors()
+	assert.Contains(t, msg, "the patches have the same effect on every path but differ in form:\n")
+	assert.Contains(t, msg, "+rename from data/config\n")
 }
