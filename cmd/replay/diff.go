@@ -42,7 +42,8 @@ and test in their headers; a tape present on one side only is a difference.
 When one is a directory and the other a tape, the tape is compared with
 its counterpart in the directory. Each pair gets a line, as replay check
 prints them: "ok  PKG  TEST  CLASS", or "--- DIVERGE: TEST (PKG)"
-followed by its hunk.
+followed by its hunk. Two tapes that differ are reported the same way,
+the hunk after "--- A" and "+++ B" lines naming the files.
 
 When the bytes of two differing versions of a file were captured (the
 cowfs helpers keep them in "content" beside the tapes, see
@@ -159,8 +160,9 @@ func runDiff(e *env, args []string, o *diffOpts) int {
 	if o.json {
 		writeJSON(e.stdout, rep)
 	} else if !rep.Equal {
-		fmt.Fprintf(e.stdout, "--- %s\n+++ %s\n", a.file, b.file)
-		writeReport(e.stdout, rep, "")
+		// The format of every divergence, in check and diff alike.
+		fmt.Fprintf(e.stdout, "--- DIVERGE: %s\n    --- %s\n    +++ %s\n", rep.Name, a.file, b.file)
+		writeReport(e.stdout, rep, "    ")
 	}
 	if rep.Equal {
 		return exitSame
