@@ -51,17 +51,18 @@ func findRenames(srcs, dsts []*candidate) map[int]rename {
 	paired := make([]bool, len(dsts))
 
 	// Exact renames: for each destination in path order, the first unused
-	// source with the same blob, one with the same basename preferred.
+	// source with the same blob, one with the same basename preferred;
+	// like git, at most 100 candidates are weighed.
+	byID := map[string][]int{}
+	for j, s := range srcs {
+		byID[s.id] = append(byID[s.id], j)
+	}
 	for i, d := range dsts {
-		best, bestScore := -1, -1
-		for j, s := range srcs {
-			if s.used || s.id != d.id {
+		best, bestScore, left := -1, -1, 100
+		for _, j := range byID[d.id] {
+			s := srcs[j]
+			if s.used || (!isRegular(s.s.mode) || !isRegular(d.s.mode)) && s.s.mode != d.s.mode {
 				continue
-			}
-			if (s.s.mode != modeRegular && s.s.mode != modeExecutable) || (d.s.mode != modeRegular && d.s.mode != modeExecutable) {
-				if s.s.mode != d.s.mode {
-					continue
-				}
 			}
 			score := 1
 			if basenameSame(s.path, d.path) {
@@ -72,6 +73,9 @@ func findRenames(srcs, dsts []*candidate) map[int]rename {
 				if score == 2 {
 					break
 				}
+			}
+			if left--; left == 0 {
+				break
 			}
 		}
 		if best >= 0 {
