@@ -24,10 +24,12 @@ import (
 func cmdCheck() *command {
 	return &command{
 		name:      "check",
-		usageLine: "check [-n N] [-order MODE] [-keep] [-json] [-- command args...]",
+		usageLine: "check [-n N] [-order MODE] [-keep] [-json] [packages | -- command args...]",
 		short:     "run tests several times and compare their tapes",
 		long: `
-Check runs a command, "go test ./..." by default, N times. Each run gets a
+Check runs a command, "go test ./..." by default, N times. Package
+patterns ("replay check ./pkg/...") run go test on them; any other
+command follows "--". Each run gets a
 fresh, empty tape directory in COWFS_TAPE_DIR, where tests using the cowfs
 helpers record one tape each (and keep the file contents they read and
 wrote, up to COWFS_TAPE_CONTENT bytes each, 64 KiB by default), -count=1
@@ -162,8 +164,12 @@ func runCheck(e *env, args []string, o *checkOpts) int {
 		return e.usageError("check", "-n must be at least 1")
 	}
 	argv := args
-	if len(argv) == 0 {
+	switch {
+	case len(argv) == 0:
 		argv = []string{"go", "test", "./..."}
+	case isPackagePattern(argv[0]):
+		// "replay check ./pkg/...": packages, not a command.
+		argv = slices.Concat([]string{"go", "test"}, argv)
 	}
 	addedJSON := len(withJSON(argv)) != len(argv)
 	argv = withJSON(argv)
@@ -221,6 +227,16 @@ func runCheck(e *env, args []string, o *checkOpts) int {
 		checkVerbose(e, vs)
 	}
 	return report(e, vs, runs, argv, o)
+}
+
+// isPackagePattern says whether arg names Go packages rather than a
+// command: a pattern with "...", or a directory (which cannot be run).
+func isPackagePattern(arg string) bool {
+	if strings.Contains(arg, "...") {
+		return true
+	}
+	fi, err := os.Stat(arg)
+	return err == nil && fi.IsDir()
 }
 
 // withJSON adds -json to a go test command line, whose events tell each
