@@ -2,6 +2,7 @@ package helpers
 
 import (
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"io"
 	"io/fs"
@@ -15,17 +16,20 @@ import (
 )
 
 // chaosSeed returns the seed of the Chaos option: ChaosSeed's, else
-// EnvChaosSeed's, else a random one.
-func chaosSeed(c config) uint64 {
+// EnvChaosSeed's, else a random one. A value of EnvChaosSeed that is not
+// a seed is an error: a typo must not replay another order silently.
+func chaosSeed(c config) (uint64, error) {
 	if c.seedSet {
-		return c.seed
+		return c.seed, nil
 	}
 	if v := os.Getenv(EnvChaosSeed); v != "" {
-		if s, err := strconv.ParseUint(v, 10, 64); err == nil {
-			return s
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s=%q: not a seed (want a decimal uint64)", EnvChaosSeed, v)
 		}
+		return s, nil
 	}
-	return rand.Uint64()
+	return rand.Uint64(), nil
 }
 
 // chaosFs hands out directory handles whose listings come in a shuffled

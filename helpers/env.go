@@ -102,7 +102,10 @@ func newEnv(t testing.TB, root string, cfg config) *Env {
 		e.fsys = e.rec.rec.Wrap(e.fsys, ov.Root())
 	}
 	if cfg.chaos {
-		seed := chaosSeed(cfg)
+		seed, err := chaosSeed(cfg)
+		if err != nil {
+			t.Fatalf("helpers: %v", err)
+		}
 		t.Logf("helpers: chaos: directory listings shuffled with seed %d (reproduce with %s=%d)", seed, EnvChaosSeed, seed)
 		given, _ := filepath.Abs(root)
 		e.fsys = newChaosFs(e.fsys, seed, ov, ov.Root(), given)

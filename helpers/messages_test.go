@@ -70,6 +70,13 @@ func TestMessagesSayThingsOnce(t *testing.T) {
 	assert.True(t, strings.HasPrefix(msg, "helpers: "+tape.EnvDir+"="+bad+": "), "%s", msg)
 	assert.True(t, once(msg, "not a directory"), "%s", msg)
 
+	// And a bad COWFS_CHAOS_SEED, which would otherwise replay another order.
+	t.Setenv(tape.EnvDir, "")
+	t.Setenv(helpers.EnvChaosSeed, "12x")
+	msg = fatalOf(t, func(tb testing.TB) { helpers.New(tb, t.TempDir(), helpers.Chaos()) })
+	assert.Equal(t, `helpers: COWFS_CHAOS_SEED="12x": not a seed (want a decimal uint64)`, msg)
+	t.Setenv(helpers.EnvChaosSeed, "")
+
 	// So is a bad COWFS_TAPE_CONTENT.
 	t.Setenv(tape.EnvDir, t.TempDir())
 	t.Setenv(helpers.EnvTapeContent, "lots")

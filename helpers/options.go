@@ -15,6 +15,7 @@ const (
 
 	// EnvChaosSeed, set to a decimal uint64, is the seed [Chaos] uses
 	// instead of a random one, to replay a run whose seed was logged.
+	// Any other non-empty value is fatal to the test.
 	EnvChaosSeed = "COWFS_CHAOS_SEED"
 
 	// EnvTapeContent bounds the content versions kept beside the tapes
