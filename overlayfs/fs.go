@@ -116,6 +116,9 @@ func New(root string, opts ...Option) (*Fs, error) {
 	if !fi.IsDir() {
 		return nil, pathErr("overlayfs.New", root, fmt.Errorf("not a directory: %w", errNotDir))
 	}
+	if err := checkJournal("overlayfs.New", root, canon); err != nil {
+		return nil, err
+	}
 	f := &Fs{
 		root: canon,
 		opts: o,
