@@ -114,10 +114,16 @@ func (f *Fs) conflictsLocked(p plan) ([]conflict, error) {
 	}
 	bad := map[string]bool{}
 	var out []conflict
-	add := func(rel string) {
+	// into: the plan writes into rel (a parent), so a symlink at rel itself
+	// would carry writes; otherwise only rel's ancestors would.
+	add := func(rel string, into bool) {
 		if !bad[rel] {
 			bad[rel] = true
-			out = append(out, conflict{path: osSlash(rel), escape: f.leadsOutside(rel)})
+			from := rel
+			if !into {
+				from = parent(rel)
+			}
+			out = append(out, conflict{path: osSlash(rel), escape: rel != "" && f.leadsOutside(from)})
 		}
 	}
 	f.deps.Scan(func(rel string, d dep) bool {
@@ -126,7 +132,7 @@ func (f *Fs) conflictsLocked(p plan) ([]conflict, error) {
 		}
 		fi, err := os.Lstat(f.host(rel))
 		if err != nil || !d.same(fi) {
-			add(rel)
+			add(rel, fi != nil && fi.Mode()&fs.ModeSymlink != 0 && d.mode.IsDir())
 		}
 		return true
 	})
@@ -156,16 +162,16 @@ func (f *Fs) conflictsLocked(p plan) ([]conflict, error) {
 			switch {
 			case e.kind == kindDir && !e.opaque:
 				if !realDir(k) {
-					add(k)
+					add(k, true)
 				}
 			case e.kind == kindWhiteout && p.keep[k]:
 				// hidden through an ancestor, whose subtree is a dependency
 			case err == nil && e.kind == kindSymlink && fi.Mode()&fs.ModeSymlink != 0:
 				if t, _ := os.Readlink(f.host(k)); t != e.target {
-					add(k)
+					add(k, false)
 				}
 			case err == nil:
-				add(k)
+				add(k, false)
 			}
 		}
 		// The nearest ancestor the plan does not write itself must be a
@@ -176,7 +182,7 @@ func (f *Fs) conflictsLocked(p plan) ([]conflict, error) {
 				break
 			}
 			if !realDir(a) {
-				add(a)
+				add(a, true)
 			}
 			if a == "" {
 				break
@@ -192,7 +198,8 @@ func (f *Fs) conflictsLocked(p plan) ([]conflict, error) {
 }
 
 // leadsOutside reports whether the lower at rel, or one of its ancestors,
-// is a symlink that resolves outside the root.
+// is a symlink that resolves outside the root. The root itself is not
+// looked at: it was resolved once, in New.
 func (f *Fs) leadsOutside(rel string) bool {
 	for p := rel; p != ""; p = parent(p) {
 		fi, err := os.Lstat(f.host(p))
