@@ -33,7 +33,7 @@ func (k ChangeKind) String() string {
 // Change is one path at which the view differs from the lower.
 type Change struct {
 	Root    string      // the root Path is relative to: Root(), or another of Roots()
-	Path    string      // slash-separated, relative to Root
+	Path    string      // slash-separated, relative to Root; "." for the root directory itself
 	Kind    ChangeKind  //
 	Mode    fs.FileMode // in the view, type bits included; 0 when Deleted
 	OldMode fs.FileMode // in the lower; 0 when Added
@@ -73,7 +73,8 @@ type change struct {
 
 // Changes returns every path at which the view differs from the lower,
 // sorted by path. A file written back to its original bytes and mode is not
-// a change; a deleted lower directory lists itself and its descendants.
+// a change; a deleted lower directory lists itself and its descendants; a
+// change of the root directory's own mode is listed at path ".".
 // Times and owners are not compared. Cost: O(layer) plus a read of each
 // changed file's lower content that has the same size as the new content.
 //
@@ -102,6 +103,15 @@ func (f *Fs) changes() ([]change, error) {
 	}
 	f.paths.Scan(func(k string, e entry) bool {
 		if k == "" {
+			// The root's own mode is a change like any other, at ".".
+			if fi, err := os.Stat(f.root); err == nil && e.kind == kindDir {
+				low := side{kind: kindDir, mode: fi.Mode()}
+				if c, ok, _ := compare(".", low, f.viewSide(e)); ok {
+					out = append(out, c)
+				}
+			} else {
+				note(err)
+			}
 			return true
 		}
 		low := f.lowerSide(k)

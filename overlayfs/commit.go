@@ -22,29 +22,37 @@ import (
 // (staging: a full disk, an I/O error, a read-only root) the tree is
 // untouched, Applied is empty and NotApplied lists every path; the layer
 // keeps everything and a later Commit can finish. After the commit point
-// (a refusal while moving the staged contents into place) the error also
-// wraps ErrInterruptedCommit: Recover on the root finishes the commit.
+// (a refusal while moving the staged contents into place) Interrupted is
+// set and the error also wraps ErrInterruptedCommit: the root named in Err
+// holds the journal, and Recover on it finishes the commit. With several
+// roots (WithRoot), Applied lists the roots' paths already written.
 type CommitError struct {
-	Conflicts  []string
-	Escapes    []string
-	Applied    []string
-	NotApplied []string
-	Err        error
+	Conflicts   []string
+	Escapes     []string
+	Applied     []string
+	NotApplied  []string
+	Interrupted bool
+	Err         error
 }
 
 func (e *CommitError) Error() string {
-	if len(e.Conflicts) > 0 {
+	switch {
+	case len(e.Conflicts) > 0:
 		return fmt.Sprintf("overlayfs: commit: lower changed since read: %s", strings.Join(e.Conflicts, ", "))
+	case e.Interrupted:
+		return fmt.Sprintf("overlayfs: commit interrupted after its commit point: %v", e.Err)
 	}
 	return fmt.Sprintf("overlayfs: commit: applied %d of %d paths: %v", len(e.Applied), len(e.Applied)+len(e.NotApplied), e.Err)
 }
 
 func (e *CommitError) Unwrap() []error {
-	if len(e.Conflicts) > 0 {
-		if len(e.Escapes) > 0 {
-			return []error{ErrConflict, ErrOutsideRoot}
-		}
+	switch {
+	case len(e.Escapes) > 0:
+		return []error{ErrConflict, ErrOutsideRoot}
+	case len(e.Conflicts) > 0:
 		return []error{ErrConflict}
+	case e.Interrupted:
+		return []error{ErrInterruptedCommit, e.Err}
 	}
 	return []error{e.Err}
 }
@@ -121,7 +129,7 @@ func (f *Fs) commit(sel map[*Fs][]string, hook faultHook) error {
 		plans[i] = g.planLocked(rels, sel != nil)
 		cs, err := g.conflictsLocked(plans[i])
 		if err != nil {
-			return &CommitError{NotApplied: allKeys(roots, plans), Err: err}
+			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
 		}
 		for _, c := range cs {
 			p := c.path
@@ -151,7 +159,7 @@ func (f *Fs) commit(sel map[*Fs][]string, hook faultHook) error {
 		}
 		if err := g.loadRenamedLocked(); err != nil {
 			abortAll()
-			return &CommitError{NotApplied: allKeys(roots, plans), Err: err}
+			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
 		}
 		j, err := openJournal(g.root, hook)
 		if err == nil {
@@ -163,10 +171,13 @@ func (f *Fs) commit(sel map[*Fs][]string, hook faultHook) error {
 		}
 		if err != nil {
 			abortAll()
-			return &CommitError{NotApplied: allKeys(roots, plans), Err: err}
+			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
 		}
 	}
-	var applied []string
+	// Past the commit points: every root is rolled forward, even when
+	// another one fails.
+	var applied, notApplied []string
+	var firstErr error
 	for i, g := range roots {
 		j := journals[i]
 		if j == nil {
@@ -178,35 +189,32 @@ func (f *Fs) commit(sel map[*Fs][]string, hook faultHook) error {
 		}
 		if err != nil {
 			j.rt.Close()
-			rest := allKeys(roots[i:], plans[i:])
-			for _, j := range journals[i+1:] {
-				if j != nil {
-					j.apply()
-					j.finish()
-				}
+			notApplied = append(notApplied, allKeys(roots[i:i+1], plans[i:i+1], len(roots) > 1)...)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("call overlayfs.Recover on %s: %w", g.root, err)
 			}
-			return &CommitError{Applied: applied, NotApplied: rest,
-				Err: fmt.Errorf("%w (call overlayfs.Recover on %s): %w", ErrInterruptedCommit, g.root, err)}
+			continue
 		}
 		g.settlePlanLocked(plans[i])
-		a := plans[i].keys
-		if len(roots) > 1 {
-			a = prefixAll(g.root, a)
-		}
-		applied = append(applied, a...)
+		applied = append(applied, allKeys(roots[i:i+1], plans[i:i+1], len(roots) > 1)...)
+	}
+	if firstErr != nil {
+		return &CommitError{Applied: applied, NotApplied: notApplied, Interrupted: true, Err: firstErr}
 	}
 	return nil
 }
 
 // allKeys lists the keys of the plans, prefixed with their roots when
-// there are several.
-func allKeys(roots []*Fs, plans []plan) []string {
+// prefix is set (there are several roots).
+func allKeys(roots []*Fs, plans []plan, prefix bool) []string {
 	var out []string
 	for i, g := range roots {
-		if len(roots) > 1 {
+		if prefix {
 			out = append(out, prefixAll(g.root, plans[i].keys)...)
 		} else {
-			out = append(out, plans[i].keys...)
+			for _, k := range plans[i].keys {
+				out = append(out, osSlash(k))
+			}
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package overlayfs_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,5 +44,47 @@ func TestCommitRegressions(t *testing.T) {
 	c3.Restore(s)
 	if _, err := f.WriteAt([]byte("xy"), 0); err != nil {
 		t.Errorf("3: WriteAt after Restore: %v", err)
+	}
+}
+
+// TestRootModeIsAChange chmods the root directory itself through the
+// overlay: Changes, ChangesBetween and Layer show it at ".", Commit writes
+// it (the oracle: os.Stat of the root), and Changes is empty afterwards.
+func TestRootModeIsAChange(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := overlayfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := c.Snapshot()
+	want := fs.FileMode(0o750) | fs.ModeSetgid
+	if err := c.Chmod(root, want); err != nil {
+		t.Fatal(err)
+	}
+	wantChange := overlayfs.Change{Root: c.Root(), Path: ".", Kind: overlayfs.Modified, Mode: fs.ModeDir | want, OldMode: fs.ModeDir | 0o755}
+	if got := c.Changes(); len(got) != 1 || got[0] != wantChange {
+		t.Errorf("Changes() = %#v, want [%#v]", got, wantChange)
+	}
+	if got := c.ChangesBetween(before, c.Snapshot()); len(got) != 1 || got[0] != wantChange {
+		t.Errorf("ChangesBetween = %#v, want [%#v]", got, wantChange)
+	}
+	if l := c.Layer(); len(l) != 1 || l[0].Path != "." || l[0].Type != overlayfs.EntryDir || l[0].Mode != want {
+		t.Errorf("Layer() = %+v, want the root at \".\" with mode %v", l, want)
+	}
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode(); got != fs.ModeDir|want {
+		t.Errorf("the root's mode on disk after Commit = %v, want %v", got, fs.ModeDir|want)
+	}
+	if got := c.Changes(); len(got) != 0 {
+		t.Errorf("Changes() after Commit = %v, want none", got)
 	}
 }

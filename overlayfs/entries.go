@@ -37,7 +37,7 @@ func (t EntryType) String() string {
 // LayerEntry is one entry of the layer as a low-level tool (package kernel,
 // an archive writer) sees it: what an overlayfs upper directory holds.
 type LayerEntry struct {
-	Path     string      // slash-separated, relative to Root(); never "" (the root itself)
+	Path     string      // slash-separated, relative to Root(); "." for the root directory's own metadata
 	Type     EntryType   //
 	Mode     fs.FileMode // permission bits plus setuid, setgid, sticky; no type bits
 	ModTime  time.Time   //
@@ -75,6 +75,9 @@ func (f *Fs) Layer() []LayerEntry {
 	var out []LayerEntry
 	f.paths.Scan(func(k string, e entry) bool {
 		if k == "" {
+			if e.kind == kindDir { // the root's own metadata, first
+				out = append(out, LayerEntry{Path: ".", Type: EntryDir, Mode: e.perm, ModTime: e.mtime, Uid: e.uid, Gid: e.gid})
+			}
 			return true
 		}
 		le := LayerEntry{Path: k, Opaque: e.opaque, Target: e.target}
@@ -112,9 +115,16 @@ func (f *Fs) Layer() []LayerEntry {
 // non-opaque directory over a directory keeps its children; a file or
 // symlink replaces. content is read for files. The parent must exist in the
 // view as a directory (put parents first). Paths are taken literally: no
-// symlink is followed.
+// symlink is followed. A directory entry at "." sets the root directory's
+// own metadata (it cannot be opaque).
 func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
 	rel := e.Path
+	if rel == "." && e.Type == EntryDir && !e.Opaque {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.paths.Set("", entry{kind: kindDir, meta: meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}})
+		return nil
+	}
 	if rel == "" || !fs.ValidPath(rel) || rel == "." || path.Clean(rel) != rel {
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}

@@ -383,9 +383,14 @@ func syncFile(rt *os.Root, name string) error {
 // error wrapping ErrOutsideRoot. os does not export that error, only its
 // text.
 func escapeErr(err error) error {
+	const escapes = "path escapes from parent"
 	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent" {
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == escapes:
 		return &fs.PathError{Op: pe.Op, Path: pe.Path, Err: ErrOutsideRoot}
+	case errors.As(err, &le) && le.Err != nil && le.Err.Error() == escapes:
+		return &os.LinkError{Op: le.Op, Old: le.Old, New: le.New, Err: ErrOutsideRoot}
 	}
 	return err
 }
