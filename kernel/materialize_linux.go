@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cowfs/cowfs/internal/sparse"
 	"github.com/cowfs/cowfs/overlayfs"
 	"golang.org/x/sys/unix"
 )
@@ -233,7 +234,7 @@ func (m *materializer) writeFile(dir *openDir, name string, e overlayfs.LayerEnt
 		if err != nil {
 			return fmt.Errorf("materialize %s: layer content: %w", p, err)
 		}
-		_, err = io.Copy(w, r)
+		_, err = sparse.Copy(w, r) // holes stay holes
 		r.Close()
 		if err != nil {
 			return &fs.PathError{Op: "write", Path: p, Err: underlying(err)}

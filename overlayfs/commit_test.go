@@ -1,10 +1,12 @@
 package overlayfs_test
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/cowfs/cowfs/overlayfs"
@@ -86,5 +88,66 @@ func TestRootModeIsAChange(t *testing.T) {
 	}
 	if got := c.Changes(); len(got) != 0 {
 		t.Errorf("Changes() after Commit = %v, want none", got)
+	}
+}
+
+// TestCommitKeepsHoles commits a file written with a hole of 64 MiB in the
+// middle and a renamed sparse lower file: read back with os, the bytes are
+// exact, and the file system allocated far less than their size (the
+// kernel's block count is the oracle).
+func TestCommitKeepsHoles(t *testing.T) {
+	const size = 64 << 20
+	root := t.TempDir()
+	lowerSparse := filepath.Join(root, "sparse")
+	if err := os.WriteFile(lowerSparse, []byte("head"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(lowerSparse, size); err != nil {
+		t.Fatal(err)
+	}
+	c, err := overlayfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh, err := c.OpenFile(filepath.Join(root, "big"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteAt([]byte("start"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteAt([]byte("end"), size-3); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rename(lowerSparse, filepath.Join(root, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	wantBig := make([]byte, size)
+	copy(wantBig, "start")
+	copy(wantBig[size-3:], "end")
+	wantMoved := make([]byte, size)
+	copy(wantMoved, "head")
+	for name, want := range map[string][]byte{"big": wantBig, "moved": wantMoved} {
+		p := filepath.Join(root, name)
+		got, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes on disk, not the %d bytes of the view", name, len(got), len(want))
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512 > 1<<20 {
+			t.Errorf("%s: %d bytes allocated for a file of %d bytes that is nearly all hole", name, st.Blocks*512, size)
+		}
 	}
 }

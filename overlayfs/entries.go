@@ -131,7 +131,7 @@ func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
 	var data []byte
 	if e.Type == EntryFile && content != nil {
 		var err error
-		if data, err = io.ReadAll(content); err != nil {
+		if data, err = readSized(content, e.Size); err != nil {
 			return pathErr("put", e.Path, err)
 		}
 	}
@@ -188,4 +188,22 @@ func (f *Fs) nodeAtLocked(rel string) node {
 	}
 	n, _ := f.lookup(rel, pn.under)
 	return n
+}
+
+// readSized reads r to its end into a buffer of the expected size, so that
+// a large file costs its size once, not the doublings of io.ReadAll.
+func readSized(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 {
+		return io.ReadAll(r)
+	}
+	data := make([]byte, size)
+	n, err := io.ReadFull(r, data)
+	switch err {
+	case io.EOF, io.ErrUnexpectedEOF:
+		return data[:n], nil
+	case nil:
+		rest, err := io.ReadAll(r) // longer than said
+		return append(data, rest...), err
+	}
+	return nil, err
 }

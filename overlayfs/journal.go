@@ -11,6 +11,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/cowfs/cowfs/internal/sparse"
 )
 
 // journalName is the directory, directly in the root, where Commit stages
@@ -154,7 +156,7 @@ func (j *journal) stageFile(rel string, data []byte, m meta) error {
 	if err != nil {
 		return err
 	}
-	err = writeSparse(fh, data)
+	err = sparse.Write(fh, data)
 	if err == nil && m.uid >= 0 && m.gid >= 0 {
 		if cerr := fh.Chown(m.uid, m.gid); cerr != nil && !errors.Is(cerr, syscall.EPERM) {
 			err = cerr
