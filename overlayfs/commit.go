@@ -127,6 +127,12 @@ func (f *Fs) commit(sel map[*Fs][]string, hook faultHook) error {
 			continue
 		}
 		plans[i] = g.planLocked(rels, sel != nil)
+		for _, k := range plans[i].keys {
+			if k == journalName || strings.HasPrefix(k, journalName+"/") {
+				return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1),
+					Err: pathErr("commit", k, fmt.Errorf("the name is reserved for the commit journal: %w", fs.ErrInvalid))}
+			}
+		}
 		cs, err := g.conflictsLocked(plans[i])
 		if err != nil {
 			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}

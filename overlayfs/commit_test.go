@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -149,5 +150,27 @@ func TestCommitKeepsHoles(t *testing.T) {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512 > 1<<20 {
 			t.Errorf("%s: %d bytes allocated for a file of %d bytes that is nearly all hole", name, st.Blocks*512, size)
 		}
+	}
+}
+
+// TestCommitRefusesJournalName: the layer cannot commit the journal's own
+// name; the error says so, nothing is written, the layer is kept.
+func TestCommitRefusesJournalName(t *testing.T) {
+	root := t.TempDir()
+	c, err := overlayfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MkdirAll(filepath.Join(root, ".cowfs-commit", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Commit(); !errors.Is(err, fs.ErrInvalid) || !strings.Contains(err.Error(), "reserved") {
+		t.Errorf("Commit of .cowfs-commit = %v, want an error wrapping fs.ErrInvalid saying the name is reserved", err)
+	}
+	if des, _ := os.ReadDir(root); len(des) != 0 {
+		t.Errorf("the refused Commit wrote %v", des)
+	}
+	if cs := c.Changes(); len(cs) != 2 {
+		t.Errorf("Changes() after the refused Commit = %v, want the 2 added paths", cs)
 	}
 }
