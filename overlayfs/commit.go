@@ -3,9 +3,12 @@ package overlayfs
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/cowfs/cowfs/internal/sparse"
 )
 
 // CommitError is the error of a Commit that wrote nothing, or that was
@@ -276,7 +279,7 @@ func (f *Fs) loadRenamedLocked() error {
 	var renamed []uint64
 	f.paths.Scan(func(k string, e entry) bool {
 		if e.kind == kindFile {
-			if b := f.blobLocked(e.ino); b != nil && b.lazy && b.src != k {
+			if b := f.blobLocked(e.ino); b != nil && b.lazy && !b.external() && b.src != k {
 				renamed = append(renamed, e.ino)
 			}
 		}
@@ -371,18 +374,25 @@ func (f *Fs) stageLocked(j *journal, p plan) error {
 			if b == nil {
 				return pathErr("commit", k, fs.ErrNotExist)
 			}
-			if b.lazy && b.src == k && low != nil && low.Mode().IsRegular() {
+			if b.lazy && !b.external() && b.src == k && low != nil && low.Mode().IsRegular() {
 				j.add(metaStep(k, b.meta, false)) // same bytes, already there
 				continue
 			}
-			if err := f.ownBlobLocked(e.ino).load(f); err != nil {
-				return err
-			}
-			b = f.blobLocked(e.ino)
 			if low != nil && low.IsDir() {
 				trash()
 			}
-			if err := j.stageFile(place(), b.data, b.meta); err != nil {
+			if err := j.stageFile(place(), b.meta, func(fh *os.File) error {
+				if !b.lazy {
+					return sparse.Write(fh, b.data)
+				}
+				r, err := b.reader(f) // streamed: a large file is never held whole
+				if err != nil {
+					return err
+				}
+				defer r.Close()
+				_, err = sparse.Copy(fh, r)
+				return err
+			}); err != nil {
 				return err
 			}
 		}

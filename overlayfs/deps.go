@@ -57,6 +57,23 @@ func (f *Fs) dependLocked(rel string, fi fs.FileInfo) {
 	}
 }
 
+// dependReplacedLocked records what the lower shows at rel, which a new
+// layer entry replaces without reading it (PutEntry): Commit then checks
+// that the lower is still that, as for a deletion.
+func (f *Fs) dependReplacedLocked(rel string, visible bool) {
+	if !visible {
+		return
+	}
+	low := f.lowerNode(rel)
+	if !low.exists() {
+		return
+	}
+	f.dependLocked(rel, low.fi)
+	if low.kind == kindDir {
+		f.dependBelowLocked(rel)
+	}
+}
+
 // refreshDepLocked records the lower's new state at rel after Commit itself
 // changed it, so that a later Commit does not take its own write for
 // someone else's.
@@ -107,7 +124,7 @@ func (f *Fs) conflictsLocked(p plan) ([]conflict, error) {
 	for i, k := range p.keys {
 		sel[k] = true
 		if e := p.ents[i]; e.kind == kindFile {
-			if b := f.blobLocked(e.ino); b != nil && b.lazy {
+			if b := f.blobLocked(e.ino); b != nil && b.lazy && !b.external() {
 				srcs[b.src] = true
 			}
 		}

@@ -46,8 +46,9 @@ type LayerEntry struct {
 	Target   string      // symlink target
 	Size     int64       // file size
 
-	data []byte // file content, when in memory
-	host string // file content on the lower, when not
+	data []byte   // file content, when in memory
+	host string   // file content on the lower, when not
+	ext  *extFile // file content outside the lower, when not
 }
 
 // Open returns the content of a file entry, from memory or from the lower
@@ -55,6 +56,9 @@ type LayerEntry struct {
 func (e LayerEntry) Open() (io.ReadCloser, error) {
 	if e.Type != EntryFile {
 		return nil, pathErr("open", e.Path, errInval)
+	}
+	if e.ext != nil {
+		return e.ext.section(e.Size), nil
 	}
 	if e.host != "" {
 		return os.Open(e.host)
@@ -90,7 +94,9 @@ func (f *Fs) Layer() []LayerEntry {
 				return true
 			}
 			m, le.Size = b.meta, b.len()
-			if b.lazy {
+			if b.external() {
+				le.ext = b.ext
+			} else if b.lazy {
 				le.host = f.host(b.src)
 			} else {
 				le.data = b.data
@@ -115,7 +121,11 @@ func (f *Fs) Layer() []LayerEntry {
 // non-opaque directory over a directory keeps its children; a file or
 // symlink replaces. content is read for files. The parent must exist in the
 // view as a directory (put parents first). Paths are taken literally: no
-// symlink is followed. A directory entry at "." sets the root directory's
+// symlink is followed. A file's content of 1 MiB or more given as an
+// *os.File of a regular file of e.Size bytes is kept by reference (a
+// descriptor of its own, so the file may be unlinked, but it must not be
+// written any more) and read only when needed: the layer then costs what
+// the file does, not its size in memory. A directory entry at "." sets the root directory's
 // own metadata (it cannot be opaque).
 func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
 	rel := e.Path
@@ -129,10 +139,13 @@ func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}
 	var data []byte
+	var ext *extFile
 	if e.Type == EntryFile && content != nil {
-		var err error
-		if data, err = readSized(content, e.Size); err != nil {
-			return pathErr("put", e.Path, err)
+		if ext = keepExt(content, e.Size); ext == nil {
+			var err error
+			if data, err = readSized(content, e.Size); err != nil {
+				return pathErr("put", e.Path, err)
+			}
 		}
 	}
 	f.mu.Lock()
@@ -160,13 +173,20 @@ func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
 		if cur.kind == kindDir && !e.Opaque {
 			ne.opaque = cur.layer && cur.e.opaque
 		} else {
+			f.dependReplacedLocked(rel, visible)
 			f.deleteTreeLocked(rel)
 		}
 		f.paths.Set(rel, ne)
 	case EntryFile:
+		f.dependReplacedLocked(rel, visible)
 		f.deleteTreeLocked(rel)
-		f.paths.Set(rel, entry{kind: kindFile, ino: f.newBlobLocked(&blob{meta: m, data: data})})
+		b := &blob{meta: m, data: data}
+		if ext != nil {
+			b.lazy, b.ext, b.size = true, ext, e.Size
+		}
+		f.paths.Set(rel, entry{kind: kindFile, ino: f.newBlobLocked(b)})
 	case EntrySymlink:
+		f.dependReplacedLocked(rel, visible)
 		f.deleteTreeLocked(rel)
 		f.paths.Set(rel, entry{kind: kindSymlink, meta: m, target: e.Target})
 	default:

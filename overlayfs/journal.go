@@ -11,8 +11,6 @@ import (
 	"slices"
 	"syscall"
 	"time"
-
-	"github.com/cowfs/cowfs/internal/sparse"
 )
 
 // journalName is the directory, directly in the root, where Commit stages
@@ -146,9 +144,9 @@ func (j *journal) stageDir(rel string) error {
 	return j.rt.Mkdir(osName(rel), 0o700)
 }
 
-// stageFile writes data with its metadata at rel inside the stage, holes
-// for blocks of zeros, and syncs it.
-func (j *journal) stageFile(rel string, data []byte, m meta) error {
+// stageFile creates a file at rel inside the stage, has write fill it,
+// gives it its metadata and syncs it.
+func (j *journal) stageFile(rel string, m meta, write func(*os.File) error) error {
 	if err := j.fault("stage", rel); err != nil {
 		return err
 	}
@@ -156,7 +154,7 @@ func (j *journal) stageFile(rel string, data []byte, m meta) error {
 	if err != nil {
 		return err
 	}
-	err = sparse.Write(fh, data)
+	err = write(fh)
 	if err == nil && m.uid >= 0 && m.gid >= 0 {
 		if cerr := fh.Chown(m.uid, m.gid); cerr != nil && !errors.Is(cerr, syscall.EPERM) {
 			err = cerr

@@ -27,10 +27,16 @@ func Write(fh *os.File, data []byte) error {
 	return finish(fh, int64(len(data)))
 }
 
-// Copy copies r to the start of the empty file fh as Write does, streaming
-// in chunks of a bounded size, and returns the number of bytes copied.
+// Copy copies r to the start of the empty file fh as Write does, in
+// chunks of a bounded size, and returns the number of bytes copied. When r
+// is an *os.File (from its current offset to its end) or an
+// *io.SectionReader over one (not yet read), only the file's data regions
+// are read: its holes are skipped, not read as zeros.
 func Copy(fh *os.File, r io.Reader) (int64, error) {
-	buf := make([]byte, 256*Block)
+	if src, off, n, ok := fileRange(r); ok {
+		return copyRange(fh, src, off, n)
+	}
+	buf := make([]byte, chunk)
 	var off int64
 	for {
 		n, err := io.ReadFull(r, buf)
@@ -47,6 +53,67 @@ func Copy(fh *os.File, r io.Reader) (int64, error) {
 			return off, err
 		}
 	}
+}
+
+// chunk is how much Copy holds in memory at once.
+const chunk = 256 * Block
+
+// fileRange returns the file and the byte range r would read, when r reads
+// a regular file.
+func fileRange(r io.Reader) (*os.File, int64, int64, bool) {
+	switch s := r.(type) {
+	case *os.File:
+		fi, err := s.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil, 0, 0, false
+		}
+		off, err := s.Seek(0, io.SeekCurrent)
+		if err != nil || off > fi.Size() {
+			return nil, 0, 0, false
+		}
+		return s, off, fi.Size() - off, true
+	case interface {
+		Outer() (io.ReaderAt, int64, int64)
+		Seek(int64, int) (int64, error)
+	}:
+		if pos, err := s.Seek(0, io.SeekCurrent); err != nil || pos != 0 {
+			return nil, 0, 0, false
+		}
+		ra, off, n := s.Outer()
+		f, ok := ra.(*os.File)
+		return f, off, n, ok
+	}
+	return nil, 0, 0, false
+}
+
+// copyRange copies n bytes of src from off to the start of fh, reading
+// only src's data regions.
+func copyRange(fh, src *os.File, off, n int64) (int64, error) {
+	buf := make([]byte, chunk)
+	end := off + n
+	for pos := off; pos < end; {
+		start, stop := dataRegion(src, pos, end)
+		if start >= end {
+			break
+		}
+		for p := start; p < stop; {
+			m, err := src.ReadAt(buf[:min(int64(len(buf)), stop-p)], p)
+			if m > 0 {
+				if werr := writeAt(fh, buf[:m], p-off); werr != nil {
+					return p - off, werr
+				}
+				p += int64(m)
+			}
+			if err == io.EOF {
+				return p - off, finish(fh, p-off) // the file was shorter
+			}
+			if err != nil {
+				return p - off, err
+			}
+		}
+		pos = stop
+	}
+	return n, finish(fh, n)
 }
 
 // writeAt writes data at off (a multiple of Block), skipping whole blocks

@@ -88,3 +88,71 @@ func TestWriteAndCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyFromSparseFile copies from a sparse file (as an *os.File at an
+// offset, and as an io.SectionReader over one), where Copy reads only the
+// data regions: the copy reads back exactly as os reads the source range,
+// and takes far less space than its size.
+func TestCopyFromSparseFile(t *testing.T) {
+	const size = 64 << 20
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	fh, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off, s := range map[int64]string{0: "start", 10<<20 + 7: "inner", size - 3: "end"} {
+		if _, err := fh.WriteAt([]byte(s), off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		off  int64
+		r    func(f *os.File) io.Reader
+	}{
+		{"file", 0, func(f *os.File) io.Reader { return f }},
+		{"file at an offset", 3, func(f *os.File) io.Reader { f.Seek(3, io.SeekStart); return f }},
+		{"section", 0, func(f *os.File) io.Reader { return io.NewSectionReader(f, 0, size) }},
+		{"inner section", 1 << 20, func(f *os.File) io.Reader { return io.NewSectionReader(f, 1<<20, 10<<20) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := os.Open(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			r := tc.r(in)
+			want := whole[tc.off:]
+			if s, ok := r.(*io.SectionReader); ok {
+				want = whole[tc.off : tc.off+s.Size()]
+			}
+			dst := filepath.Join(t.TempDir(), "dst")
+			out, err := os.Create(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := sparse.Copy(out, r)
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil || n != int64(len(want)) {
+				t.Fatalf("Copy = %d, %v; want %d bytes", n, err, len(want))
+			}
+			got, err := os.ReadFile(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("the copy differs from the source range")
+			}
+			if a := allocated(t, dst); a > 1<<20 {
+				t.Errorf("%d bytes allocated for a copy that is nearly all hole", a)
+			}
+		})
+	}
+}

@@ -1,16 +1,13 @@
 package kernel
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/cowfs/cowfs/overlayfs"
-	"golang.org/x/sys/unix"
 )
 
 // TestRootMetaThroughKernel checks the root directory's own metadata
@@ -76,58 +73,5 @@ func TestRootMetaThroughKernel(t *testing.T) {
 	}
 	if vfi.Mode() != kfi.Mode() {
 		t.Errorf("the imported view's root has mode %v, the kernel's merged root %v", vfi.Mode(), kfi.Mode())
-	}
-}
-
-// TestMaterializeKeepsHoles materializes a layer file with a 64 MiB hole
-// and a copied-up sparse lower file: in the upper, read with os, the bytes
-// are exact and the file system allocated far less than their size.
-func TestMaterializeKeepsHoles(t *testing.T) {
-	const size = 64 << 20
-	lower := t.TempDir()
-	if err := os.WriteFile(filepath.Join(lower, "sparse"), []byte("head"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(filepath.Join(lower, "sparse"), size); err != nil {
-		t.Fatal(err)
-	}
-	f, err := overlayfs.New(lower)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fh, err := f.OpenFile(filepath.Join(lower, "big"), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err1 := fh.WriteAt([]byte("start"), 0)
-	_, err2 := fh.WriteAt([]byte("end"), size-3)
-	if err := errors.Join(err1, err2, fh.Close(), f.Chmod(filepath.Join(lower, "sparse"), 0o600)); err != nil {
-		t.Fatal(err)
-	}
-	upper := filepath.Join(t.TempDir(), "upper")
-	if err := Materialize(f, upper, Options{UserXattr: true}); err != nil {
-		t.Fatal(err)
-	}
-	wantBig := make([]byte, size)
-	copy(wantBig, "start")
-	copy(wantBig[size-3:], "end")
-	wantSparse := make([]byte, size)
-	copy(wantSparse, "head")
-	for name, want := range map[string][]byte{"big": wantBig, "sparse": wantSparse} {
-		p := filepath.Join(upper, name)
-		got, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s: %d bytes in the upper, not the %d bytes of the view", name, len(got), len(want))
-		}
-		var st unix.Stat_t
-		if err := unix.Stat(p, &st); err != nil {
-			t.Fatal(err)
-		}
-		if st.Blocks*512 > 1<<20 {
-			t.Errorf("%s: %d bytes allocated for a file of %d bytes that is nearly all hole", name, st.Blocks*512, size)
-		}
 	}
 }
