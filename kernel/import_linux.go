@@ -23,7 +23,10 @@ import (
 // directory below unless it carries the opaque xattr of the namespace opts
 // selects. Whiteouts of paths the view does not have are skipped. The
 // kernel's bookkeeping xattrs (origin, impure, uuid, nlink, ...) are
-// ignored. The upper root's own mode and owner, where they differ from the
+// ignored. Files of 1 MiB or more are kept by reference (see
+// [overlayfs.Fs.PutEntry]), not read: importing a sparse or large file
+// costs memory for the data the layer later reads, not for its size, and
+// the upper may be removed afterwards. The upper root's own mode and owner, where they differ from the
 // view's root, become the layer's entry for the root (".").
 //
 // Import checks the whole upper before it changes f: an upper that uses
