@@ -157,7 +157,7 @@ func (f *Fs) conflictsLocked(p plan) ([]conflict, error) {
 	if err != nil {
 		return nil, err
 	}
-	dev := identity(rootFi).dev
+	dev := deviceOf(rootFi)
 	var crossing []string
 	isDir := map[string]bool{}
 	realDir := func(rel string) bool {
@@ -165,7 +165,7 @@ func (f *Fs) conflictsLocked(p plan) ([]conflict, error) {
 		if !seen {
 			fi, err := os.Lstat(f.host(rel))
 			ok = err == nil && fi.IsDir()
-			if ok && identity(fi).dev != dev {
+			if ok && deviceOf(fi) != dev {
 				crossing = append(crossing, rel)
 			}
 			isDir[rel] = ok
