@@ -338,6 +338,9 @@ func (j *journal) applyStep(s step) error {
 		j.synced[path.Dir(s.Path)] = true
 		return escapeErr(j.rt.Rename(osName(stageName(s.N)), name))
 	case opMeta:
+		if _, err := j.rt.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+			return nil // removed by someone else since: nothing to give metadata to
+		}
 		m := meta{perm: s.Mode, uid: s.UID, gid: s.GID}
 		if err := lchown(j.rt, s.Path, m); err != nil {
 			return escapeErr(err)
