@@ -29,7 +29,9 @@ import (
 // the layer does not hold (parents of its entries) copy the lower's mode,
 // owner and times; so does the upper root, unless the layer changed the
 // root's own metadata (its entry "."), which the upper root then carries.
-// A missing upper is created, with its missing parents (as os.MkdirAll). Everything is created first; metadata
+// A missing upper is created, with its missing parents (as os.MkdirAll).
+// Blocks of zeros in files are left as holes, and holes of a lower or
+// imported file are never read. Everything is created first; metadata
 // follows children-first (owner before mode, so setuid bits survive; symlink
 // times without following the link). All writes go through an [os.Root] at
 // upper, so no layer path can write outside it.
