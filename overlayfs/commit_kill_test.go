@@ -170,8 +170,10 @@ func TestCommitKill(t *testing.T) {
 			t.Fatalf("an uninterrupted commit left the %s tree", got)
 		}
 	}
+	// Kills land uniformly over the fastest commit seen: on a loaded
+	// machine the others are slower, and a kill after the end tests nothing.
 	slices.Sort(durs)
-	span := durs[1] + durs[1]/5
+	span := durs[0]
 
 	r := rand.New(rand.NewPCG(2, 12))
 	counts := map[string]int{}
