@@ -65,7 +65,6 @@ type faultHook func(op, rel string) error
 // journal is one commit's staging area and intent on one root.
 type journal struct {
 	rt     *os.Root
-	root   string
 	in     intent
 	n      int             // last staging number used
 	synced map[string]bool // directories to fsync at the end of a phase
@@ -86,7 +85,7 @@ func openJournal(root string, hook faultHook) (*journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &journal{rt: rt, root: root, in: intent{Format: journalFormat}, synced: map[string]bool{}, hook: hook}
+	j := &journal{rt: rt, in: intent{Format: journalFormat}, synced: map[string]bool{}, hook: hook}
 	if err := rt.Mkdir(journalName, 0o700); err != nil {
 		rt.Close()
 		if errors.Is(err, fs.ErrExist) {
@@ -105,7 +104,7 @@ func openJournal(root string, hook faultHook) (*journal, error) {
 
 // interruptedErr says that root holds an unfinished journal.
 func interruptedErr(op, root string) error {
-	return pathErr(op, root, fmt.Errorf("%w: %s holds an unfinished commit journal; call overlayfs.Recover on the root",
+	return pathErr(op, root, fmt.Errorf("%w: unfinished journal %s; call overlayfs.Recover on the root",
 		ErrInterruptedCommit, journalName))
 }
 
@@ -466,7 +465,7 @@ func recoverRoot(root string, hook faultHook) error {
 	if err != nil {
 		return fixErr(err, "recover", root)
 	}
-	j := &journal{rt: rt, root: root, synced: map[string]bool{}, hook: hook}
+	j := &journal{rt: rt, synced: map[string]bool{}, hook: hook}
 	if _, err := rt.Lstat(journalName); errors.Is(err, fs.ErrNotExist) {
 		rt.Close()
 		return nil
