@@ -23,8 +23,11 @@ import (
 // directory below unless it carries the opaque xattr of the namespace opts
 // selects. Whiteouts of paths the view does not have are skipped. The
 // kernel's bookkeeping xattrs (origin, impure, uuid, nlink, ...) are
-// ignored, as are the upper root's own metadata (a layer has no entry for
-// the root).
+// ignored. Files of 1 MiB or more are kept by reference (see
+// [overlayfs.Fs.PutEntry]), not read: importing a sparse or large file
+// costs memory for the data the layer later reads, not for its size, and
+// the upper may be removed afterwards. The upper root's own mode and owner, where they differ from the
+// view's root, become the layer's entry for the root (".").
 //
 // Import checks the whole upper before it changes f: an upper that uses
 // redirect_dir or metacopy, which a layer cannot express, is refused with
@@ -47,7 +50,29 @@ func Import(upper string, f *overlayfs.Fs, opts Options) error {
 			return err
 		}
 	}
-	return nil
+	return importRoot(upper, f)
+}
+
+// importRoot stacks the upper root's own metadata on the view's root where
+// their mode or owner differ: the merged root shows the upper's.
+func importRoot(upper string, f *overlayfs.Fs) error {
+	var st unix.Stat_t
+	if err := unix.Stat(upper, &st); err != nil {
+		return &fs.PathError{Op: "stat", Path: upper, Err: err}
+	}
+	cur, err := f.Stat(f.Root())
+	if err != nil {
+		return err
+	}
+	cst, ok := cur.Sys().(*syscall.Stat_t)
+	mode := permBits(st.Mode)
+	if ok && mode == specialPerm(cur.Mode()) && st.Uid == cst.Uid && st.Gid == cst.Gid {
+		return nil
+	}
+	return f.PutEntry(overlayfs.LayerEntry{
+		Path: ".", Type: overlayfs.EntryDir, Mode: mode,
+		ModTime: time.Unix(st.Mtim.Unix()), Uid: int(st.Uid), Gid: int(st.Gid),
+	}, nil)
 }
 
 // upperEntry is one path of an upper dir, checked and classified.

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cowfs/cowfs/internal/sparse"
 	"github.com/cowfs/cowfs/overlayfs"
 	"golang.org/x/sys/unix"
 )
@@ -25,8 +26,12 @@ import (
 // Deletions become 0/0 character-device whiteouts, and only where the lower
 // has the path under a merged directory. A directory that replaces a lower
 // directory gets the opaque xattr in the namespace opts selects. Directories
-// the layer does not hold (parents of its entries) and the upper root copy
-// the lower's mode, owner and times. Everything is created first; metadata
+// the layer does not hold (parents of its entries) copy the lower's mode,
+// owner and times; so does the upper root, unless the layer changed the
+// root's own metadata (its entry "."), which the upper root then carries.
+// A missing upper is created, with its missing parents (as os.MkdirAll).
+// Blocks of zeros in files are left as holes, and holes of a lower or
+// imported file are never read. Everything is created first; metadata
 // follows children-first (owner before mode, so setuid bits survive; symlink
 // times without following the link). All writes go through an [os.Root] at
 // upper, so no layer path can write outside it.
@@ -35,7 +40,7 @@ import (
 // caller's, or opts selects trusted.* xattrs and an opaque directory is
 // needed. Errors are *fs.PathError naming the upper path.
 func Materialize(f *overlayfs.Fs, upper string, opts Options) error {
-	steps, err := planLayer(f)
+	steps, rootEntry, err := planLayerRoot(f)
 	if err != nil {
 		return err
 	}
@@ -75,13 +80,18 @@ func Materialize(f *overlayfs.Fs, upper string, opts Options) error {
 			return err
 		}
 	}
-	return m.copyRootMeta(root)
+	return m.copyRootMeta(root, rootEntry)
 }
 
-// prepareUpper creates upper (private until its metadata is copied) or
-// checks that it is an empty directory.
+// prepareUpper creates upper (private until its metadata is copied) and
+// its missing parents, or checks that it is an empty directory.
 func prepareUpper(upper string) error {
 	err := os.Mkdir(upper, 0o700)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(upper), 0o777); err == nil {
+			err = os.Mkdir(upper, 0o700)
+		}
+	}
 	if err == nil || !errors.Is(err, fs.ErrExist) {
 		return err
 	}
@@ -226,7 +236,7 @@ func (m *materializer) writeFile(dir *openDir, name string, e overlayfs.LayerEnt
 		if err != nil {
 			return fmt.Errorf("materialize %s: layer content: %w", p, err)
 		}
-		_, err = io.Copy(w, r)
+		_, err = sparse.Copy(w, r) // holes stay holes
 		r.Close()
 		if err != nil {
 			return &fs.PathError{Op: "write", Path: p, Err: underlying(err)}
@@ -270,28 +280,36 @@ func (m *materializer) applyDirMeta(d step) error {
 	return nil
 }
 
-// copyRootMeta gives the upper root the lower root's metadata: the merged
+// copyRootMeta gives the upper root the metadata of the view's root (the
+// layer's entry "." when it has one, else the lower root's): the merged
 // root shows the upper's.
-func (m *materializer) copyRootMeta(root *os.Root) error {
+func (m *materializer) copyRootMeta(root *os.Root, e *overlayfs.LayerEntry) error {
 	fi, err := os.Stat(m.lower)
 	if err != nil {
 		return err
 	}
 	st := fi.Sys().(*syscall.Stat_t)
+	uid, gid, mode := int(st.Uid), int(st.Gid), specialPerm(fi.Mode())
+	ts := [2]unix.Timespec{unix.Timespec(st.Atim), unix.Timespec(st.Mtim)}
+	if e != nil {
+		uid, gid, mode = e.Uid, e.Gid, e.Mode
+		if !e.ModTime.IsZero() {
+			ts[1] = unix.NsecToTimespec(e.ModTime.UnixNano())
+		}
+	}
 	d, err := root.Open(".")
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if int(st.Uid) != m.euid || int(st.Gid) != m.egid || m.alwaysChown {
-		if err := d.Chown(int(st.Uid), int(st.Gid)); err != nil {
+	if uid != m.euid || gid != m.egid || m.alwaysChown {
+		if err := d.Chown(uid, gid); err != nil {
 			return &fs.PathError{Op: "chown", Path: m.upper, Err: underlying(err)}
 		}
 	}
-	if err := d.Chmod(fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)); err != nil {
+	if err := d.Chmod(mode); err != nil {
 		return &fs.PathError{Op: "chmod", Path: m.upper, Err: underlying(err)}
 	}
-	ts := [2]unix.Timespec{unix.Timespec(st.Atim), unix.Timespec(st.Mtim)}
 	if err := futimens(d, &ts); err != nil {
 		return &fs.PathError{Op: "futimens", Path: m.upper, Err: err}
 	}

@@ -180,9 +180,19 @@ func TestMaterializeUpperMustBeEmpty(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Path != upper {
 		t.Errorf("error does not name the upper: %#v", err)
 	}
+	// A missing upper is created with its missing parents, as os.MkdirAll.
 	missingParent := filepath.Join(t.TempDir(), "no", "upper")
-	if err := Materialize(f, missingParent, Options{UserXattr: true}); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("upper under a missing dir: %v, want ErrNotExist", err)
+	if err := Materialize(f, missingParent, Options{UserXattr: true}); err != nil {
+		t.Errorf("upper under a missing dir: %v, want it created", err)
+	} else if fi, err := os.Stat(missingParent); err != nil || !fi.IsDir() {
+		t.Errorf("upper under a missing dir: os.Stat = %v, %v; want a directory", fi, err)
+	}
+	fileParent := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(fileParent, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Materialize(f, filepath.Join(fileParent, "upper"), Options{UserXattr: true}); !errors.Is(err, unix.ENOTDIR) {
+		t.Errorf("upper under a file: %v, want ENOTDIR", err)
 	}
 	// An empty existing dir is fine, and so is a missing one.
 	if err := Materialize(f, t.TempDir(), Options{UserXattr: true}); err != nil {

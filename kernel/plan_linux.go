@@ -27,19 +27,31 @@ type step struct {
 // bytewise path order otherwise. Cost: O(layer) plus one lstat of the lower
 // per directory and whiteout.
 func planLayer(f *overlayfs.Fs) ([]step, error) {
+	steps, _, err := planLayerRoot(f)
+	return steps, err
+}
+
+// planLayerRoot is planLayer that also returns the layer's entry for the
+// root directory's own metadata (Path "."), or nil when it has none.
+func planLayerRoot(f *overlayfs.Fs) ([]step, *overlayfs.LayerEntry, error) {
 	p := &planner{lower: f.Root(), merged: map[string]bool{"": true}}
 	for _, e := range f.Layer() {
+		if e.Path == "." && e.Type == overlayfs.EntryDir {
+			p.root = &e
+			continue
+		}
 		if err := p.add(e); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return p.steps, nil
+	return p.steps, p.root, nil
 }
 
 type planner struct {
 	lower  string
 	merged map[string]bool // every upper dir planned so far: is it merged?
 	steps  []step
+	root   *overlayfs.LayerEntry
 }
 
 func (p *planner) lowerLstat(rel string) (fs.FileInfo, error) {

@@ -91,6 +91,14 @@ func (f *Fs) between(a, b *Snapshot) ([]change, error) {
 	for k := range keys {
 		visit(k, va.nodeAtLocked(k), vb.nodeAtLocked(k))
 	}
+	// The root's own mode, at ".".
+	ra, errA := va.rootNode()
+	rb, errB := vb.rootNode()
+	if errA == nil && errB == nil {
+		if c, ok, _ := compare(".", va.sideOf("", ra), vb.sideOf("", rb)); ok {
+			out = append(out, c)
+		}
+	}
 	slices.SortFunc(out, func(x, y change) int { return strings.Compare(x.Path, y.Path) })
 	for i := range out {
 		out[i].Root = f.root

@@ -33,7 +33,7 @@ func (k ChangeKind) String() string {
 // Change is one path at which the view differs from the lower.
 type Change struct {
 	Root    string      // the root Path is relative to: Root(), or another of Roots()
-	Path    string      // slash-separated, relative to Root
+	Path    string      // slash-separated, relative to Root; "." for the root directory itself
 	Kind    ChangeKind  //
 	Mode    fs.FileMode // in the view, type bits included; 0 when Deleted
 	OldMode fs.FileMode // in the lower; 0 when Added
@@ -50,6 +50,7 @@ type side struct {
 	mode   fs.FileMode // type bits included
 	target string      // symlink
 	host   string      // file content on disk, when lazy
+	ext    *extFile    // file content outside the lower, when lazy (instead of host)
 	data   []byte      // file content in memory, when !lazy
 	lazy   bool
 	size   int64
@@ -59,10 +60,23 @@ func (s side) content() ([]byte, error) {
 	switch {
 	case s.kind == kindSymlink:
 		return []byte(s.target), nil
+	case s.ext != nil:
+		return io.ReadAll(io.NewSectionReader(s.ext.f, 0, s.size))
 	case s.lazy:
 		return os.ReadFile(s.host)
 	}
 	return s.data, nil
+}
+
+// open streams a file side's content.
+func (s side) open() (io.ReadCloser, error) {
+	switch {
+	case s.ext != nil:
+		return s.ext.section(s.size), nil
+	case s.lazy:
+		return os.Open(s.host)
+	}
+	return io.NopCloser(bytes.NewReader(s.data)), nil
 }
 
 // change is a Change with both sides, for patches.
@@ -73,7 +87,8 @@ type change struct {
 
 // Changes returns every path at which the view differs from the lower,
 // sorted by path. A file written back to its original bytes and mode is not
-// a change; a deleted lower directory lists itself and its descendants.
+// a change; a deleted lower directory lists itself and its descendants; a
+// change of the root directory's own mode is listed at path ".".
 // Times and owners are not compared. Cost: O(layer) plus a read of each
 // changed file's lower content that has the same size as the new content.
 //
@@ -102,6 +117,15 @@ func (f *Fs) changes() ([]change, error) {
 	}
 	f.paths.Scan(func(k string, e entry) bool {
 		if k == "" {
+			// The root's own mode is a change like any other, at ".".
+			if fi, err := os.Stat(f.root); err == nil && e.kind == kindDir {
+				low := side{kind: kindDir, mode: fi.Mode()}
+				if c, ok, _ := compare(".", low, f.viewSide(e)); ok {
+					out = append(out, c)
+				}
+			} else {
+				note(err)
+			}
 			return true
 		}
 		low := f.lowerSide(k)
@@ -189,7 +213,9 @@ func (f *Fs) viewSide(e entry) side {
 		return side{}
 	}
 	s := side{kind: kindFile, mode: b.perm, size: b.len(), lazy: b.lazy}
-	if b.lazy {
+	if b.external() {
+		s.ext = b.ext
+	} else if b.lazy {
 		s.host = f.host(b.src)
 	} else {
 		s.data = b.data
@@ -228,6 +254,16 @@ func compare(rel string, low, view side) (change, bool, error) {
 // lazy references to the same lower file are equal without a read.
 func sameContent(a, b side) (bool, error) {
 	switch {
+	case a.ext != nil || b.ext != nil:
+		if a.size != b.size {
+			return false, nil
+		}
+		if a.ext == b.ext {
+			return true, nil
+		}
+		return equalStreams(a, b)
+	}
+	switch {
 	case a.lazy && b.lazy && a.host == b.host:
 		return true, nil
 	case a.size != b.size:
@@ -265,6 +301,40 @@ func equalFile(host string, data []byte) (bool, error) {
 		}
 		if err != nil {
 			return false, err
+		}
+	}
+}
+
+// equalStreams compares two file sides by streaming both.
+func equalStreams(a, b side) (bool, error) {
+	ra, err := a.open()
+	if err != nil {
+		return false, err
+	}
+	defer ra.Close()
+	rb, err := b.open()
+	if err != nil {
+		return false, err
+	}
+	defer rb.Close()
+	bufA, bufB := make([]byte, 32<<10), make([]byte, 32<<10)
+	for {
+		na, errA := io.ReadFull(ra, bufA)
+		nb, errB := io.ReadFull(rb, bufB)
+		if na != nb || !bytes.Equal(bufA[:na], bufB[:nb]) {
+			return false, nil
+		}
+		endA := errA == io.EOF || errA == io.ErrUnexpectedEOF
+		endB := errB == io.EOF || errB == io.ErrUnexpectedEOF
+		switch {
+		case endA && endB:
+			return true, nil
+		case endA != endB:
+			return false, nil
+		case errA != nil:
+			return false, errA
+		case errB != nil:
+			return false, errB
 		}
 	}
 }

@@ -1,68 +1,90 @@
 package overlayfs
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
-	"time"
+
+	"github.com/cowfs/cowfs/internal/sparse"
 )
 
-// CommitError is the error of a Commit that did not write everything.
+// CommitError is the error of a Commit that wrote nothing, or that was
+// interrupted after its commit point.
 //
-// With conflicts, nothing was written: Conflicts names every lower path
-// that changed on disk since the layer came to depend on it, and the error
-// wraps ErrConflict. Otherwise the disk refused a write midway: Applied
-// lists the layer paths written, in order, NotApplied those left in the
-// layer (nothing is lost: a second Commit after fixing the cause finishes),
-// and Err is the refusal.
+// With conflicts, nothing was written: Conflicts names every path that
+// changed on disk since the layer came to depend on it (a file it read, a
+// path it created that now exists, a parent directory that is no longer a
+// directory), and the error wraps ErrConflict; where such a change is a
+// symlink that would carry a write outside the root, the path is also in
+// Escapes and the error wraps ErrOutsideRoot as well.
+//
+// Otherwise Err is why the commit stopped. Before the commit point
+// (staging: a full disk, an I/O error, a read-only root) the tree is
+// untouched, Applied is empty and NotApplied lists every path; the layer
+// keeps everything and a later Commit can finish. After the commit point
+// (a refusal while moving the staged contents into place) Interrupted is
+// set and the error also wraps ErrInterruptedCommit: the root named in Err
+// holds the journal, and Recover on it finishes the commit. With several
+// roots (WithRoot), Applied lists the roots' paths already written.
 type CommitError struct {
-	Conflicts  []string
-	Applied    []string
-	NotApplied []string
-	Err        error
+	Conflicts   []string
+	Escapes     []string
+	Applied     []string
+	NotApplied  []string
+	Interrupted bool
+	Err         error
 }
 
 func (e *CommitError) Error() string {
-	if len(e.Conflicts) > 0 {
+	switch {
+	case len(e.Conflicts) > 0:
 		return fmt.Sprintf("overlayfs: commit: lower changed since read: %s", strings.Join(e.Conflicts, ", "))
+	case e.Interrupted:
+		return fmt.Sprintf("overlayfs: commit interrupted after its commit point: %v", e.Err)
 	}
 	return fmt.Sprintf("overlayfs: commit: applied %d of %d paths: %v", len(e.Applied), len(e.Applied)+len(e.NotApplied), e.Err)
 }
 
-func (e *CommitError) Unwrap() error {
-	if len(e.Conflicts) > 0 {
-		return ErrConflict
+func (e *CommitError) Unwrap() []error {
+	switch {
+	case len(e.Escapes) > 0:
+		return []error{ErrConflict, ErrOutsideRoot}
+	case len(e.Conflicts) > 0:
+		return []error{ErrConflict}
+	case e.Interrupted:
+		return []error{ErrInterruptedCommit, e.Err}
 	}
-	return e.Err
+	return []error{e.Err}
 }
 
 // Commit writes the layer to the real root: deletions, directories, files,
-// symlinks, modes, owners (where permitted) and modification times. Every
-// file is written to a temporary file in its directory, synced, and renamed
-// into place, so no file is ever half-written.
+// symlinks, modes (the root's own included), owners (where permitted) and
+// modification times, atomically (see the package documentation's
+// "Commit" section for the guarantee, the journal and its cost).
 //
-// Before writing anything, Commit checks every lower path the layer depends
-// on (read for a copy-up, deleted, renamed away) against the identity
-// (device, inode, size, mtime, ctime) it had when the layer came to depend
-// on it; on any difference it writes nothing and returns a *CommitError
-// wrapping ErrConflict that names every such path.
+// Before writing anything, Commit checks every path it touches against
+// what the layer saw: lower files it read or deleted (device, inode, size,
+// mtime, ctime), paths it creates (still absent), parents it writes into
+// (still real directories). On any difference it writes nothing and
+// returns a *CommitError wrapping ErrConflict that names every such path.
+// Every write goes through a handle anchored at the root ([os.Root]), so no
+// symlink, in the layer or swapped in on disk during the commit, carries a
+// write outside it; such an attempt fails with an error wrapping
+// ErrOutsideRoot.
 //
 // After a successful Commit the layer is empty and the view is unchanged.
 // Symlinks keep the time of their creation on disk. A handle open across a
 // Commit keeps working on a private copy of its file: its later writes
 // reach neither the view nor the disk (reopen the file to go on).
-func (f *Fs) Commit() error { return f.commit(nil) }
+func (f *Fs) Commit() error { return f.commit(nil, nil) }
 
 // CommitPaths is Commit restricted to the changes at or under the given
 // names (a review gate: accept some changes, keep the rest in the layer).
-// Parent directories that only the layer has are created as needed.
+// Parent directories that only the layer has are created as needed. It is
+// atomic as Commit is.
 func (f *Fs) CommitPaths(names ...string) error {
 	sel := make(map[*Fs][]string)
 	for _, name := range names {
@@ -81,7 +103,7 @@ func (f *Fs) CommitPaths(names ...string) error {
 		}
 		sel[g] = append(sel[g], l.rel)
 	}
-	return f.commit(sel)
+	return f.commit(sel, nil)
 }
 
 // plan is what one root's commit writes.
@@ -92,47 +114,119 @@ type plan struct {
 }
 
 // commit applies the layer entries selected per root (all when sel is nil),
-// after checking every root for conflicts.
-func (f *Fs) commit(sel map[*Fs][]string) error {
+// after checking every root for conflicts. Each root is staged, then each
+// is applied: a crash leaves each root old or new, not all roots alike.
+func (f *Fs) commit(sel map[*Fs][]string, hook faultHook) error {
 	roots := f.all()
 	for _, g := range roots {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 	}
 	plans := make([]plan, len(roots))
-	var conflicts []string
+	var conflicts, escapes []string
 	for i, g := range roots {
 		rels, ok := sel[g]
 		if sel != nil && !ok {
 			continue
 		}
 		plans[i] = g.planLocked(rels, sel != nil)
-		for _, c := range g.conflictsLocked(plans[i].keys) {
-			if len(roots) > 1 {
-				c = filepath.Join(g.root, c)
+		for _, k := range plans[i].keys {
+			if k == journalName || strings.HasPrefix(k, journalName+"/") {
+				return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1),
+					Err: pathErr("commit", k, fmt.Errorf("the name is reserved for the commit journal: %w", fs.ErrInvalid))}
 			}
-			conflicts = append(conflicts, c)
+		}
+		cs, err := g.conflictsLocked(plans[i])
+		if err != nil {
+			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
+		}
+		for _, c := range cs {
+			p := c.path
+			if len(roots) > 1 {
+				p = filepath.Join(g.root, p)
+			}
+			conflicts = append(conflicts, p)
+			if c.escape {
+				escapes = append(escapes, p)
+			}
 		}
 	}
 	if len(conflicts) > 0 {
-		return &CommitError{Conflicts: conflicts}
+		return &CommitError{Conflicts: conflicts, Escapes: escapes}
 	}
+	journals := make([]*journal, len(roots))
+	abortAll := func() {
+		for _, j := range journals {
+			if j != nil {
+				j.abort()
+			}
+		}
+	}
+	for i, g := range roots {
+		if len(plans[i].keys) == 0 {
+			continue
+		}
+		if err := g.loadRenamedLocked(); err != nil {
+			abortAll()
+			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
+		}
+		j, err := openJournal(g.root, hook)
+		if err == nil {
+			journals[i] = j
+			err = g.stageLocked(j, plans[i])
+		}
+		if err == nil {
+			err = j.seal()
+		}
+		if err != nil {
+			abortAll()
+			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
+		}
+	}
+	// Past the commit points: every root is rolled forward, even when
+	// another one fails.
 	var applied, notApplied []string
 	var firstErr error
 	for i, g := range roots {
-		a, n, err := g.applyPlanLocked(plans[i])
-		if len(roots) > 1 {
-			a, n = prefixAll(g.root, a), prefixAll(g.root, n)
+		j := journals[i]
+		if j == nil {
+			continue
 		}
-		applied, notApplied = append(applied, a...), append(notApplied, n...)
-		if err != nil && firstErr == nil {
-			firstErr = err
+		err := j.apply()
+		if err == nil {
+			err = j.finish()
 		}
+		if err != nil {
+			j.rt.Close()
+			notApplied = append(notApplied, allKeys(roots[i:i+1], plans[i:i+1], len(roots) > 1)...)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("call overlayfs.Recover on %s: %w", g.root, err)
+			}
+			continue
+		}
+		g.settlePlanLocked(plans[i])
+		applied = append(applied, allKeys(roots[i:i+1], plans[i:i+1], len(roots) > 1)...)
 	}
 	if firstErr != nil {
-		return &CommitError{Applied: applied, NotApplied: notApplied, Err: firstErr}
+		return &CommitError{Applied: applied, NotApplied: notApplied, Interrupted: true, Err: firstErr}
 	}
 	return nil
+}
+
+// allKeys lists the keys of the plans, prefixed with their roots when
+// prefix is set (there are several roots).
+func allKeys(roots []*Fs, plans []plan, prefix bool) []string {
+	var out []string
+	for i, g := range roots {
+		if prefix {
+			out = append(out, prefixAll(g.root, plans[i].keys)...)
+		} else {
+			for _, k := range plans[i].keys {
+				out = append(out, osSlash(k))
+			}
+		}
+	}
+	return out
 }
 
 func prefixAll(root string, rels []string) []string {
@@ -145,16 +239,17 @@ func prefixAll(root string, rels []string) []string {
 
 // planLocked selects the layer entries at or under rels (all when !partial).
 // A selected name the layer hides only through an ancestor (an opaque or
-// replaced directory) gets a deletion step of its own.
+// replaced directory) gets a deletion step of its own. The root's own
+// entry (key "") comes first.
 func (f *Fs) planLocked(rels []string, partial bool) plan {
 	p := plan{keep: make(map[string]bool)}
 	f.paths.Scan(func(k string, e entry) bool {
-		if k == "" {
+		if k == "" && e.kind != kindDir {
 			return true
 		}
 		if !partial || under(k, rels) {
 			p.keys, p.ents = append(p.keys, k), append(p.ents, e)
-		} else if e.kind == kindDir && above(k, rels) {
+		} else if e.kind == kindDir && k != "" && above(k, rels) {
 			p.keys, p.ents = append(p.keys, k), append(p.ents, e)
 			p.keep[k] = true
 		}
@@ -177,60 +272,159 @@ func (f *Fs) planLocked(rels []string, partial bool) plan {
 	return p
 }
 
-// applyPlanLocked writes a plan, stopping at the first refusal; it returns
-// the keys applied and those left in the layer.
-func (f *Fs) applyPlanLocked(p plan) (applied, notApplied []string, err error) {
-	// A renamed file's bytes are still on the lower under its old name,
-	// which a step may delete or overwrite, whether or not the renamed
-	// file is committed now: read them all first.
-	var loadErr error
+// loadRenamedLocked reads into memory the bytes of every renamed file that
+// still refers to the lower under its old name: the commit may delete or
+// overwrite that name, whether or not the renamed file is committed now.
+func (f *Fs) loadRenamedLocked() error {
 	var renamed []uint64
 	f.paths.Scan(func(k string, e entry) bool {
 		if e.kind == kindFile {
-			if b := f.blobLocked(e.ino); b != nil && b.lazy && b.src != k {
+			if b := f.blobLocked(e.ino); b != nil && b.lazy && !b.external() && b.src != k {
 				renamed = append(renamed, e.ino)
 			}
 		}
 		return true
 	})
 	for _, ino := range renamed {
-		if err := f.ownBlobLocked(ino).load(f); err != nil && loadErr == nil {
-			loadErr = err
+		if err := f.ownBlobLocked(ino).load(f); err != nil {
+			return err
 		}
 	}
-	if loadErr != nil {
-		return nil, p.keys, loadErr
+	return nil
+}
+
+// stageLocked writes the new contents of a plan into the journal's stage
+// and records the steps that put them in place. Nothing outside the
+// journal is written. A new directory is staged with its whole subtree, so
+// that one rename places it.
+func (f *Fs) stageLocked(j *journal, p plan) error {
+	staged := map[string]string{} // new directory in the tree -> its place in the stage
+	stagedAt := func(k string) (string, bool) {
+		for a := parent(k); a != ""; a = parent(a) {
+			if s, ok := staged[a]; ok {
+				return s + k[len(a):], true
+			}
+		}
+		return "", false
 	}
+	for i, k := range p.keys {
+		e := p.ents[i]
+		in, inNew := stagedAt(k)
+		if inNew && e.kind == kindWhiteout {
+			continue
+		}
+		var low fs.FileInfo
+		if !inNew {
+			fi, err := j.rt.Lstat(osName(k))
+			switch {
+			case err == nil:
+				low = fi
+			case !isMissing(err):
+				return escapeErr(err)
+			}
+		}
+		// Where the new entry cannot be renamed over the old one (a
+		// directory on either side), the old one goes to the trash first.
+		trash := func() {
+			j.add(step{Op: opTrash, Path: k, N: j.next()})
+		}
+		place := func() string {
+			if inNew {
+				return in
+			}
+			n := j.next()
+			j.add(step{Op: opPlace, Path: k, N: n})
+			return stageName(n)
+		}
+		switch e.kind {
+		case kindWhiteout:
+			if low != nil {
+				trash()
+			}
+		case kindDir:
+			if low != nil && low.IsDir() {
+				if e.opaque && !p.keep[k] {
+					if err := f.pruneLocked(j, k); err != nil {
+						return err
+					}
+				}
+				j.add(metaStep(k, e.meta, false))
+				continue
+			}
+			if low != nil {
+				trash()
+			}
+			s := place()
+			if err := j.stageDir(s); err != nil {
+				return err
+			}
+			if !inNew {
+				staged[k] = s
+			}
+			j.add(metaStep(k, e.meta, false))
+		case kindSymlink:
+			if low != nil && low.IsDir() {
+				trash()
+			}
+			if err := j.stageSymlink(place(), e.target, e.meta); err != nil {
+				return err
+			}
+		case kindFile:
+			b := f.blobLocked(e.ino)
+			if b == nil {
+				return pathErr("commit", k, fs.ErrNotExist)
+			}
+			if b.lazy && !b.external() && b.src == k && low != nil && low.Mode().IsRegular() {
+				j.add(metaStep(k, b.meta, false)) // same bytes, already there
+				continue
+			}
+			if low != nil && low.IsDir() {
+				trash()
+			}
+			if err := j.stageFile(place(), b.meta, func(fh *os.File) error {
+				if !b.lazy {
+					return sparse.Write(fh, b.data)
+				}
+				r, err := b.reader(f) // streamed: a large file is never held whole
+				if err != nil {
+					return err
+				}
+				defer r.Close()
+				_, err = sparse.Copy(fh, r)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// settlePlanLocked brings the layer up to date with a plan now on disk:
+// what the lower shows as the layer did leaves the layer, and the lower's
+// new state is what later commits compare with.
+func (f *Fs) settlePlanLocked(p plan) {
 	defer func() {
 		f.dropCaches()
 		clear(f.copied)
 		clear(f.copyIno)
 	}()
 	for i, k := range p.keys {
-		if err := f.applyLocked(k, p.ents[i], p.keep[k]); err != nil {
-			return applied, p.keys[i:], err
-		}
-		applied = append(applied, k)
-		for a := parent(k); ; a = parent(a) {
+		for a := k; a != ""; {
+			a = parent(a)
 			f.refreshDepLocked(a) // Commit's own write is no conflict
-			if a == "" {
-				break
-			}
 		}
 		if !p.keep[k] {
 			f.settleLocked(k, p.ents[i])
 		} else {
-			f.refreshDepLocked(k)
+			f.recordDepLocked(k)
 		}
 	}
-	// Directory times last: writing their children moved them.
 	for i := len(p.keys) - 1; i >= 0; i-- {
-		if e := p.ents[i]; e.kind == kindDir && !e.mtime.IsZero() {
-			os.Chtimes(f.host(p.keys[i]), e.mtime, e.mtime)
+		if p.ents[i].kind == kindDir {
 			f.refreshDepLocked(p.keys[i])
 		}
 	}
-	return applied, nil, nil
 }
 
 // under reports whether k is one of rels or below one.
@@ -253,33 +447,6 @@ func above(k string, rels []string) bool {
 	return false
 }
 
-// conflictsLocked returns the dependencies of the selected entries whose
-// lower no longer matches.
-func (f *Fs) conflictsLocked(keys []string) []string {
-	sel := make(map[string]bool, len(keys))
-	srcs := make(map[string]bool)
-	for _, k := range keys {
-		sel[k] = true
-		if e, ok := f.paths.Get(k); ok && e.kind == kindFile {
-			if b := f.blobLocked(e.ino); b != nil && b.lazy {
-				srcs[b.src] = true
-			}
-		}
-	}
-	var out []string
-	f.deps.Scan(func(rel string, d dep) bool {
-		if !srcs[rel] && !selectedAbove(rel, sel) {
-			return true
-		}
-		fi, err := os.Lstat(f.host(rel))
-		if err != nil || !d.same(fi) {
-			out = append(out, rel)
-		}
-		return true
-	})
-	return out
-}
-
 // selectedAbove reports whether rel or one of its ancestors is selected.
 func selectedAbove(rel string, sel map[string]bool) bool {
 	for p := rel; p != ""; p = parent(p) {
@@ -295,6 +462,7 @@ func selectedAbove(rel string, sel map[string]bool) bool {
 // entry stays (it is now equal to the lower there, and harmless).
 func (f *Fs) settleLocked(k string, e entry) {
 	if !f.lowerVisible(parent(k)) {
+		f.recordDepLocked(k)
 		return
 	}
 	f.paths.Delete(k)
@@ -316,133 +484,26 @@ func (f *Fs) settleLocked(k string, e entry) {
 	}
 }
 
-// applyLocked writes one layer entry to the lower.
-func (f *Fs) applyLocked(k string, e entry, createOnly bool) error {
-	host := f.host(k)
-	low, _ := os.Lstat(host)
-	switch e.kind {
-	case kindWhiteout:
-		return os.RemoveAll(host)
-	case kindDir:
-		if low != nil && !low.IsDir() {
-			if err := os.Remove(host); err != nil {
-				return err
-			}
-			low = nil
-		}
-		if low == nil {
-			if err := os.Mkdir(host, 0o700); err != nil {
-				return err
-			}
-		} else if e.opaque && !createOnly {
-			if err := f.pruneLocked(k); err != nil {
-				return err
-			}
-		}
-		return setMeta(host, e.meta, false)
-	case kindSymlink:
-		if low != nil && low.IsDir() {
-			if err := os.RemoveAll(host); err != nil {
-				return err
-			}
-		}
-		tmp := tempName(host)
-		if err := os.Symlink(e.target, tmp); err != nil {
-			return err
-		}
-		if err := setMeta(tmp, e.meta, true); err != nil {
-			os.Remove(tmp)
-			return err
-		}
-		return os.Rename(tmp, host)
-	case kindFile:
-		b := f.blobLocked(e.ino)
-		if b == nil {
-			return pathErr("commit", k, fs.ErrNotExist)
-		}
-		if low != nil && low.IsDir() {
-			if err := os.RemoveAll(host); err != nil {
-				return err
-			}
-		}
-		if b.lazy && b.src == k {
-			return setMeta(host, b.meta, false) // same bytes, already there
-		}
-		return writeFileAtomic(host, b)
+// pruneLocked moves to the trash the lower children of an opaque
+// directory that the layer does not have.
+func (f *Fs) pruneLocked(j *journal, rel string) error {
+	d, err := j.rt.Open(osName(rel))
+	if err != nil {
+		return escapeErr(err)
 	}
-	return nil
-}
-
-// pruneLocked removes the lower children of an opaque directory that the
-// layer does not have.
-func (f *Fs) pruneLocked(rel string) error {
-	des, err := os.ReadDir(f.host(rel))
+	names, err := d.Readdirnames(-1)
+	d.Close()
 	if err != nil {
 		return err
 	}
-	for _, de := range des {
-		if _, ok := f.paths.Get(join(rel, de.Name())); !ok {
-			if err := os.RemoveAll(f.host(join(rel, de.Name()))); err != nil {
-				return err
-			}
+	slices.Sort(names)
+	for _, name := range names {
+		if _, ok := f.paths.Get(join(rel, name)); !ok {
+			j.add(step{Op: opTrash, Path: join(rel, name), N: j.next()})
 		}
-	}
-	return nil
-}
-
-// writeFileAtomic writes a loaded blob over host through a synced temporary
-// file in the same directory.
-func writeFileAtomic(host string, b *blob) error {
-	tmp := tempName(host)
-	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = fh.Write(b.data)
-	if err == nil {
-		err = fh.Sync()
-	}
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = setMeta(tmp, b.meta, false)
-	}
-	if err == nil {
-		err = os.Rename(tmp, host)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
-
-// setMeta applies owner, mode and time; chown is skipped where the process
-// may not change owners (EPERM), as tools like cp do.
-func setMeta(host string, m meta, link bool) error {
-	if m.uid >= 0 && m.gid >= 0 {
-		if err := os.Lchown(host, m.uid, m.gid); err != nil && !errors.Is(err, syscall.EPERM) {
-			return err
-		}
-	}
-	if link {
-		return nil // symlink modes are fixed; times need AT_SYMLINK_NOFOLLOW
-	}
-	if err := os.Chmod(host, fileMode(m.perm)); err != nil {
-		return err
-	}
-	if !m.mtime.IsZero() {
-		return os.Chtimes(host, time.Time{}, m.mtime)
 	}
 	return nil
 }
 
 // fileMode maps permission bits to what os.Chmod takes.
 func fileMode(perm fs.FileMode) fs.FileMode { return perm & permBits }
-
-// tempName is a fresh name beside host for an atomic replace.
-func tempName(host string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return filepath.Join(filepath.Dir(host), ".cowfs-"+hex.EncodeToString(b[:])+"~")
-}

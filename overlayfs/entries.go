@@ -37,7 +37,7 @@ func (t EntryType) String() string {
 // LayerEntry is one entry of the layer as a low-level tool (package kernel,
 // an archive writer) sees it: what an overlayfs upper directory holds.
 type LayerEntry struct {
-	Path     string      // slash-separated, relative to Root(); never "" (the root itself)
+	Path     string      // slash-separated, relative to Root(); "." for the root directory's own metadata
 	Type     EntryType   //
 	Mode     fs.FileMode // permission bits plus setuid, setgid, sticky; no type bits
 	ModTime  time.Time   //
@@ -46,8 +46,9 @@ type LayerEntry struct {
 	Target   string      // symlink target
 	Size     int64       // file size
 
-	data []byte // file content, when in memory
-	host string // file content on the lower, when not
+	data []byte   // file content, when in memory
+	host string   // file content on the lower, when not
+	ext  *extFile // file content outside the lower, when not
 }
 
 // Open returns the content of a file entry, from memory or from the lower
@@ -55,6 +56,9 @@ type LayerEntry struct {
 func (e LayerEntry) Open() (io.ReadCloser, error) {
 	if e.Type != EntryFile {
 		return nil, pathErr("open", e.Path, errInval)
+	}
+	if e.ext != nil {
+		return e.ext.section(e.Size), nil
 	}
 	if e.host != "" {
 		return os.Open(e.host)
@@ -75,6 +79,9 @@ func (f *Fs) Layer() []LayerEntry {
 	var out []LayerEntry
 	f.paths.Scan(func(k string, e entry) bool {
 		if k == "" {
+			if e.kind == kindDir { // the root's own metadata, first
+				out = append(out, LayerEntry{Path: ".", Type: EntryDir, Mode: e.perm, ModTime: e.mtime, Uid: e.uid, Gid: e.gid})
+			}
 			return true
 		}
 		le := LayerEntry{Path: k, Opaque: e.opaque, Target: e.target}
@@ -87,7 +94,9 @@ func (f *Fs) Layer() []LayerEntry {
 				return true
 			}
 			m, le.Size = b.meta, b.len()
-			if b.lazy {
+			if b.external() {
+				le.ext = b.ext
+			} else if b.lazy {
 				le.host = f.host(b.src)
 			} else {
 				le.data = b.data
@@ -112,17 +121,31 @@ func (f *Fs) Layer() []LayerEntry {
 // non-opaque directory over a directory keeps its children; a file or
 // symlink replaces. content is read for files. The parent must exist in the
 // view as a directory (put parents first). Paths are taken literally: no
-// symlink is followed.
+// symlink is followed. A file's content of 1 MiB or more given as an
+// *os.File of a regular file of e.Size bytes is kept by reference (a
+// descriptor of its own, so the file may be unlinked, but it must not be
+// written any more) and read only when needed: the layer then costs what
+// the file does, not its size in memory. A directory entry at "." sets the root directory's
+// own metadata (it cannot be opaque).
 func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
 	rel := e.Path
+	if rel == "." && e.Type == EntryDir && !e.Opaque {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.paths.Set("", entry{kind: kindDir, meta: meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}})
+		return nil
+	}
 	if rel == "" || !fs.ValidPath(rel) || rel == "." || path.Clean(rel) != rel {
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}
 	var data []byte
+	var ext *extFile
 	if e.Type == EntryFile && content != nil {
-		var err error
-		if data, err = io.ReadAll(content); err != nil {
-			return pathErr("put", e.Path, err)
+		if ext = keepExt(content, e.Size); ext == nil {
+			var err error
+			if data, err = readSized(content, e.Size); err != nil {
+				return pathErr("put", e.Path, err)
+			}
 		}
 	}
 	f.mu.Lock()
@@ -150,13 +173,20 @@ func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
 		if cur.kind == kindDir && !e.Opaque {
 			ne.opaque = cur.layer && cur.e.opaque
 		} else {
+			f.dependReplacedLocked(rel, visible)
 			f.deleteTreeLocked(rel)
 		}
 		f.paths.Set(rel, ne)
 	case EntryFile:
+		f.dependReplacedLocked(rel, visible)
 		f.deleteTreeLocked(rel)
-		f.paths.Set(rel, entry{kind: kindFile, ino: f.newBlobLocked(&blob{meta: m, data: data})})
+		b := &blob{meta: m, data: data}
+		if ext != nil {
+			b.lazy, b.ext, b.size = true, ext, e.Size
+		}
+		f.paths.Set(rel, entry{kind: kindFile, ino: f.newBlobLocked(b)})
 	case EntrySymlink:
+		f.dependReplacedLocked(rel, visible)
 		f.deleteTreeLocked(rel)
 		f.paths.Set(rel, entry{kind: kindSymlink, meta: m, target: e.Target})
 	default:
@@ -178,4 +208,22 @@ func (f *Fs) nodeAtLocked(rel string) node {
 	}
 	n, _ := f.lookup(rel, pn.under)
 	return n
+}
+
+// readSized reads r to its end into a buffer of the expected size, so that
+// a large file costs its size once, not the doublings of io.ReadAll.
+func readSized(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 {
+		return io.ReadAll(r)
+	}
+	data := make([]byte, size)
+	n, err := io.ReadFull(r, data)
+	switch err {
+	case io.EOF, io.ErrUnexpectedEOF:
+		return data[:n], nil
+	case nil:
+		rest, err := io.ReadAll(r) // longer than said
+		return append(data, rest...), err
+	}
+	return nil, err
 }

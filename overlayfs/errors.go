@@ -16,6 +16,12 @@ var ErrOutsideRoot error = outsideRootError{}
 // depends on changed on disk since the layer read it.
 var ErrConflict = errors.New("overlayfs: lower changed since it was read")
 
+// ErrInterruptedCommit is wrapped by the error of New (and of Commit) on a
+// root that holds the journal of an unfinished Commit, and by the error of
+// a Commit stopped after its commit point. Recover on the root finishes or
+// undoes that commit.
+var ErrInterruptedCommit = errors.New("overlayfs: interrupted commit")
+
 type outsideRootError struct{}
 
 func (outsideRootError) Error() string { return "write outside the overlay root" }

@@ -80,3 +80,29 @@ func Example_lifecycle() {
 	// on disk: "mode=fast\nretries=3\n", changes left in fast: 0
 	// safe: conflict on [config.txt]
 }
+
+// A program that commits should call Recover on the root at start-up: if a
+// previous run died during a Commit, Recover finishes or undoes it (the
+// tree is then exactly the old or exactly the new one), and New accepts the
+// root again. Without an interrupted commit it does nothing.
+func ExampleRecover() {
+	root, err := os.MkdirTemp("", "cowfs-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(root)
+	if err := overlayfs.Recover(root); err != nil {
+		panic(err)
+	}
+	fsys, err := overlayfs.New(root)
+	if err != nil {
+		panic(err)
+	}
+	afero.WriteFile(fsys, filepath.Join(root, "result.txt"), []byte("done\n"), 0o644)
+	if err := fsys.Commit(); err != nil {
+		panic(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(root, "result.txt"))
+	fmt.Print(string(data))
+	// Output: done
+}

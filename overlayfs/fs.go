@@ -123,6 +123,9 @@ func New(root string, opts ...Option) (*Fs, error) {
 	if !fi.IsDir() {
 		return nil, pathErr("overlayfs.New", root, errNotDir)
 	}
+	if err := checkJournal("overlayfs.New", root, canon); err != nil {
+		return nil, err
+	}
 	f := &Fs{
 		root: canon,
 		opts: o,

@@ -39,14 +39,16 @@ type entry struct {
 }
 
 // blob is a layer file: its metadata and content. A lazy blob's content is
-// still the lower file src: renames and metadata copy-ups never read it.
+// still the lower file src: renames and metadata copy-ups never read it;
+// or, with ext, a file outside the lower (see extFile).
 type blob struct {
 	meta
 	gen  uint64
 	data []byte
 	lazy bool
-	src  string // root-relative lower path, while lazy
-	size int64  // size of src, while lazy
+	src  string   // root-relative lower path, while lazy
+	size int64    // size of src, while lazy
+	ext  *extFile // instead of src, while lazy
 }
 
 func (b *blob) len() int64 {
@@ -221,11 +223,17 @@ func (b *blob) load(f *Fs) error {
 	if !b.lazy {
 		return nil
 	}
-	data, err := readFileSized(f.host(b.src), b.size)
+	var data []byte
+	var err error
+	if b.external() {
+		data, err = b.loadExt()
+	} else {
+		data, err = readFileSized(f.host(b.src), b.size)
+	}
 	if err != nil {
 		return err
 	}
-	b.data, b.lazy, b.src, b.size = data, false, "", 0
+	b.data, b.lazy, b.src, b.size, b.ext = data, false, "", 0, nil
 	return nil
 }
 

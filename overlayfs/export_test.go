@@ -1,0 +1,12 @@
+package overlayfs
+
+// CommitWithFaults is Commit with a hook called before each write the
+// commit makes (op is "stage", "seal", "trash", "place", "meta" or
+// "finish"): an error from it stops the commit there, as a refusal of the
+// disk would.
+func CommitWithFaults(f *Fs, hook func(op, rel string) error) error { return f.commit(nil, hook) }
+
+// RecoverWithFaults is Recover with the same hook.
+func RecoverWithFaults(root string, hook func(op, rel string) error) error {
+	return recoverRoot(root, hook)
+}
