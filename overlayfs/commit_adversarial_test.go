@@ -39,8 +39,8 @@ func snapTree(t testing.TB, dir string) treeState {
 			return err
 		}
 		s := fmt.Sprintf("%v", fi.Mode())
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			s += fmt.Sprintf(" %d:%d", st.Uid, st.Gid)
+		if uid, gid, ok := sysOwner(fi); ok {
+			s += fmt.Sprintf(" %d:%d", uid, gid)
 		}
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:

@@ -367,7 +367,7 @@ func (j *journal) applyStep(s step) error {
 
 // syncFile fsyncs a file whose metadata changed in place.
 func syncFile(rt *os.Root, name string) error {
-	fh, err := rt.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	fh, err := rt.OpenFile(name, os.O_RDONLY|oNoFollow, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return nil

@@ -19,6 +19,15 @@ func sysOwner(fi fs.FileInfo) (uid, gid uint32, ok bool) {
 	return st.Uid, st.Gid, true
 }
 
+// sysAllocated returns the bytes the file system allocated for a file.
+func sysAllocated(fi fs.FileInfo) (int64, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return st.Blocks * 512, true
+}
+
 // lutimes sets both times of p without following a symlink.
 func lutimes(p string, tm time.Time) error {
 	ts := unix.NsecToTimespec(tm.UnixNano())

@@ -9,6 +9,9 @@ import (
 // sysOwner: Windows FileInfo carries no owner.
 func sysOwner(fs.FileInfo) (uid, gid uint32, ok bool) { return 0, 0, false }
 
+// sysAllocated: Windows FileInfo does not say what is allocated.
+func sysAllocated(fs.FileInfo) (int64, bool) { return 0, false }
+
 // lutimes sets the times of p; Windows follows a symlink here.
 func lutimes(p string, tm time.Time) error { return os.Chtimes(p, tm, tm) }
 
