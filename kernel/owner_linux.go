@@ -62,7 +62,7 @@ func (o *ownerLock) release(remove bool) {
 // or a live process holds it.
 func lockAbandoned(path string) (*ownerLock, bool, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ELOOP) { // a symlink is no record
 		return nil, false, nil
 	}
 	if err != nil {
