@@ -38,6 +38,10 @@ var pinnedOptions = [...][2]string{{"index", "off"}, {"metacopy", "off"}, {"redi
 // overlay then hides the original in place for every process in this mount
 // namespace.
 //
+// The overlay's source is "cowfs", and an owner record beside upper
+// (UPPER.cowfs-owner, locked by this process until Unmount) lets
+// [Cleanup] unmount it once this process is gone without unmounting.
+//
 // Errors are *fs.PathError with Op "mount" and Path target. They wrap the
 // errno and, where one applies, [ErrNoOverlay], [ErrUpperFilesystem] or
 // [ErrReadOnly]; the message carries the kernel's own explanation and a hint

@@ -124,7 +124,9 @@ func runHook(reqJSON string) {
 // Dir, Stdin, Stdout, Stderr and ExtraFiles; SysProcAttr is kept, with the
 // namespace flags added. When the command fails, its error (an
 // *exec.ExitError for a non-zero exit) is returned after its changes are
-// imported. ctx kills the command as exec.CommandContext does.
+// imported. ctx kills the command as exec.CommandContext does, and with
+// it everything the command started: no process of it outlives Run, nor
+// the caller (see the package doc, "Processes, crashes and cleanup").
 //
 // Cost: the layer is written out and read back whole (O(layer size) in
 // time, and the re-imported contents are held in memory by f); the copy
