@@ -645,3 +645,39 @@ func TestMountinfoUnescape(t *testing.T) {
 		t.Errorf("workdir %q", got)
 	}
 }
+
+// TestCleanupRacesCreation runs Cleanup over and over while temporary
+// directories are being made: a directory whose owner is alive, however
+// new, is never removed.
+func TestCleanupRacesCreation(t *testing.T) {
+	dir := t.TempDir()
+	stop := make(chan struct{})
+	cleaned := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				cleaned <- n
+				return
+			default:
+			}
+			removed, _ := Cleanup(dir)
+			n += len(removed)
+		}
+	}()
+	for range 300 {
+		d, done, err := ownedTempDir(dir, runDirPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "x"), nil, 0o644); err != nil {
+			t.Fatalf("a live owner's directory went away: %v", err)
+		}
+		done()
+	}
+	close(stop)
+	if n := <-cleaned; n != 0 {
+		t.Errorf("Cleanup removed %d directories of live owners", n)
+	}
+}

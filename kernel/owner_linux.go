@@ -31,18 +31,30 @@ type ownerLock struct {
 	path string
 }
 
-// createOwner creates the owner record at path and takes its lock.
+// createOwner creates the owner record at path and takes its lock. The
+// record appears under its name already locked (it is made under a
+// temporary name and linked into place), so that no Cleanup can take it
+// for a dead owner's in between. Like O_EXCL, it fails with an error
+// matching fs.ErrExist when path exists.
 func createOwner(path, what string) (*ownerLock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
+	f, err := os.CreateTemp(filepath.Dir(path), ".cowfs-owner-new-*")
 	if err != nil {
 		return nil, err
 	}
+	defer os.Remove(f.Name())
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		os.Remove(path)
-		return nil, &fs.PathError{Op: "flock", Path: path, Err: err}
+		return nil, &fs.PathError{Op: "flock", Path: f.Name(), Err: err}
 	}
 	fmt.Fprintf(f, "cowfs owner pid=%d start=%d\n%s\n", os.Getpid(), processStart(os.Getpid()), what)
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := os.Link(f.Name(), path); err != nil {
+		f.Close()
+		return nil, err
+	}
 	return &ownerLock{f: f, path: path}, nil
 }
 
@@ -78,6 +90,14 @@ func lockAbandoned(path string) (*ownerLock, bool, error) {
 			return nil, false, nil
 		}
 		return nil, false, &fs.PathError{Op: "flock", Path: path, Err: err}
+	}
+	// The owner may have removed the record, and what it guarded, before
+	// letting go of the lock: then there is nothing left to reclaim.
+	fi, err1 := f.Stat()
+	now, err2 := os.Lstat(path)
+	if err1 != nil || err2 != nil || !os.SameFile(fi, now) {
+		f.Close()
+		return nil, false, nil
 	}
 	return &ownerLock{f: f, path: path}, true, nil
 }
