@@ -107,8 +107,8 @@ const supervisorWaitDelay = 10 * time.Second
 // the supervisors. c's namespace flags and ID mappings go to init, along
 // with CLONE_NEWPID; the rest of its SysProcAttr applies to the command,
 // except the caller-side PidFD and cgroup fields, which apply to the outer
-// supervisor. Without nsRequired the namespaces in fallback are tried in
-// turn, then none. fail names the stage reported when the command cannot
+// supervisor. When c asks for no namespaces, those of fallback are tried
+// in turn, and, unless nsRequired, then none. fail names the stage reported when the command cannot
 // start. It returns errors of c.Start as they are.
 func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string) (*supervised, error) {
 	exe, err := os.Executable()
@@ -127,7 +127,8 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 			GidMappingsEnableSetgroups: a.GidMappingsEnableSetgroups,
 		}
 		if ns.Cloneflags != 0 || ns.Unshareflags != 0 {
-			req.Namespaces = append(req.Namespaces, ns)
+			// Namespaces asked for are never dropped.
+			req.Namespaces, req.NSRequired = []nsAttr{ns}, true
 		}
 		cmdAttr := *a
 		cmdAttr.Cloneflags, cmdAttr.Unshareflags = 0, 0
