@@ -151,15 +151,15 @@ func TestLifecycleChild(t *testing.T) {
 		err = Run(context.Background(), f, cmd, WithCopyFallback(), WithTempDir(runs))
 	case "direct":
 		// The copy fallback's supervision where no PID namespace can be made.
-		dir, done, err := ownedTempDir(runs, copyDirPrefix)
-		if err != nil {
-			t.Fatal(err)
+		dir, done, derr := ownedTempDir(runs, copyDirPrefix)
+		if derr != nil {
+			t.Fatal(derr)
 		}
 		defer done()
 		cmd.Env = append(cmd.Env, RootEnv+"="+dir)
-		sup, err := superviseStart(cloneCmd(context.Background(), cmd), nil, false, "exec")
-		if err != nil {
-			t.Fatal(err)
+		sup, serr := superviseStart(cloneCmd(context.Background(), cmd), nil, false, "exec")
+		if serr != nil {
+			t.Fatal(serr)
 		}
 		err = sup.wait()
 	}
