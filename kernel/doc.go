@@ -97,8 +97,9 @@
 // returns only when they are all gone. The supervisor then exits as the
 // command did (the same code, or killed by the same signal), so Run's
 // *exec.ExitError reads as the command's own. The supervisors ignore
-// SIGINT, SIGTERM, SIGHUP and SIGQUIT (a terminal's ^C reaches the
-// command directly).
+// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGPIPE: what a
+// terminal or a kill of the process group sends reaches the command
+// directly, and the supervisors must not die of it first.
 //
 // The copy fallback does the same. Without root it makes the PID
 // namespace inside a user namespace that maps the caller to itself, so the
