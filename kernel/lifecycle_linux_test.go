@@ -127,7 +127,7 @@ func TestLifecycleChild(t *testing.T) {
 			}
 			return p
 		}
-		if _, err := Mount(context.Background(), mk("lower"), mk("upper"), mk("work"), mk("mnt"), Options{}); err != nil {
+		if _, err := Mount(context.Background(), mk("lower"), mk("upper"), mk("work"), mk("mnt"), Options{UserXattr: !inInitUserNS()}); err != nil {
 			t.Fatal(err)
 		}
 		os.WriteFile(ready, nil, 0o644)
@@ -166,9 +166,18 @@ func TestLifecycleChild(t *testing.T) {
 	t.Fatalf("Run returned (%v); it should have been killed", err)
 }
 
-// startLifecycleChild starts TestLifecycleChild for job, as root or, with
-// unpriv, as uid 65534 without capabilities.
-func startLifecycleChild(t *testing.T, job lifecycleJob, unpriv bool) *exec.Cmd {
+// How the caller runs: as root, as uid 65534 without capabilities, or as
+// root of a user namespace of its own, with a mount namespace of its own.
+const (
+	asRoot = iota
+	asUnprivileged
+	asUserNS
+)
+
+// startLifecycleChild starts TestLifecycleChild for job, waits until its
+// command runs and kills it with SIGKILL.
+// beforeKill, if given, looks at the child first.
+func startLifecycleChild(t *testing.T, job lifecycleJob, how int, beforeKill ...func(pid int)) *exec.Cmd {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -177,7 +186,7 @@ func startLifecycleChild(t *testing.T, job lifecycleJob, unpriv bool) *exec.Cmd 
 	js, _ := json.Marshal(job)
 	args := []string{"-test.run=^TestLifecycleChild$", "-test.v"}
 	var cmd *exec.Cmd
-	if unpriv {
+	if how == asUnprivileged {
 		setpriv, err := exec.LookPath("setpriv")
 		if err != nil {
 			t.Skip("setpriv(1) is not installed (util-linux): cannot run the caller unprivileged")
@@ -191,6 +200,13 @@ func startLifecycleChild(t *testing.T, job lifecycleJob, unpriv bool) *exec.Cmd 
 		cmd = exec.Command(self, args...)
 	}
 	cmd.Env = append(os.Environ(), lifecycleChildEnv+"="+string(js), "TMPDIR="+job.Dir)
+	if how == asUserNS {
+		cmd.SysProcAttr = &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWUSER, Unshareflags: syscall.CLONE_NEWNS,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
+		}
+	}
 	// A file, not a pipe: survivors of the kill must not hold up Wait.
 	out, err := os.Create(filepath.Join(job.Dir, "child-output"))
 	if err != nil {
@@ -226,6 +242,9 @@ func startLifecycleChild(t *testing.T, job lifecycleJob, unpriv bool) *exec.Cmd 
 			t.Fatalf("the child's command did not start:\n%s", lastLines(output(), 30))
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+	for _, f := range beforeKill {
+		f(cmd.Process.Pid)
 	}
 	// Kill the caller the hard way and reap it.
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -278,7 +297,11 @@ func TestRunCallerKilled(t *testing.T) {
 				}
 				dir := lifecycleDir(t)
 				job := lifecycleJob{Mode: mode, Dir: dir, Marker: newMarker(t)}
-				startLifecycleChild(t, job, unpriv)
+				how := asRoot
+				if unpriv {
+					how = asUnprivileged
+				}
+				startLifecycleChild(t, job, how)
 				waitNoMarker(t, job.Marker, time.Second)
 
 				runs := filepath.Join(dir, "runs")
@@ -350,7 +373,7 @@ func TestMountOwnerKilled(t *testing.T) {
 	}
 	needMount(t)
 	dir := lifecycleDir(t)
-	startLifecycleChild(t, lifecycleJob{Mode: "mount", Dir: dir}, false)
+	startLifecycleChild(t, lifecycleJob{Mode: "mount", Dir: dir}, asRoot)
 	orphan := filepath.Join(dir, "m", "mnt")
 	mi := func() []mountInfo {
 		ms, err := readMountinfo("/proc/self/mountinfo")
@@ -439,6 +462,34 @@ func TestMountOwnerKilled(t *testing.T) {
 	}
 	if _, err := os.Lstat(u + mountRecordSuffix); err == nil {
 		t.Error("Unmount left its owner record")
+	}
+}
+
+// TestMountOwnerKilledInNamespace: a caller that mounted in a user and
+// mount namespace of its own leaves no mount when it is killed (its
+// namespace dies with it), only the directories it made.
+func TestMountOwnerKilledInNamespace(t *testing.T) {
+	needMount(t)
+	dir := lifecycleDir(t)
+	startLifecycleChild(t, lifecycleJob{Mode: "mount", Dir: dir}, asUserNS, func(pid int) {
+		if !slices.ContainsFunc(overlaysUnder(dir), func(s string) bool {
+			return strings.HasPrefix(s, "/proc/"+strconv.Itoa(pid)+"/")
+		}) {
+			t.Fatalf("the child's overlay is not in its /proc/%d/mountinfo", pid)
+		}
+		if m, _ := readMountinfo("/proc/self/mountinfo"); slices.ContainsFunc(m, func(m mountInfo) bool { return within(dir, m.mountPoint) }) {
+			t.Fatal("the child's overlay is in this test's mount namespace")
+		}
+	})
+	deadline := time.Now().Add(time.Second)
+	for left := overlaysUnder(dir); len(left) > 0; left = overlaysUnder(dir) {
+		if time.Now().After(deadline) {
+			t.Fatalf("overlays still mounted a second after their owner was killed:\n%s", strings.Join(left, "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "m", "upper"+mountRecordSuffix)); err != nil {
+		t.Errorf("the owner record beside upper: %v", err)
 	}
 }
 
