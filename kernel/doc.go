@@ -101,6 +101,10 @@
 // terminal or a kill of the process group sends reaches the command
 // directly, and the supervisors must not die of it first.
 //
+// This costs two more starts of the program per Run (a few milliseconds
+// each; /bin/true took 22 ms instead of 10 ms in overlay mode, 12 ms
+// instead of 5 ms in copy mode, on a loaded two-core machine).
+//
 // The copy fallback does the same. Without root it makes the PID
 // namespace inside a user namespace that maps the caller to itself, so the
 // command keeps its uid and gid (owners it cannot map read as 65534).

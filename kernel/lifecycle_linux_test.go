@@ -217,6 +217,7 @@ func startLifecycleChild(t *testing.T, job lifecycleJob, how int, beforeKill ...
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cmd.Process.Kill() }) // on any early exit
 	done := make(chan struct{})
 	go func() {
 		cmd.Wait()
