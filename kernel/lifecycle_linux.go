@@ -70,6 +70,9 @@ type nsAttr struct {
 	UidMappings                []syscall.SysProcIDMap `json:"uidmap,omitempty"`
 	GidMappings                []syscall.SysProcIDMap `json:"gidmap,omitempty"`
 	GidMappingsEnableSetgroups bool                   `json:"setgroups,omitempty"`
+	// AmbientCaps lets an init that is not uid 0 in its user namespace keep
+	// the capabilities to mount its /proc; it drops them for the command.
+	AmbientCaps []uintptr `json:"ambient,omitempty"`
 }
 
 // supervisorStatus is written to the status pipe when a supervisor cannot
@@ -304,26 +307,28 @@ func superviseOuter(req superviseRequest, status, ctl *os.File) {
 		reportStart(status, "namespace", err)
 	}
 	initReq := req
-	initReq.Stage, initReq.Namespaces = "init", nil
-	initJSON, err := json.Marshal(initReq)
-	if err != nil {
-		reportStart(status, "namespace", err)
-	}
+	initReq.Stage = "init"
 	var child *os.Process
 	var nsErr error
 	for _, ns := range req.Namespaces {
 		c := &exec.Cmd{
 			Path: req.Exe, Args: []string{req.Exe},
-			Env:   append(envWithout(superviseEnv), superviseEnv+"="+string(initJSON)),
 			Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 			ExtraFiles: append(slices.Clip(files), status, resultW),
 			SysProcAttr: &syscall.SysProcAttr{
 				Cloneflags: ns.Cloneflags | syscall.CLONE_NEWPID, Unshareflags: ns.Unshareflags,
 				UidMappings: ns.UidMappings, GidMappings: ns.GidMappings,
 				GidMappingsEnableSetgroups: ns.GidMappingsEnableSetgroups,
+				AmbientCaps:                ns.AmbientCaps,
 				Pdeathsig:                  syscall.SIGKILL,
 			},
 		}
+		initReq.Namespaces = []nsAttr{ns}
+		initJSON, err := json.Marshal(initReq)
+		if err != nil {
+			reportStart(status, "namespace", err)
+		}
+		c.Env = append(envWithout(superviseEnv), superviseEnv+"="+string(initJSON))
 		if nsErr = c.Start(); nsErr == nil {
 			child = c.Process
 			break
@@ -375,6 +380,16 @@ func superviseOuter(req superviseRequest, status, ctl *os.File) {
 
 // superviseInit is PID 1 of the command's PID namespace.
 func superviseInit(req superviseRequest, status, result *os.File) {
+	// The command's own view of processes: $$ and getpid() name entries of
+	// this /proc. Where the namespace cannot mount one (a container's
+	// /proc with masked paths refuses), the caller's stays.
+	if slices.ContainsFunc(req.Namespaces, func(ns nsAttr) bool { return ns.Unshareflags&syscall.CLONE_NEWNS != 0 }) {
+		unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	}
+	// Capabilities kept only to mount /proc do not pass on to the command:
+	// ambient capabilities are per thread, and this thread starts it.
+	runtime.LockOSThread()
+	unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	files := passedFiles(req.Files)
 	c := commandCmd(req, files)
 	if err := c.Start(); err != nil {
@@ -499,12 +514,15 @@ func dieOf(sig unix.Signal) {
 }
 
 // copyNamespaces are the ways to give the copy fallback's command a PID
-// namespace, tried in order: as it is (with the privilege for it), else
-// in a user namespace that maps the caller to itself, so that the command
-// keeps its own uid and gid (owners it cannot map read as the overflow
-// id, 65534, inside).
+// namespace (and a mount namespace for its /proc), tried in order: as it
+// is (with the privilege for it), else in a user namespace that maps the
+// caller to itself, so that the command keeps its own uid and gid (owners
+// it cannot map read as the overflow id, 65534, inside).
 func copyNamespaces() []nsAttr {
 	uid := []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
 	gid := []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
-	return []nsAttr{{}, {Cloneflags: syscall.CLONE_NEWUSER, UidMappings: uid, GidMappings: gid}}
+	return []nsAttr{
+		{Unshareflags: syscall.CLONE_NEWNS},
+		{Cloneflags: syscall.CLONE_NEWUSER, Unshareflags: syscall.CLONE_NEWNS, UidMappings: uid, GidMappings: gid, AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN}},
+	}
 }

@@ -733,3 +733,49 @@ func TestCleanupRacesCreation(t *testing.T) {
 		t.Errorf("Cleanup removed %d directories of live owners", n)
 	}
 }
+
+// TestRunLeaksNoDescriptors: the command gets the descriptors and the
+// environment it would get from os/exec, and none of the supervisors'.
+func TestRunLeaksNoDescriptors(t *testing.T) {
+	// No pipeline before ls: the shell would hold its pipe while ls looks.
+	const script = `ls /proc/$$/fd; cat <&3; env | grep -c '^COWFS_KERNEL' || true`
+	extra := func(t *testing.T) *os.File {
+		p := filepath.Join(t.TempDir(), "extra")
+		if err := os.WriteFile(p, []byte("extra file\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	oracle := exec.Command("sh", "-c", script)
+	oracle.ExtraFiles = []*os.File{extra(t)}
+	want, err := oracle.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			if strings.HasPrefix(mode.name, "overlay") {
+				needMount(t)
+			}
+			f, err := overlayfs.New(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", script)
+			cmd.ExtraFiles = []*os.File{extra(t)}
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			if err := mode.run(context.Background(), f, cmd); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != string(want) {
+				t.Errorf("the command saw\n%s\nwant, as os/exec gives it,\n%s", out.String(), want)
+			}
+		})
+	}
+}
