@@ -111,8 +111,9 @@ const supervisorWaitDelay = 10 * time.Second
 // with CLONE_NEWPID; the rest of its SysProcAttr applies to the command,
 // except the caller-side PidFD and cgroup fields, which apply to the outer
 // supervisor. When c asks for no namespaces, those of fallback are tried
-// in turn, and, unless nsRequired, then none. fail names the stage reported when the command cannot
-// start. It returns errors of c.Start as they are.
+// in turn, and, unless nsRequired, then none. fail names the stage
+// reported when the command cannot start. It returns errors of c.Start as
+// they are.
 func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string) (*supervised, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -143,6 +144,10 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 	if len(req.Namespaces) == 0 {
 		req.Namespaces = fallback
 	}
+	reqJSON, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -151,10 +156,6 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 	if err != nil {
 		statusR.Close()
 		statusW.Close()
-		return nil, err
-	}
-	reqJSON, err := json.Marshal(req)
-	if err != nil {
 		return nil, err
 	}
 	c.Path, c.Args = exe, []string{exe}
