@@ -276,7 +276,9 @@ func lifecycleDir(t *testing.T) string {
 	return d
 }
 
-// TestRunCallerKilled kills, with SIGKILL, a process that is inside Run:
+// TestRunCallerKilled kills, with SIGKILL, a process that is inside Run,
+// running as root, as uid 65534 (Run makes a user namespace) and as root
+// of a user namespace of its own:
 // within a second no process of the command may remain, and Cleanup then
 // removes the temporary directories it left, but not a live Run's.
 func TestRunCallerKilled(t *testing.T) {
@@ -284,24 +286,17 @@ func TestRunCallerKilled(t *testing.T) {
 		t.Skip("needs root: the test runs the caller as root and as uid 65534")
 	}
 	for _, mode := range []string{"overlay", "copy", "direct"} {
-		for _, unpriv := range []bool{false, true} {
-			name := mode + "-root"
-			if unpriv {
-				name = mode + "-userns"
-			}
+		for _, how := range []int{asRoot, asUnprivileged, asUserNS} {
+			name := mode + []string{"-root", "-uid65534", "-userns-root"}[how]
 			t.Run(name, func(t *testing.T) {
 				if mode == "overlay" {
 					needMount(t)
 				}
-				if mode == "direct" && unpriv {
+				if mode == "direct" && how != asRoot {
 					t.Skip("direct supervision does not depend on privilege; run as root only")
 				}
 				dir := lifecycleDir(t)
 				job := lifecycleJob{Mode: mode, Dir: dir, Marker: newMarker(t)}
-				how := asRoot
-				if unpriv {
-					how = asUnprivileged
-				}
 				startLifecycleChild(t, job, how)
 				waitNoMarker(t, job.Marker, time.Second)
 
