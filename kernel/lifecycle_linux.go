@@ -116,8 +116,20 @@ const supervisorWaitDelay = 10 * time.Second
 // they are.
 func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string) (*supervised, error) {
 	exe, err := os.Executable()
-	if err != nil {
+	if err != nil && nsRequired {
 		return nil, &startError{stage: "namespace", path: c.Path, err: fmt.Errorf("cannot re-execute this program: %w", err)}
+	}
+	if err != nil {
+		// No supervisor without /proc/self/exe: the command at least dies
+		// with its caller.
+		if c.SysProcAttr == nil {
+			c.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		c.SysProcAttr.Pdeathsig = syscall.SIGKILL
+		if err := c.Start(); err != nil {
+			return nil, err
+		}
+		return &supervised{cmd: c}, nil
 	}
 	req := superviseRequest{
 		Stage: "outer", Exe: exe, Path: c.Path, Args: c.Args,
@@ -213,7 +225,9 @@ func (s *supervised) started() error {
 func (s *supervised) wait() error {
 	startErr := s.started()
 	err := s.cmd.Wait()
-	s.ctl.Close()
+	if s.ctl != nil {
+		s.ctl.Close()
+	}
 	if startErr != nil {
 		return startErr
 	}
