@@ -48,6 +48,13 @@ const runDirPrefix, copyDirPrefix = "cowfs-run-", "cowfs-copy-"
 // Errors name the path involved and are joined; Cleanup goes on with the
 // rest after one.
 func Cleanup(dir string) (removed []string, err error) {
+	return cleanup(dir, true)
+}
+
+// cleanup is Cleanup, of Run's temporary directories only unless mounts is
+// set. Run reclaims its own kind of leftovers as it starts; unmounting is
+// left to an explicit Cleanup.
+func cleanup(dir string, mounts bool) (removed []string, err error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
@@ -61,13 +68,15 @@ func Cleanup(dir string) (removed []string, err error) {
 		return nil, &fs.PathError{Op: "cleanup", Path: dir, Err: errors.Unwrap(err)}
 	}
 	var errs []error
-	mounts, err := readMountinfo("/proc/self/mountinfo")
+	infos, err := readMountinfo("/proc/self/mountinfo")
 	if err != nil {
 		errs = append(errs, err)
 	}
-	removed, err = cleanupMounts(abs, mounts)
-	errs = append(errs, err)
-	dirs, err := cleanupTempDirs(dir, abs, mounts)
+	if mounts {
+		removed, err = cleanupMounts(abs, infos)
+		errs = append(errs, err)
+	}
+	dirs, err := cleanupTempDirs(dir, abs, infos)
 	removed = append(removed, dirs...)
 	errs = append(errs, err)
 	return removed, errors.Join(errs...)

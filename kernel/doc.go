@@ -127,8 +127,9 @@
 // directory UPPER.cowfs-owner); the kernel releases the lock when the
 // owner dies. Mount's overlays carry the source "cowfs", so that
 // /proc/self/mountinfo tells them apart. [Cleanup] removes what has no
-// live owner, and Run calls it for its temporary directory's parent
-// whenever it starts; `replay clean` does the same from a shell.
+// live owner; `replay clean` does the same from a shell. Run, whenever it
+// starts, removes the abandoned temporary directories beside its own
+// (it unmounts nothing: that is left to an explicit Cleanup).
 //
 // # OCI layers
 //

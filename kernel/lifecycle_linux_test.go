@@ -792,3 +792,33 @@ func TestRunLeaksNoDescriptors(t *testing.T) {
 		})
 	}
 }
+
+// TestRunReclaimsTempDirs: Run removes abandoned temporary directories
+// beside its own as it starts, and leaves everything else.
+func TestRunReclaimsTempDirs(t *testing.T) {
+	tmp := t.TempDir()
+	dead := filepath.Join(tmp, "cowfs-copy-dead")
+	if err := os.MkdirAll(filepath.Join(dead, "root"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dead, ownerRecordName), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(tmp, "cowfs-copy-norecord")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := overlayfs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(context.Background(), f, exec.Command("true"), WithCopyFallback(), WithTempDir(tmp)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dead); err == nil {
+		t.Error("Run left an abandoned temporary directory beside its own")
+	}
+	if _, err := os.Lstat(other); err != nil {
+		t.Errorf("Run removed a directory without an owner record: %v", err)
+	}
+}
