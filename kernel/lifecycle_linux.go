@@ -75,13 +75,9 @@ type nsAttr struct {
 	AmbientCaps []uintptr `json:"ambient,omitempty"`
 }
 
-// supervisorStatus is written to the status pipe when a supervisor cannot
-// start what it should; nothing is written when the command started.
-type supervisorStatus struct {
-	Stage string `json:"stage"` // "namespace" or the request's Fail
-	Errno int    `json:"errno"`
-	Msg   string `json:"msg"`
-}
+// The supervisors report on their status pipe, as runHook does, with a
+// runStatus: Stage "namespace" or the request's Fail. Nothing is written
+// when the command started.
 
 // startError means the command never ran: its namespaces could not be
 // made (Stage "namespace") or it could not be started.
@@ -204,18 +200,14 @@ func (s *supervised) started() error {
 	if len(msg) == 0 {
 		return nil
 	}
-	var st supervisorStatus
+	var st runStatus
 	if err := json.Unmarshal(msg, &st); err != nil {
 		return &startError{stage: "start", path: s.path, err: fmt.Errorf("kernel: Run: supervisor: %s", msg)}
 	}
-	var err error = errors.New(st.Msg)
-	if st.Errno != 0 {
-		err = syscall.Errno(st.Errno)
-		if st.Stage == "namespace" {
-			err = fmt.Errorf("%s: %w", st.Msg, err)
-		} else {
-			err = &os.PathError{Op: "fork/exec", Path: s.path, Err: err}
-		}
+	err := st.err()
+	if st.Stage != "namespace" && st.Errno != 0 {
+		// As os/exec says it when the program cannot be started.
+		err = &os.PathError{Op: "fork/exec", Path: s.path, Err: syscall.Errno(st.Errno)}
 	}
 	return &startError{stage: st.Stage, path: s.path, err: err}
 }
@@ -261,7 +253,7 @@ func superviseHook(reqJSON string) {
 
 // reportStart writes why something could not be started and exits.
 func reportStart(status *os.File, stage string, err error) {
-	s := supervisorStatus{Stage: stage, Msg: err.Error()}
+	s := runStatus{Stage: stage, Msg: err.Error()}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		s.Errno = int(errno)
