@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -634,6 +635,17 @@ func TestRunExitStatusLikeOS(t *testing.T) {
 				if got := status(mode.run(context.Background(), f, cmd)); got != want {
 					t.Errorf("%q: %s, want %s as os/exec gives", s, got, want)
 				}
+			}
+			// A program that does not exist: not found, as os/exec says.
+			missing := filepath.Join(t.TempDir(), "no-such-program")
+			oracleErr := exec.Command(missing).Run()
+			f, err := overlayfs.New(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = mode.run(context.Background(), f, exec.Command(missing))
+			if !errors.Is(oracleErr, fs.ErrNotExist) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+				t.Errorf("missing program: %v, want like os/exec's %v", err, oracleErr)
 			}
 		})
 	}
