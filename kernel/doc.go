@@ -113,7 +113,7 @@
 // The copy fallback does the same, with a mount namespace for the /proc.
 // Without root it makes them inside a user namespace that maps the caller
 // to itself, so the command keeps its uid and gid (owners it cannot map
-// read as 65534).
+// read as 65534, and set-user-ID programs of other owners gain nothing).
 // Where no PID namespace can be made at all, the supervisor runs the
 // command as a child subreaper and kills all its descendants; only a
 // SIGKILL of the supervisor itself then lets the command's descendants
