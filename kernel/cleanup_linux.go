@@ -75,6 +75,12 @@ func cleanup(dir string, mounts bool) (removed []string, err error) {
 	if mounts {
 		removed, err = cleanupMounts(abs, infos)
 		errs = append(errs, err)
+		if len(removed) > 0 {
+			// What was just unmounted is no reason to keep a directory.
+			if now, err := readMountinfo("/proc/self/mountinfo"); err == nil {
+				infos = now
+			}
+		}
 	}
 	dirs, err := cleanupTempDirs(dir, abs, infos)
 	removed = append(removed, dirs...)
