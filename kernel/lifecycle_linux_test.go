@@ -834,3 +834,35 @@ func TestRunReclaimsTempDirs(t *testing.T) {
 		t.Errorf("Run removed a directory without an owner record: %v", err)
 	}
 }
+
+// TestCleanupKeepsDirWithMount: an abandoned temporary directory with
+// something mounted inside is not removed (removing would reach into the
+// mount), and Cleanup says why.
+func TestCleanupKeepsDirWithMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	dead := filepath.Join(dir, "cowfs-run-dead")
+	inside := filepath.Join(dead, "upper")
+	if err := os.MkdirAll(inside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dead, ownerRecordName), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", inside, "tmpfs", 0, ""); err != nil {
+		t.Skip("cannot mount a tmpfs here: ", err)
+	}
+	defer unix.Unmount(inside, unix.MNT_DETACH)
+	if err := os.WriteFile(filepath.Join(inside, "precious"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := Cleanup(dir)
+	if len(removed) != 0 || !errors.Is(err, unix.EBUSY) || !strings.Contains(err.Error(), dead) {
+		t.Errorf("Cleanup: removed %q, %v; want nothing removed and EBUSY naming %s", removed, err, dead)
+	}
+	if _, err := os.Lstat(filepath.Join(inside, "precious")); err != nil {
+		t.Errorf("a file inside the mount is gone: %v", err)
+	}
+}
