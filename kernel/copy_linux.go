@@ -21,11 +21,11 @@ import (
 // runCopy is Run without an overlay: the command runs in a copy of the view
 // and the difference is imported, stacked on the view like an upper dir.
 func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig) error {
-	tmp, err := os.MkdirTemp(cfg.tempDir, "cowfs-copy-")
+	tmp, done, err := ownedTempDir(cfg.tempDir, copyDirPrefix)
 	if err != nil {
 		return err
 	}
-	defer removeTree(tmp)
+	defer done()
 	cp := filepath.Join(tmp, "root")
 	vc := &viewCopy{f: f, dst: cp, inode: map[string]uint64{}, ownerLost: map[string]bool{}}
 	if err := vc.copyDir(""); err != nil {
@@ -34,10 +34,15 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	c := cloneCmd(ctx, cmd)
 	c.Dir = mapDir(f.Root(), cp, cmd.Dir)
 	c.Env = append(c.Env, RootEnv+"="+cp)
-	if err := c.Start(); err != nil {
+	sup, err := superviseStart(c, copyNamespaces(), false, "exec")
+	if err != nil {
 		return err
 	}
-	runErr := c.Wait()
+	runErr := sup.wait()
+	var se *startError
+	if errors.As(runErr, &se) {
+		return se.err
+	}
 	entries, err := vc.diff()
 	if err != nil {
 		return errors.Join(runErr, err)

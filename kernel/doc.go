@@ -66,7 +66,8 @@
 // that maps it to uid 0). An init function of this package recognises that
 // process by an environment variable, mounts the overlay over the root in
 // place, changes back into its working directory (now inside the overlay)
-// and execs the command. The command sees the root at its usual absolute
+// and execs the command (two supervising processes come in between, see
+// below). The command sees the root at its usual absolute
 // path, with the layer's changes, and every write lands in the upper
 // directory, which Run then imports. The mount dies with the namespace.
 // Re-executing the program itself needs no external tool and works in test
@@ -80,6 +81,55 @@
 // is mapped into the copy, and the environment variable COWFS_ROOT tells
 // it where the root is (in both modes). Absolute paths into the root are
 // not redirected in copy mode.
+//
+// # Processes, crashes and cleanup
+//
+// No process that Run starts outlives it: not when the command returns,
+// not when ctx is cancelled, not when the caller dies, even by SIGKILL.
+// Run starts a supervisor (this program again), which starts an init
+// process in a new PID namespace (inside the user namespace, when there
+// is one), which starts the command. When the command exits, init exits
+// and the kernel kills whatever the command left in the namespace. When
+// ctx is cancelled or the caller dies, the supervisor (which reads a pipe
+// from the caller) kills init, and the kernel does the rest; init and the
+// command also carry PR_SET_PDEATHSIG SIGKILL. The overlay's mount
+// namespace belongs to these processes only, so it goes with them. Run
+// returns only when they are all gone. The supervisor then exits as the
+// command did (the same code, or killed by the same signal), so Run's
+// *exec.ExitError reads as the command's own. The supervisors ignore
+// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGPIPE: what a
+// terminal or a kill of the process group sends reaches the command
+// directly, and the supervisors must not die of it first.
+//
+// The PID namespace gets its own /proc where one can be mounted (a
+// container whose /proc has masked paths refuses; the caller's then
+// stays), so that $$ and getpid() name the command's own entries there;
+// processes outside the namespace are not visible in it.
+//
+// This costs two more starts of the program, and the namespaces, per
+// Run: running /bin/true took 16 ms instead of 7 ms in overlay mode and
+// 10 ms instead of 1.7 ms in copy mode, on a shared two-core machine.
+//
+// The copy fallback does the same, with a mount namespace for the /proc.
+// Without root it makes them inside a user namespace that maps the caller
+// to itself, so the command keeps its uid and gid (owners it cannot map
+// read as 65534, and set-user-ID programs of other owners gain nothing).
+// Where no PID namespace can be made at all, the supervisor runs the
+// command as a child subreaper and kills all its descendants; only a
+// SIGKILL of the supervisor itself then lets the command's descendants
+// escape (the command still dies of its PR_SET_PDEATHSIG).
+//
+// What a killed caller does leave are files and mounts: Run's temporary
+// directories (cowfs-run-* holding upper and work, cowfs-copy-* holding a
+// full copy of the view) and overlays mounted by [Mount] and never
+// unmounted. Each carries an owner record, a file whose flock lock its
+// owner holds (in Run's directories ".cowfs-owner", beside a mount's upper
+// directory UPPER.cowfs-owner); the kernel releases the lock when the
+// owner dies. Mount's overlays carry the source "cowfs", so that
+// /proc/self/mountinfo tells them apart. [Cleanup] removes what has no
+// live owner; `replay clean` does the same from a shell. Run, whenever it
+// starts, removes the abandoned temporary directories beside its own
+// (it unmounts nothing: that is left to an explicit Cleanup).
 //
 // # OCI layers
 //

@@ -52,6 +52,9 @@ func (s runStatus) err() error {
 // its working directory (which now resolves through the overlay) and execs
 // the command. It never returns to the program's main.
 func init() {
+	if req, ok := os.LookupEnv(superviseEnv); ok {
+		superviseHook(req)
+	}
 	if req, ok := os.LookupEnv(runEnv); ok {
 		runHook(req)
 	}
@@ -121,7 +124,9 @@ func runHook(reqJSON string) {
 // Dir, Stdin, Stdout, Stderr and ExtraFiles; SysProcAttr is kept, with the
 // namespace flags added. When the command fails, its error (an
 // *exec.ExitError for a non-zero exit) is returned after its changes are
-// imported. ctx kills the command as exec.CommandContext does.
+// imported. ctx kills the command as exec.CommandContext does, and with
+// it everything the command started: no process of it outlives Run, nor
+// the caller (see the package doc, "Processes, crashes and cleanup").
 //
 // Cost: the layer is written out and read back whole (O(layer size) in
 // time, and the re-imported contents are held in memory by f); the copy
@@ -140,6 +145,7 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 	if cfg.tempDir == "" {
 		cfg.tempDir = defaultTempDir()
 	}
+	cleanup(cfg.tempDir, false) // opportunistic: what killed callers left
 	if !cfg.forceCopy {
 		err := runOverlay(ctx, f, cmd, cfg)
 		var me *mountFailed
@@ -192,11 +198,11 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		userNS = cfg.userNS
 	}
 	opts := Options{UserXattr: userNS || !inInitUserNS()}
-	tmp, err := os.MkdirTemp(cfg.tempDir, "cowfs-run-")
+	tmp, done, err := ownedTempDir(cfg.tempDir, runDirPrefix)
 	if err != nil {
 		return err
 	}
-	defer removeTree(tmp) // the kernel leaves work/work with mode 0
+	defer done() // removes it, though the kernel leaves work/work with mode 0
 	upper, work := filepath.Join(tmp, "upper"), filepath.Join(tmp, "work")
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return err
@@ -241,16 +247,21 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		c.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		c.SysProcAttr.GidMappingsEnableSetgroups = false
 	}
-	if err := c.Start(); err != nil {
-		statusW.Close()
-		if userNS && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC)) {
-			return &mountFailed{fmt.Errorf("cannot create a user namespace: %w", err)}
+	sup, err := superviseStart(c, nil, true, "mount")
+	statusW.Close()
+	if err != nil {
+		var se *startError
+		if errors.As(err, &se) {
+			return &mountFailed{se.err}
 		}
 		return err
 	}
-	statusW.Close()
+	if err := sup.started(); err != nil {
+		sup.wait()
+		return &mountFailed{err}
+	}
 	msg, _ := io.ReadAll(statusR)
-	waitErr := c.Wait()
+	waitErr := sup.wait()
 	if len(msg) > 0 {
 		var s runStatus
 		if err := json.Unmarshal(msg, &s); err != nil {
