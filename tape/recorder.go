@@ -224,19 +224,13 @@ func (r *Recorder) emit(rec *Record) {
 	}
 	r.seq++
 	rec.Seq = r.seq
-	line, err := json.Marshal(rec)
-	if err != nil {
-		if r.err == nil {
-			r.err = fmt.Errorf("tape: encoding record %d: %w", rec.Seq, err)
-		}
-		r.mu.Unlock()
-		return
-	}
+	r.buf = append(appendRecord(r.buf[:0], rec), '\n')
+	line := r.buf[:len(r.buf)-1]
 	r.ch.Reset()
 	r.ch.Write(r.chain[:])
 	r.ch.Write(line)
 	r.ch.Sum(r.chain[:0])
-	r.writeLine(line)
+	r.writeBuf()
 	r.final.apply(rec)
 	var d *Divergence
 	if r.check != nil {
@@ -255,6 +249,15 @@ func (r *Recorder) writeLine(line []byte) {
 		return
 	}
 	r.buf = append(append(r.buf[:0], line...), '\n')
+	r.writeBuf()
+}
+
+// writeBuf writes r.buf, a line with its newline, in one Write. Called with
+// mu held.
+func (r *Recorder) writeBuf() {
+	if r.err != nil {
+		return
+	}
 	if _, err := r.w.Write(r.buf); err != nil {
 		r.err = fmt.Errorf("tape: writing: %w", err)
 	}
