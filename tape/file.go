@@ -23,7 +23,7 @@ import (
 // content while it stays known. Bytes read or written at cur.n extend it as
 // they flow; a read or write that starts past cur.n first reads the gap
 // (bytes the caller skipped, read once); a write or truncate below cur.n
-// changes hashed bytes and makes the prefix unknown (valid=false), after
+// changes hashed bytes and makes the prefix unknown (prefixLost), after
 // which Close reads the whole content back once. Before the first change,
 // the version read so far is completed and its hash kept as the read hash.
 type file struct {
@@ -35,38 +35,93 @@ type file struct {
 	name atomic.Pointer[string] // inner name now, cleaned; follows renames
 
 	mu        sync.Mutex
-	readable  bool
-	writable  bool
-	appending bool
+	state     handleState
 	pos       int64
 	cur       stream
-	valid     bool
-	atEOF     bool // cur covers the whole current content
-	readAny   bool
-	readDone  bool // read version finished: its hash is in rhash
 	rhash     string
 	rsize     int64
 	runhashed string
 	spans     []Span
-	modified  bool
-	isDir     bool
 	names     []string
 	fails     []string
-	flushed   bool
 }
 
+// handleState is what a handle knows about itself: how it was opened, how
+// much of the current content its stream covers, how far the version it
+// read has got, and what it did. Each part is one small type whose values
+// are the states that can occur, in place of a boolean per fact.
+type handleState struct {
+	access accessMode
+	prefix prefixState
+	read   readState
+	did    marks
+}
+
+// accessMode is how the handle was opened; it never changes.
+type accessMode uint8
+
+const (
+	accessRead   accessMode = 1 << iota // O_RDONLY or O_RDWR
+	accessWrite                         // O_WRONLY or O_RDWR
+	accessAppend                        // O_APPEND
+)
+
+func (a accessMode) reads() bool   { return a&accessRead != 0 }
+func (a accessMode) writes() bool  { return a&accessWrite != 0 }
+func (a accessMode) appends() bool { return a&accessAppend != 0 }
+
+// prefixState says what cur covers of the current content.
+type prefixState uint8
+
+const (
+	prefixPartial prefixState = iota // cur hashes [0, cur.n); bytes may follow
+	prefixWhole                      // cur hashes the whole content
+	prefixLost                       // hashed bytes changed: read back at Close
+)
+
+// known reports that cur hashes a prefix of the current content.
+func (p prefixState) known() bool { return p != prefixLost }
+
+// readState is the progress of the content version the handle read.
+type readState uint8
+
+const (
+	readNone     readState = iota // nothing read
+	readOngoing                   // bytes read; the version is not finished
+	readFinished                  // rhash and rsize hold the version read
+)
+
+// marks are the things a handle did that its record reports.
+type marks uint8
+
+const (
+	markModified marks = 1 << iota // wrote or truncated: record the result
+	markListed                     // listed a directory
+	markFlushed                    // record made
+)
+
+func (m marks) has(x marks) bool { return m&x != 0 }
+
 func newFile(fsys *Fs, inner afero.File, name string, flag int, rec Record) *file {
-	f := &file{fs: fsys, inner: inner, rec: rec, id: fsys.rec.fileIDs.Add(1), valid: true}
+	f := &file{fs: fsys, inner: inner, rec: rec, id: fsys.rec.fileIDs.Add(1)}
 	f.cur.p = fsys.rec.pools
 	clean := filepath.Clean(name)
 	f.name.Store(&clean)
-	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
-	f.readable = acc == os.O_RDONLY || acc == os.O_RDWR
-	f.writable = acc == os.O_WRONLY || acc == os.O_RDWR
-	f.appending = flag&os.O_APPEND != 0
-	if f.writable && flag&os.O_TRUNC != 0 {
-		f.atEOF = true // empty content, known
-		f.modified = true
+	st := &f.state
+	switch flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR) {
+	case os.O_RDONLY:
+		st.access = accessRead
+	case os.O_WRONLY:
+		st.access = accessWrite
+	default:
+		st.access = accessRead | accessWrite
+	}
+	if flag&os.O_APPEND != 0 {
+		st.access |= accessAppend
+	}
+	if st.access.writes() && flag&os.O_TRUNC != 0 {
+		st.prefix = prefixWhole // empty content, known
+		st.did |= markModified
 	}
 	if c := fsys.rec.content; c != nil {
 		f.cur.max = c.max
@@ -129,20 +184,22 @@ func mergeSpans(s []Span) []Span {
 // sawRead folds bytes p read at off into the stream. eof reports that the
 // read met the end of the content at off+len(p).
 func (f *file) sawRead(p []byte, off int64, eof bool) {
-	f.readAny = true
+	if f.state.read == readNone {
+		f.state.read = readOngoing
+	}
 	f.addSpan(off, int64(len(p)))
-	if !f.valid {
+	if !f.state.prefix.known() {
 		return
 	}
 	end := off + int64(len(p))
 	if off > f.cur.n {
 		f.catchUp(off, false)
 	}
-	if f.valid && off <= f.cur.n && end > f.cur.n {
+	if f.state.prefix.known() && off <= f.cur.n && end > f.cur.n {
 		f.cur.feed(p[f.cur.n-off:])
 	}
-	if f.valid && eof && end == f.cur.n {
-		f.atEOF = true
+	if f.state.prefix.known() && eof && end == f.cur.n {
+		f.state.prefix = prefixWhole
 	}
 }
 
@@ -151,22 +208,26 @@ func (f *file) sawRead(p []byte, off int64, eof bool) {
 // hole is set, it feeds zeros up to limit: what a write at limit leaves
 // behind. Failure makes the prefix unknown.
 func (f *file) catchUp(limit int64, hole bool) {
-	if !f.valid || f.atEOF && limit < 0 || limit >= 0 && limit <= f.cur.n {
+	if f.state.prefix == prefixLost || f.state.prefix == prefixWhole && limit < 0 || limit >= 0 && limit <= f.cur.n {
 		return
 	}
 	err := f.readBack(f.cur.n, limit, f.cur.feed)
 	switch {
 	case err == nil:
-		f.atEOF = limit < 0
+		if limit < 0 {
+			f.state.prefix = prefixWhole
+		} else {
+			f.state.prefix = prefixPartial
+		}
 	case errors.Is(err, io.EOF):
 		// The content ends before limit; a write at limit leaves zeros
 		// in between and ends the content there or later.
 		if hole {
 			f.cur.feedZeros(limit - f.cur.n)
 		}
-		f.atEOF = true
+		f.state.prefix = prefixWhole
 	default:
-		f.valid = false
+		f.state.prefix = prefixLost
 		f.runhashed = ErrorClass(err)
 	}
 }
@@ -177,7 +238,7 @@ func (f *file) catchUp(limit int64, hole bool) {
 // file has now. It returns io.EOF when the content ends before limit.
 func (f *file) readBack(off, limit int64, fn func([]byte)) error {
 	var r io.ReaderAt = f.inner
-	if !f.readable {
+	if !f.state.access.reads() {
 		g, err := f.fs.inner.Open(*f.name.Load())
 		if err != nil {
 			return err
@@ -218,20 +279,26 @@ func (f *file) readBack(off, limit int64, fn func([]byte)) error {
 // beforeChange finishes the read version (if anything was read) before the
 // first write or truncate alters the content.
 func (f *file) beforeChange() {
-	f.modified = true
-	if !f.readAny || f.readDone {
+	f.state.did |= markModified
+	if f.state.read != readOngoing {
 		return
 	}
-	f.readDone = true
+	f.finishRead()
+}
+
+// finishRead completes the content version read so far (reading the rest
+// of it once) and keeps its hash in rhash and rsize.
+func (f *file) finishRead() {
+	f.state.read = readFinished
 	f.catchUp(-1, false)
-	if f.valid {
-		var captured []byte
-		f.rhash, captured = f.cur.sum()
-		f.rsize = f.cur.n
-		f.fs.rec.capture(f.rhash, captured)
-	} else {
+	if !f.state.prefix.known() {
 		f.rhash, f.rsize = "", 0
+		return
 	}
+	var captured []byte
+	f.rhash, captured = f.cur.sum()
+	f.rsize = f.cur.n
+	f.fs.rec.capture(f.rhash, captured)
 }
 
 // beforeWrite prepares the stream for a write of n bytes at off (off < 0:
@@ -239,12 +306,12 @@ func (f *file) beforeChange() {
 // when unknown.
 func (f *file) beforeWrite(off int64) int64 {
 	f.beforeChange()
-	if !f.valid {
+	if !f.state.prefix.known() {
 		return -1
 	}
 	if off < 0 {
 		f.catchUp(-1, false)
-		if !f.valid {
+		if !f.state.prefix.known() {
 			return -1
 		}
 		return f.cur.n
@@ -260,9 +327,9 @@ func (f *file) beforeWrite(off int64) int64 {
 // catchUp fed for a hole, so the prefix is given up.
 func (f *file) afterWrite(p []byte, off int64, complete bool) {
 	switch {
-	case !f.valid:
+	case !f.state.prefix.known():
 	case off < 0 || !complete || off < f.cur.n:
-		f.valid = false
+		f.state.prefix = prefixLost
 	case off == f.cur.n:
 		// Whether bytes follow is unchanged: overwriting old bytes leaves
 		// any beyond p in place, writing at the end keeps it the end.
@@ -298,10 +365,10 @@ func (f *file) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	off := f.pos
-	if f.appending {
+	if f.state.access.appends() {
 		off = -1
 	}
-	track := f.writable && len(p) > 0
+	track := f.state.access.writes() && len(p) > 0
 	if track {
 		off = f.beforeWrite(off)
 	}
@@ -310,7 +377,7 @@ func (f *file) Write(p []byte) (int, error) {
 	if track {
 		f.afterWrite(p[:n], off, n == len(p))
 	}
-	if f.appending && off >= 0 {
+	if f.state.access.appends() && off >= 0 {
 		f.pos = off + int64(n)
 	} else {
 		f.pos += int64(n)
@@ -321,7 +388,7 @@ func (f *file) Write(p []byte) (int, error) {
 func (f *file) WriteAt(p []byte, off int64) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	track := f.writable && off >= 0 && !f.appending && len(p) > 0
+	track := f.state.access.writes() && off >= 0 && !f.state.access.appends() && len(p) > 0
 	at := off
 	if track {
 		at = f.beforeWrite(off)
@@ -330,9 +397,9 @@ func (f *file) WriteAt(p []byte, off int64) (int, error) {
 	f.fail("writeat", err)
 	if track {
 		f.afterWrite(p[:n], at, n == len(p))
-	} else if f.writable && n > 0 {
+	} else if f.state.access.writes() && n > 0 {
 		f.beforeChange()
-		f.valid = false
+		f.state.prefix = prefixLost
 	}
 	return n, err
 }
@@ -353,24 +420,24 @@ func (f *file) Seek(offset int64, whence int) (int64, error) {
 func (f *file) Truncate(size int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.writable && size >= 0 {
+	if f.state.access.writes() && size >= 0 {
 		f.beforeChange()
 	}
 	err := f.inner.Truncate(size)
 	f.fail("truncate", err)
-	if err != nil || !f.writable {
+	if err != nil || !f.state.access.writes() {
 		return err
 	}
 	switch {
 	case size == 0:
 		f.cur.reset()
-		f.valid, f.atEOF = true, true
+		f.state.prefix = prefixWhole
 	case size < f.cur.n:
-		f.valid = false
-	case size == f.cur.n && f.valid:
-		f.atEOF = true
-	default:
-		f.atEOF = false // old bytes or zeros beyond cur.n, read at Close
+		f.state.prefix = prefixLost
+	case size == f.cur.n && f.state.prefix.known():
+		f.state.prefix = prefixWhole
+	case f.state.prefix == prefixWhole:
+		f.state.prefix = prefixPartial // old bytes or zeros beyond cur.n, read at Close
 	}
 	return nil
 }
@@ -398,7 +465,7 @@ func (f *file) Stat() (os.FileInfo, error) {
 }
 
 func (f *file) listed(names []string) {
-	f.isDir = true
+	f.state.did |= markListed
 	f.names = append(f.names, names...)
 }
 
@@ -407,7 +474,7 @@ func (f *file) Readdir(count int) ([]os.FileInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fail("readdir", err)
-	f.isDir = true
+	f.state.did |= markListed
 	for _, fi := range fis {
 		f.names = append(f.names, fi.Name())
 	}
@@ -440,7 +507,7 @@ func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fail("readdir", err)
-	f.isDir = true
+	f.state.did |= markListed
 	for _, e := range ents {
 		f.names = append(f.names, e.Name())
 	}
@@ -459,41 +526,32 @@ func (f *file) Close() error {
 // then stays open.
 func (f *file) flush(unclosed bool) error {
 	f.mu.Lock()
-	if f.flushed {
+	if f.state.did.has(markFlushed) {
 		f.mu.Unlock()
 		return nil
 	}
-	f.flushed = true
+	f.state.did |= markFlushed
 	rec := f.rec
-	if f.readAny && !f.readDone {
-		f.readDone = true
-		f.catchUp(-1, false)
-		if f.valid {
-			var captured []byte
-			f.rhash, captured = f.cur.sum()
-			f.rsize = f.cur.n
-			f.fs.rec.capture(f.rhash, captured)
-		}
+	if f.state.read == readOngoing {
+		f.finishRead()
 	}
-	if f.readAny {
+	if f.state.read != readNone {
 		rec.RHash, rec.RSize = f.rhash, f.rsize
 		rec.Spans = mergeSpans(f.spans)
 		if f.rhash == "" {
 			rec.Unhashed = cmp.Or(f.runhashed, ClassOther)
 		}
 	}
-	if f.modified && !f.isDir {
-		if f.valid {
-			f.catchUp(-1, false)
-		}
-		if !f.valid {
+	if f.state.did.has(markModified) && !f.state.did.has(markListed) {
+		f.catchUp(-1, false)
+		if !f.state.prefix.known() {
 			// A write or truncate landed inside bytes already hashed: read
 			// the result back once. Unavoidable for WriteAt in the middle.
 			f.cur.reset()
-			f.valid, f.atEOF, f.runhashed = true, false, ""
+			f.state.prefix, f.runhashed = prefixPartial, ""
 			f.catchUp(-1, false)
 		}
-		if f.valid {
+		if f.state.prefix.known() {
 			var captured []byte
 			rec.Hash, captured = f.cur.sum()
 			rec.Size = f.cur.n
@@ -502,7 +560,7 @@ func (f *file) flush(unclosed bool) error {
 			rec.Unhashed = cmp.Or(f.runhashed, ClassOther)
 		}
 	}
-	if f.isDir {
+	if f.state.did.has(markListed) {
 		sort.Strings(f.names)
 		rec.N = len(f.names)
 		rec.List = HashBytes([]byte(strings.Join(f.names, "\n")))
