@@ -36,6 +36,7 @@ type file struct {
 
 	mu        sync.Mutex
 	state     handleState
+	ver       versionState // read-only handles: the content version's key
 	pos       int64
 	cur       stream
 	rhash     string
@@ -188,7 +189,7 @@ func (f *file) sawRead(p []byte, off int64, eof bool) {
 		f.state.read = readOngoing
 	}
 	f.addSpan(off, int64(len(p)))
-	if !f.state.prefix.known() {
+	if f.ver.cached != "" || !f.state.prefix.known() {
 		return
 	}
 	end := off + int64(len(p))
@@ -288,8 +289,17 @@ func (f *file) beforeChange() {
 
 // finishRead completes the content version read so far (reading the rest
 // of it once) and keeps its hash in rhash and rsize.
+//
+// A read-only handle whose version was hashed before (same device, inode,
+// size, mtime and ctime) reuses that hash and reads nothing; one that
+// hashed a new version keeps its hash for the next handles when a Stat
+// after hashing shows the same version.
 func (f *file) finishRead() {
 	f.state.read = readFinished
+	if f.ver.cached != "" {
+		f.rhash, f.rsize = f.ver.cached, f.ver.key.size
+		return
+	}
 	f.catchUp(-1, false)
 	if !f.state.prefix.known() {
 		f.rhash, f.rsize = "", 0
@@ -299,6 +309,31 @@ func (f *file) finishRead() {
 	f.rhash, captured = f.cur.sum()
 	f.rsize = f.cur.n
 	f.fs.rec.capture(f.rhash, captured)
+	if f.ver.ok {
+		if fi, err := f.inner.Stat(); err == nil {
+			f.ver.keep(&f.fs.rec.versions, fi, f.rhash, f.rsize)
+		}
+	}
+}
+
+// wantsVersion reports whether the handle should look for its content
+// version's key now: it is read-only and has read nothing yet.
+func (f *file) wantsVersion() bool {
+	return f.state.access == accessRead && f.state.read == readNone && !f.ver.tried
+}
+
+// versionBeforeRead takes the version key before the first byte is read,
+// unless a Stat of the handle gave it already.
+func (f *file) versionBeforeRead() {
+	if !f.wantsVersion() {
+		return
+	}
+	fi, err := f.inner.Stat()
+	if err != nil {
+		f.ver.tried = true
+		return
+	}
+	f.ver.take(&f.fs.rec.versions, fi)
 }
 
 // beforeWrite prepares the stream for a write of n bytes at off (off < 0:
@@ -340,6 +375,7 @@ func (f *file) afterWrite(p []byte, off int64, complete bool) {
 func (f *file) Read(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.versionBeforeRead()
 	off := f.pos
 	n, err := f.inner.Read(p)
 	f.pos += int64(n)
@@ -351,6 +387,9 @@ func (f *file) Read(p []byte) (int, error) {
 }
 
 func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	f.versionBeforeRead()
+	f.mu.Unlock()
 	n, err := f.inner.ReadAt(p, off)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -456,6 +495,13 @@ func (f *file) Sync() error {
 
 func (f *file) Stat() (os.FileInfo, error) {
 	fi, err := f.inner.Stat()
+	if err == nil {
+		f.mu.Lock()
+		if f.wantsVersion() {
+			f.ver.take(&f.fs.rec.versions, fi)
+		}
+		f.mu.Unlock()
+	}
 	rec := Record{Op: OpFstat, Path: f.rec.Path, Err: ErrorClass(err)}
 	if err == nil {
 		statFields(&rec, fi)

@@ -102,8 +102,9 @@ type Recorder struct {
 	buf     []byte
 	ch      *blake3.Hasher // chain hasher, reused under mu
 
-	pools   *pools
-	fileIDs atomic.Int64 // open order of handles
+	pools    *pools
+	fileIDs  atomic.Int64 // open order of handles
+	versions versionCache // hashes of content versions already read
 }
 
 // NewRecorder starts a tape on w and writes its header at once. Records

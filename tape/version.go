@@ -1,0 +1,92 @@
+package tape
+
+import (
+	"os"
+	"sync"
+	"time"
+)
+
+// versionKey identifies one content version of a file on a real file
+// system: while the device, inode, size, mtime and ctime are unchanged, so
+// are the bytes (the kernel sets ctime on every change and no call sets it
+// back), and the recorder reuses the hash it computed for them instead of
+// hashing them again. File systems that report no inode (in-memory ones,
+// overlay layer entries) give no key and are always hashed.
+type versionKey struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // ns since the epoch
+}
+
+// racy reports whether a change made after taken could leave k unchanged:
+// a timestamp too close to the clock of the moment the key was taken could
+// be given again to a write made in the same clock tick. File systems that
+// store whole seconds (no nanoseconds seen) get a two-second window, others
+// a tenth of a second, far above the kernel's timestamp tick.
+func (k versionKey) racy(taken time.Time) bool {
+	window := 100 * time.Millisecond
+	if k.mtime%1e9 == 0 || k.ctime%1e9 == 0 {
+		window = 2 * time.Second
+	}
+	limit := taken.Add(-window).UnixNano()
+	return k.mtime >= limit || k.ctime >= limit
+}
+
+// maxVersions bounds the hashes a recorder keeps; when full it starts over.
+const maxVersions = 1 << 16
+
+// versionCache maps content versions to their hashes, for one recorder.
+type versionCache struct {
+	mu sync.Mutex
+	m  map[versionKey]string
+}
+
+func (c *versionCache) get(k versionKey) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.m[k]
+	return h, ok
+}
+
+func (c *versionCache) put(k versionKey, hash string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxVersions {
+		c.m = make(map[versionKey]string)
+	}
+	c.m[k] = hash
+}
+
+// versionState is a read-only handle's content version: the key taken
+// before its first byte was read, and the hash found for it.
+type versionState struct {
+	tried  bool // a key was looked for; it is not looked for again
+	ok     bool // key holds a key
+	key    versionKey
+	taken  time.Time
+	cached string // hash reused from the cache: the stream is not fed
+}
+
+// take looks up fi's version (fi from a Stat of the handle before any byte
+// was read).
+func (v *versionState) take(c *versionCache, fi os.FileInfo) {
+	v.tried = true
+	k, ok := keyOf(fi)
+	if !ok {
+		return
+	}
+	v.ok, v.key, v.taken = true, k, time.Now()
+	v.cached, _ = c.get(k)
+}
+
+// keep stores hash for the version when the handle's file still has the
+// key (fi from a Stat after the whole version was hashed) and the key is
+// not racy.
+func (v *versionState) keep(c *versionCache, fi os.FileInfo, hash string, size int64) {
+	if !v.ok || v.cached != "" || size != v.key.size || v.key.racy(v.taken) {
+		return
+	}
+	if k, ok := keyOf(fi); ok && k == v.key {
+		c.put(k, hash)
+	}
+}
