@@ -14,6 +14,9 @@ type Fs struct {
 	rec   *Recorder
 	inner afero.Fs
 	roots []string // cleaned absolute spellings of the root
+	// prefixes are the roots with a trailing separator: a name under
+	// roots[i] starts with prefixes[i].
+	prefixes []string
 }
 
 var (
@@ -34,6 +37,12 @@ func newFs(r *Recorder, inner afero.Fs, root string) *Fs {
 	if ev, err := filepath.EvalSymlinks(abs); err == nil && ev != abs {
 		f.roots = append(f.roots, ev)
 	}
+	for _, root := range f.roots {
+		if !strings.HasSuffix(root, string(filepath.Separator)) {
+			root += string(filepath.Separator)
+		}
+		f.prefixes = append(f.prefixes, root)
+	}
 	return f
 }
 
@@ -50,15 +59,11 @@ func (f *Fs) rel(name string) string {
 		}
 	}
 	abs = filepath.Clean(abs)
-	for _, root := range f.roots {
+	for i, root := range f.roots {
 		if abs == root {
 			return "."
 		}
-		prefix := root
-		if !strings.HasSuffix(prefix, string(filepath.Separator)) {
-			prefix += string(filepath.Separator)
-		}
-		if strings.HasPrefix(abs, prefix) {
+		if prefix := f.prefixes[i]; strings.HasPrefix(abs, prefix) {
 			return filepath.ToSlash(abs[len(prefix):])
 		}
 	}
@@ -189,11 +194,13 @@ func (f *Fs) Rename(oldname, newname string) error {
 // regular file) it returned.
 func (f *Fs) Stat(name string) (os.FileInfo, error) {
 	fi, err := f.inner.Stat(name)
-	f.simple(OpStat, name, err, func(r *Record) {
-		if err == nil {
-			statFields(r, fi)
-		}
-	})
+	// Not through simple: a Record reached by a closure escapes to the
+	// heap, and Stat is the most frequent call.
+	rec := Record{Op: OpStat, Path: f.rel(name), Err: ErrorClass(err)}
+	if err == nil {
+		statFields(&rec, fi)
+	}
+	f.rec.emit(&rec)
 	return fi, err
 }
 
@@ -208,11 +215,11 @@ func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	} else {
 		fi, err = f.inner.Stat(name)
 	}
-	f.simple(OpLstat, name, err, func(r *Record) {
-		if err == nil {
-			statFields(r, fi)
-		}
-	})
+	rec := Record{Op: OpLstat, Path: f.rel(name), Err: ErrorClass(err)}
+	if err == nil {
+		statFields(&rec, fi)
+	}
+	f.rec.emit(&rec)
 	return fi, ok, err
 }
 
