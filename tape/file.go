@@ -32,7 +32,8 @@ type file struct {
 	id    int64
 	rec   Record // Op, Path, Flag, Mode filled at open
 
-	name atomic.Pointer[string] // inner name now, cleaned; follows renames
+	name   atomic.Pointer[string] // inner name now, cleaned; follows renames
+	opened *string                // name at open: unchanged when name still points here
 
 	mu        sync.Mutex
 	state     handleState
@@ -108,6 +109,7 @@ func newFile(fsys *Fs, inner afero.File, name string, flag int, rec Record) *fil
 	f.cur.p = fsys.rec.pools
 	clean := filepath.Clean(name)
 	f.name.Store(&clean)
+	f.opened = &clean
 	st := &f.state
 	switch flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR) {
 	case os.O_RDONLY:
@@ -614,8 +616,10 @@ func (f *file) flush(unclosed bool) error {
 			rec.Names = f.names
 		}
 	}
-	if now := f.fs.rel(*f.name.Load()); now != rec.Path {
-		rec.To = now
+	if n := f.name.Load(); n != f.opened {
+		if now := f.fs.rel(*n); now != rec.Path {
+			rec.To = now
+		}
 	}
 	f.cur.release()
 	var err error

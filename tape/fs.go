@@ -87,10 +87,32 @@ func (f *Fs) target(t string) string {
 }
 
 func statFields(rec *Record, fi os.FileInfo) {
-	rec.Mode = fi.Mode().String()
+	rec.Mode = modeString(fi.Mode())
 	if fi.Mode().IsRegular() {
 		rec.Size = fi.Size()
 	}
+}
+
+// modeString is m.String() without an allocation for the modes most files
+// and directories have.
+func modeString(m os.FileMode) string {
+	switch m {
+	case 0o644:
+		return "-rw-r--r--"
+	case 0o755:
+		return "-rwxr-xr-x"
+	case 0o600:
+		return "-rw-------"
+	case 0o666:
+		return "-rw-rw-rw-"
+	case os.ModeDir | 0o755:
+		return "drwxr-xr-x"
+	case os.ModeDir | 0o700:
+		return "drwx------"
+	case os.ModeDir | 0o777:
+		return "drwxrwxrwx"
+	}
+	return m.String()
 }
 
 // Name returns "TapeFs".

@@ -343,3 +343,14 @@ func TestIOFSConformance(t *testing.T) {
 		}
 	}
 }
+
+// TestModeString: the allocation-free spellings are FileMode.String's.
+func TestModeString(t *testing.T) {
+	for m := range fs.FileMode(0o1000) {
+		for _, typ := range []fs.FileMode{0, fs.ModeDir, fs.ModeSymlink} {
+			if got, want := modeString(typ|m), (typ | m).String(); got != want {
+				t.Errorf("modeString(%o) = %q, want %q", typ|m, got, want)
+			}
+		}
+	}
+}
