@@ -59,6 +59,19 @@
 // The recorder assumes nothing else changes a file while a handle to it is
 // open.
 //
+// A content version is hashed once per Recorder: a read-only handle on a
+// file of a real file system (its FileInfo.Sys is a *syscall.Stat_t with an
+// inode number) takes the file's device, inode, size, mtime and ctime
+// before its first byte is read, from its Stat when the caller made one or
+// from one Stat of its own; when an earlier handle hashed that version, the
+// record reuses the hash and the recorder neither hashes the bytes the
+// caller reads nor reads the rest. A hash is kept for reuse only when a
+// Stat after hashing shows the same version and its timestamps were more
+// than a tenth of a second (two seconds where the file system keeps whole
+// seconds) older than the clock when the key was taken, so a write in the
+// same timestamp tick cannot go unseen. In-memory file systems and overlay
+// layer entries have no inode and are always hashed.
+//
 // # Comparison
 //
 // [Compare] compares two tapes in one of four modes: [ModePath] (per path,
