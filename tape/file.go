@@ -33,7 +33,7 @@ type file struct {
 	rec   Record // Op, Path, Flag, Mode filled at open
 
 	name   atomic.Pointer[string] // inner name now, cleaned; follows renames
-	opened *string                // name at open: unchanged when name still points here
+	opened string                 // name at open, cleaned; name points here until a rename
 
 	mu        sync.Mutex
 	state     handleState
@@ -44,6 +44,7 @@ type file struct {
 	rsize     int64
 	runhashed string
 	spans     []Span
+	span1     [1]Span // spans' first backing array: most handles read one span
 	names     []string
 	fails     []string
 }
@@ -107,9 +108,9 @@ func (m marks) has(x marks) bool { return m&x != 0 }
 func newFile(fsys *Fs, inner afero.File, name string, flag int, rec Record) *file {
 	f := &file{fs: fsys, inner: inner, rec: rec, id: fsys.rec.fileIDs.Add(1)}
 	f.cur.p = fsys.rec.pools
-	clean := filepath.Clean(name)
-	f.name.Store(&clean)
-	f.opened = &clean
+	f.opened = filepath.Clean(name)
+	f.name.Store(&f.opened)
+	f.spans = f.span1[:0]
 	st := &f.state
 	switch flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR) {
 	case os.O_RDONLY:
@@ -616,7 +617,7 @@ func (f *file) flush(unclosed bool) error {
 			rec.Names = f.names
 		}
 	}
-	if n := f.name.Load(); n != f.opened {
+	if n := f.name.Load(); n != &f.opened {
 		if now := f.fs.rel(*n); now != rec.Path {
 			rec.To = now
 		}
