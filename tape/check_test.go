@@ -2,7 +2,6 @@ package tape
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,29 +122,3 @@ func TestContentCapture(t *testing.T) {
 	}
 }
 
-// TestContentDiff: a divergence over captured contents shows a text diff
-// of the two versions.
-func TestContentDiff(t *testing.T) {
-	run := func(word string) (*Tape, string) {
-		dir, side := t.TempDir(), t.TempDir()
-		tp, _ := tapeOf(t, afero.NewOsFs(), dir, func(w afero.Fs) {
-			afero.WriteFile(w, filepath.Join(dir, "out"), []byte("one\ntwo\n"+word+"\nfour\n"), 0o644)
-		}, WithContent(side, 1<<10))
-		return tp, side
-	}
-	a, sa := run("three")
-	b, sb := run("THREE")
-	d := Compare(a, b, ModePath)
-	if d == nil {
-		t.Fatal("no divergence")
-	}
-	got, err := d.ContentDiff(sa, sb)
-	must(t, err)
-	want := " one\n two\n-three\n+THREE\n four\n"
-	if got != want {
-		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
-	}
-	if _, err := d.ContentDiff(t.TempDir(), sb); !errors.Is(err, ErrNoContent) {
-		t.Errorf("missing sidecar: %v", err)
-	}
-}

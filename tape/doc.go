@@ -68,8 +68,11 @@
 // their canonical line ([Record.Canon]), which drops only the sequence
 // number. The first divergence is found by aligning the two sequences
 // (patience anchors, then Myers' diff), so one extra record in the middle is
-// one hunk and the records after it still match. [Classify] tells
-// [Identical], [InterleavingOnly] and [Data] apart in one call.
+// one hunk and the records after it still match. [CompareAll] is the one
+// comparison engine (compare.go, alignment in align.go): it returns every
+// hunk; [Compare] returns the first, [Classify] tells [Identical],
+// [InterleavingOnly] and [Data] apart, and [Diff] returns the class with
+// every hunk of a mode, which is what replay diff and replay check print.
 //
 // A Recorder given [WithReference] compares each record with a reference
 // tape as it is made and calls back at the first divergence with the stack
