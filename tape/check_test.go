@@ -121,4 +121,3 @@ func TestContentCapture(t *testing.T) {
 		t.Errorf("content over the bound was captured: %v", err)
 	}
 }
-
