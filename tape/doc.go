@@ -25,7 +25,7 @@
 // Every call on the Fs (Create, Open, OpenFile, Mkdir, MkdirAll, Remove,
 // RemoveAll, Rename, Stat, LstatIfPossible, SymlinkIfPossible,
 // ReadlinkIfPossible, Chmod, Chown, Chtimes) makes one record, failures
-// included, with the outcome as an error class ([ErrorClass]), never as
+// included, with the outcome of a failure ([ErrorOutcome]), never as
 // message text. Fs.Name is not recorded.
 //
 // A handle makes one record, at Close: the content version it read (BLAKE3

@@ -93,7 +93,7 @@ func (f *file) fail(call string, err error) {
 	if err == nil || errors.Is(err, io.EOF) {
 		return
 	}
-	s := call + ":" + ErrorClass(err)
+	s := call + ":" + ErrorOutcome(err)
 	if !slices.Contains(f.fails, s) {
 		f.fails = append(f.fails, s)
 	}
@@ -167,7 +167,7 @@ func (f *file) catchUp(limit int64, hole bool) {
 		f.atEOF = true
 	default:
 		f.valid = false
-		f.runhashed = ErrorClass(err)
+		f.runhashed = ErrorOutcome(err)
 	}
 }
 
@@ -389,7 +389,7 @@ func (f *file) Sync() error {
 
 func (f *file) Stat() (os.FileInfo, error) {
 	fi, err := f.inner.Stat()
-	rec := Record{Op: OpFstat, Path: f.rec.Path, Err: ErrorClass(err)}
+	rec := Record{Op: OpFstat, Path: f.rec.Path, Err: ErrorOutcome(err)}
 	if err == nil {
 		statFields(&rec, fi)
 	}
@@ -479,7 +479,7 @@ func (f *file) flush(unclosed bool) error {
 		rec.RHash, rec.RSize = f.rhash, f.rsize
 		rec.Spans = mergeSpans(f.spans)
 		if f.rhash == "" {
-			rec.Unhashed = cmp.Or(f.runhashed, ClassOther)
+			rec.Unhashed = cmp.Or(f.runhashed, OutcomeOther)
 		}
 	}
 	if f.modified && !f.isDir {
@@ -499,7 +499,7 @@ func (f *file) flush(unclosed bool) error {
 			rec.Size = f.cur.n
 			f.fs.rec.capture(rec.Hash, captured)
 		} else {
-			rec.Unhashed = cmp.Or(f.runhashed, ClassOther)
+			rec.Unhashed = cmp.Or(f.runhashed, OutcomeOther)
 		}
 	}
 	if f.isDir {

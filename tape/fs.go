@@ -116,7 +116,7 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 		inner, err = f.inner.OpenFile(name, flag, perm)
 	}
 	if err != nil {
-		rec.Err = ErrorClass(err)
+		rec.Err = ErrorOutcome(err)
 		f.rec.emit(&rec)
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func flagString(flag int) string {
 }
 
 func (f *Fs) simple(op, name string, err error, fill func(*Record)) error {
-	rec := Record{Op: op, Path: f.rel(name), Err: ErrorClass(err)}
+	rec := Record{Op: op, Path: f.rel(name), Err: ErrorOutcome(err)}
 	if fill != nil {
 		fill(&rec)
 	}
