@@ -117,3 +117,14 @@ func ExampleWithReference() {
 	// Output:
 	// diverged at out/report.txt with open
 }
+
+func ExampleFs() {
+	mem := afero.NewMemMapFs()
+	rec := tape.NewRecorder(io.Discard)
+	fsys := rec.Wrap(mem, "/")
+	// Wrap returns an afero.Fs; its dynamic type is *tape.Fs.
+	tf := fsys.(*tape.Fs)
+	fmt.Println(tf.Inner() == mem, tf.Name())
+	// Output:
+	// true TapeFs
+}

@@ -9,7 +9,12 @@ import (
 	"github.com/spf13/afero"
 )
 
-// Fs is the recording afero.Fs returned by Recorder.Wrap.
+// Fs is the recording afero.Fs that Recorder.Wrap returns. Wrap's result
+// type is afero.Fs, as for every wrapper in this module (DESIGN.md fixes
+// it), so that code under test sees only afero; Fs is exported for the
+// callers that need more: a type assertion on Wrap's result gives Inner,
+// and tells that the afero.Lstater, afero.Linker and afero.LinkReader
+// methods are recorded too.
 type Fs struct {
 	rec   *Recorder
 	inner afero.Fs
