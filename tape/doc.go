@@ -97,4 +97,17 @@
 //
 // [EnvDir] (COWFS_TAPE_DIR) names the directory where package helpers
 // writes one tape per test, named by [FileName], for a whole go test run.
+//
+// # Where things live
+//
+// format.go: the types of a tape ([Tape], [Header], [Record], [Trailer])
+// and canonical lines; recorder.go: [Recorder] and its options; fs.go and
+// file.go: the recording [Fs] and its handles; hash.go: content hashes;
+// chain.go: the chain hash, written and checked in one place;
+// outcome.go: the outcome of a failure ([ErrorOutcome]); final.go: the
+// end state ([Tape.Final]); read.go: [Read]; compare.go: the comparison
+// engine ([CompareAll] and what is built on it), with align.go for the
+// alignment; reference.go: the online check of [WithReference];
+// content.go: the captured contents of [WithContent]; name.go:
+// [FileName].
 package tape

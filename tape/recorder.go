@@ -155,7 +155,9 @@ func NewRecorder(w io.Writer, opts ...Option) *Recorder {
 // The result always implements afero.Lstater, afero.Linker and
 // afero.LinkReader; when fsys lacks one, the call behaves as afero's own
 // wrappers do (Stat with false, ErrNoSymlink, ErrNoReadlink), and is
-// recorded.
+// recorded. The result's dynamic type is *[Fs], for a caller that needs
+// [Fs.Inner]; the static type is afero.Fs, as for every wrapper in this
+// module.
 func (r *Recorder) Wrap(fsys afero.Fs, root string) afero.Fs {
 	return newFs(r, fsys, root)
 }
