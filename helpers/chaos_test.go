@@ -280,7 +280,7 @@ func TestChaosPagingLikeOS(t *testing.T) {
 		defer c.Close()
 		_, oerr := o.Readdirnames(-1)
 		_, cerr := c.Readdirnames(-1)
-		if oerr == nil || tape.ErrorClass(oerr) != tape.ErrorClass(cerr) {
+		if oerr == nil || tape.ErrorOutcome(oerr) != tape.ErrorOutcome(cerr) {
 			t.Errorf("Readdirnames of a file: os %v, chaos %v", oerr, cerr)
 		}
 	})

@@ -119,4 +119,15 @@
 // test and follow the rules of testing.TB: call them from the test's
 // goroutine. The online check of [Online] reports with t.Errorf from the
 // goroutine that made the divergent call.
+//
+// # Where things live
+//
+// env.go: [Env] and its constructors; options.go: [Option]s; fixture.go:
+// [Extract], a pure fixture parser (parseFixture) and a writer through an
+// [os.Root]; assert.go: the assertions on changes and contents;
+// golden.go and goldendiff.go: golden patches and how a mismatch is
+// explained; record.go: the tape of an Env (files, golden tapes, the
+// online check); report.go: what a failing test logs and the artifacts;
+// chaos.go: the listing shuffler; pkgpath.go: the package path of the
+// test; times_*.go: setting a symlink's times per platform.
 package helpers

@@ -99,7 +99,7 @@ func newEnv(t testing.TB, root string, cfg config) *Env {
 		t.Fatalf("helpers: %v", err)
 	}
 	if e.rec != nil {
-		e.fsys = e.rec.rec.Wrap(e.fsys, ov.Root())
+		e.fsys = e.rec.wrap(e.fsys, ov.Root())
 	}
 	if cfg.chaos {
 		seed, err := chaosSeed(cfg)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/spf13/afero"
+
 	"github.com/cowfs/cowfs/tape"
 )
 
@@ -23,7 +25,7 @@ const maxTapeName = 240
 // recording is the tape of one Env: written to a file of the tape.EnvDir
 // directory and/or kept in memory for a golden tape.
 type recording struct {
-	rec      *tape.Recorder
+	recorder *tape.Recorder
 	file     *os.File      // the tape in tape.EnvDir, or nil
 	buf      *bytes.Buffer // the tape in memory, for GoldenTape, or nil
 	golden   string        // golden tape file, when GoldenTape
@@ -31,6 +33,12 @@ type recording struct {
 	online   bool        // a reference was given to the recorder
 	noGolden bool        // the missing golden was reported already
 	diverged atomic.Bool // the online check reported a divergence
+}
+
+// wrap returns fsys with its calls recorded on the tape, paths relative
+// to root.
+func (r *recording) wrap(fsys afero.Fs, root string) afero.Fs {
+	return r.recorder.Wrap(fsys, root)
 }
 
 // startRecording starts the tape of e when tape.EnvDir is set or a golden
@@ -84,7 +92,7 @@ func startRecording(e *Env) (*recording, error) {
 	}
 	// The buffer comes first: io.MultiWriter stops at the first writer
 	// that fails, and a full disk must not cost the golden check.
-	r.rec = tape.NewRecorder(io.MultiWriter(ws...), opts...)
+	r.recorder = tape.NewRecorder(io.MultiWriter(ws...), opts...)
 	return r, nil
 }
 
@@ -132,7 +140,7 @@ func (e *Env) TapeFile() string {
 // finish closes the tape, then checks or updates the golden tape.
 func (r *recording) finish(e *Env) {
 	e.t.Helper()
-	err := r.rec.Close()
+	err := r.recorder.Close()
 	if r.file != nil {
 		err = errors.Join(err, r.file.Close())
 	}

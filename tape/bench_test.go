@@ -194,7 +194,7 @@ func BenchmarkCompare(b *testing.B) {
 		t := &Tape{}
 		for i := range 20000 {
 			if extra && i == 10000 {
-				t.Records = append(t.Records, Record{Op: OpStat, Path: "extra", Err: ClassNotExist})
+				t.Records = append(t.Records, Record{Op: OpStat, Path: "extra", Err: OutcomeNotExist})
 			}
 			t.Records = append(t.Records, Record{Op: OpOpen, Path: fmt.Sprintf("d%d/f%d", i%50, i), Flag: "r",
 				RHash: HashBytes([]byte{byte(i)}), RSize: int64(i)})

@@ -68,11 +68,12 @@ func (c Class) String() string {
 	return fmt.Sprintf("Class(%d)", int(c))
 }
 
-// ContextLen is how many equal records before a divergence it shows.
+// ContextLen is how many equal records around a divergence it shows,
+// unless WithContext says otherwise.
 const ContextLen = 3
 
-// Divergence describes the first difference between two tapes in a mode.
-// "First" is by alignment: the sequences are diffed (patience anchors, then
+// Divergence describes one difference between two tapes in a mode: a hunk
+// of the alignment. The sequences are diffed (patience anchors, then
 // Myers), so one extra record is one hunk and what follows it still
 // matches. Side A is the first tape (or the reference of an online check),
 // side B the second (or the recording).
@@ -84,16 +85,21 @@ type Divergence struct {
 	Path string
 	// AIndex and BIndex are where the hunk starts in the compared
 	// sequence (the path's records in ModePath, all records in
-	// ModeGlobal, Final lines in ModeFinal).
+	// ModeGlobal, Final lines in ModeFinal; the record's Seq-1 in
+	// ModeSet, -1 for a side without a record).
 	AIndex, BIndex int
 	// A and B are the differing records; one side is empty when the
 	// other has extra records. Nil in ModeFinal.
 	A, B []Record
 	// ALines and BLines are the canonical lines of the hunk.
 	ALines, BLines []string
-	// Context holds up to ContextLen records equal on both sides just
-	// before the hunk, taken from A.
-	Context []Record
+	// Context holds up to ContextLen (see WithContext) records equal on
+	// both sides just before the hunk, taken from A; After those just
+	// after it, up to the next hunk. Nil in ModeFinal and ModeSet.
+	Context, After []Record
+	// ContextLines and AfterLines are the canonical lines of Context and
+	// After; in ModeFinal, the equal Final lines around the hunk.
+	ContextLines, AfterLines []string
 	// Hunks counts differing hunks in this mode (unmatched records in
 	// ModeSet), at least 1. The online check reports 1.
 	Hunks int
@@ -101,42 +107,124 @@ type Divergence struct {
 	Stack string
 }
 
-// Compare returns the first divergence between a and b in mode, or nil
-// when they are equal in that mode. Only records are compared: headers
-// (package, test, info) and whether a tape was truncated are not; check
-// Tape.Truncated apart.
-func Compare(a, b *Tape, mode Mode) *Divergence {
+// A CompareOption changes what Compare, CompareAll and Diff report.
+type CompareOption func(*compareConfig)
+
+type compareConfig struct {
+	context int
+}
+
+// WithContext sets how many equal records (Final lines in ModeFinal) a
+// Divergence carries before and after its hunk; ContextLen by default.
+// Negative values count as 0.
+func WithContext(n int) CompareOption {
+	return func(c *compareConfig) { c.context = max(0, n) }
+}
+
+func newCompareConfig(opts []CompareOption) compareConfig {
+	c := compareConfig{context: ContextLen}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// CompareAll returns every divergence between a and b in mode, each hunk
+// of the alignment as one Divergence (with Hunks the total), nil when they
+// are equal. Only records are compared: headers (package, test, info) and
+// whether a tape was truncated are not; check Tape.Truncated apart.
+// Order: ModePath, by the earliest Seq involved (ties by path); ModeGlobal
+// and ModeFinal, by position; ModeSet, one Divergence per unmatched
+// record, A's then B's, each by Seq. CompareAll is the one comparison
+// engine: Compare, Classify and Diff are built on it.
+func CompareAll(a, b *Tape, mode Mode, opts ...CompareOption) []*Divergence {
+	c := newCompareConfig(opts)
 	switch mode {
 	case ModeGlobal:
-		d := compareSeq(a.Records, b.Records, allIndexes(a), allIndexes(b))
-		if d == nil {
-			return nil
-		}
-		d.Mode, d.Class = ModeGlobal, InterleavingOnly
-		if Compare(a, b, ModePath) != nil {
-			d.Class = Data
-		}
-		return d
+		return globalAll(a, b, c, globalClass)
 	case ModeSet:
-		return compareSet(a, b)
+		return setAll(a, b)
 	case ModeFinal:
-		return compareFinal(a, b)
+		return finalAll(a.Final(), b.Final(), c)
 	default:
-		return comparePath(a, b)
+		return pathAll(a, b, c)
 	}
 }
 
-// Classify compares a and b once per needed mode and returns how they
-// differ, with the divergence that shows it: the ModePath one for Data,
-// the ModeGlobal one for InterleavingOnly, nil for Identical.
-func Classify(a, b *Tape) (Class, *Divergence) {
-	if d := comparePath(a, b); d != nil {
-		return Data, d
+// Compare returns the first divergence between a and b in mode, or nil
+// when they are equal in that mode: the first of CompareAll's results,
+// except that in ModeSet, where each unmatched record is a Divergence of
+// its own, it pairs the first unmatched record of each side.
+func Compare(a, b *Tape, mode Mode, opts ...CompareOption) *Divergence {
+	return first(CompareAll(a, b, mode, opts...))
+}
+
+// first returns what Compare reports of the divergences ds.
+func first(ds []*Divergence) *Divergence {
+	if len(ds) == 0 {
+		return nil
 	}
-	if d := Compare(a, b, ModeGlobal); d != nil {
-		return InterleavingOnly, d
+	d := ds[0]
+	if d.Mode != ModeSet || len(d.A) == 0 {
+		return d
+	}
+	// ModeSet lists A's unmatched records before B's: pair the first of
+	// each side.
+	for _, e := range ds {
+		if len(e.B) > 0 {
+			p := *d
+			p.B, p.BLines, p.BIndex = e.B, e.BLines, e.BIndex
+			return &p
+		}
+	}
+	return d
+}
+
+// Classify returns how a and b differ, with the divergence that shows it:
+// the first ModePath one for Data, the first ModeGlobal one for
+// InterleavingOnly, nil for Identical.
+func Classify(a, b *Tape) (Class, *Divergence) {
+	switch class := classOf(a, b); class {
+	case Data:
+		return class, Compare(a, b, ModePath)
+	case InterleavingOnly:
+		return class, first(globalAll(a, b, newCompareConfig(nil), func(*Tape, *Tape) Class { return class }))
 	}
 	return Identical, nil
+}
+
+// Diff returns how a and b differ (Classify's class) and every divergence
+// between them in mode (CompareAll's result), aligning only what mode
+// needs: the class comes from comparing canonical lines, not from a
+// second alignment.
+func Diff(a, b *Tape, mode Mode, opts ...CompareOption) (Class, []*Divergence) {
+	class := classOf(a, b)
+	if class == Identical {
+		return class, nil // equal in every mode
+	}
+	if mode == ModeGlobal {
+		return class, globalAll(a, b, newCompareConfig(opts), func(*Tape, *Tape) Class { return class })
+	}
+	return class, CompareAll(a, b, mode, opts...)
+}
+
+// classOf says how a and b differ by comparing their canonical lines, in
+// order and per path, without aligning them.
+func classOf(a, b *Tape) Class {
+	if slices.Equal(a.Canon(ModeGlobal), b.Canon(ModeGlobal)) {
+		return Identical
+	}
+	return globalClass(a, b)
+}
+
+// globalClass is the Class of a ModeGlobal divergence between a and b:
+// InterleavingOnly when each path saw the same records in the same order
+// on both sides, Data otherwise.
+func globalClass(a, b *Tape) Class {
+	if slices.Equal(a.Canon(ModePath), b.Canon(ModePath)) {
+		return InterleavingOnly
+	}
+	return Data
 }
 
 func allIndexes(t *Tape) []int {
@@ -147,78 +235,65 @@ func allIndexes(t *Tape) []int {
 	return idx
 }
 
-// compareSeq aligns the records at indexes ia of ra with those at ib of rb
-// and returns the first hunk.
-func compareSeq(ra, rb []Record, ia, ib []int) *Divergence {
-	ds := compareSeqAll(ra, rb, ia, ib)
+// globalAll returns the hunks of all records in order, of the class
+// classify gives (called only when there is a hunk).
+func globalAll(a, b *Tape, c compareConfig, classify func(a, b *Tape) Class) []*Divergence {
+	ds := seqAll(a.Records, b.Records, allIndexes(a), allIndexes(b), c)
 	if len(ds) == 0 {
 		return nil
 	}
-	return ds[0]
+	class := classify(a, b)
+	for _, d := range ds {
+		d.Mode, d.Class = ModeGlobal, class
+	}
+	return ds
 }
 
-// compareSeqAll returns one Divergence per hunk, in order.
-func compareSeqAll(ra, rb []Record, ia, ib []int) []*Divergence {
+// seqAll aligns the records at indexes ia of ra with those at ib of rb and
+// returns one Divergence per hunk, in order.
+func seqAll(ra, rb []Record, ia, ib []int, c compareConfig) []*Divergence {
 	la, lb := canonAt(ra, ia), canonAt(rb, ib)
+	ds := lineHunks(la, lb, c)
+	for _, d := range ds {
+		d.A = recordsAt(ra, ia[d.AIndex:d.AIndex+len(d.ALines)])
+		d.B = recordsAt(rb, ib[d.BIndex:d.BIndex+len(d.BLines)])
+		d.Context = recordsAt(ra, ia[d.AIndex-len(d.ContextLines):d.AIndex])
+		end := d.AIndex + len(d.ALines)
+		d.After = recordsAt(ra, ia[end:end+len(d.AfterLines)])
+	}
+	return ds
+}
+
+// lineHunks aligns two line lists and returns one Divergence per hunk,
+// with its lines and up to c.context equal lines around it.
+func lineHunks(la, lb []string, c compareConfig) []*Divergence {
 	hs := align(la, lb)
 	if len(hs) == 0 {
 		return nil
 	}
 	ds := make([]*Divergence, len(hs))
 	for k, h := range hs {
-		d := &Divergence{AIndex: h.A0, BIndex: h.B0, Hunks: len(hs),
-			ALines: la[h.A0:h.A1], BLines: lb[h.B0:h.B1]}
-		for _, i := range ia[h.A0:h.A1] {
-			d.A = append(d.A, ra[i])
+		next := len(la)
+		if k+1 < len(hs) {
+			next = hs[k+1].A0
 		}
-		for _, i := range ib[h.B0:h.B1] {
-			d.B = append(d.B, rb[i])
-		}
-		for _, i := range ia[max(0, h.A0-ContextLen):h.A0] {
-			d.Context = append(d.Context, ra[i])
-		}
-		ds[k] = d
+		ds[k] = &Divergence{AIndex: h.A0, BIndex: h.B0, Hunks: len(hs),
+			ALines: la[h.A0:h.A1], BLines: lb[h.B0:h.B1],
+			ContextLines: la[max(0, h.A0-c.context):h.A0],
+			AfterLines:   la[h.A1:min(next, h.A1+c.context)]}
 	}
 	return ds
 }
 
-// CompareAll returns every divergence between a and b in mode, each hunk
-// of the alignment as one Divergence (with Hunks the total), nil when they
-// are equal. Order: ModePath, by the earliest Seq involved; ModeGlobal and
-// ModeFinal, by position; ModeSet, one Divergence per unmatched record, A's
-// then B's, each by Seq. The first element is what Compare returns, except
-// in ModeSet, where Compare pairs the first unmatched record of each side.
-func CompareAll(a, b *Tape, mode Mode) []*Divergence {
-	var ds []*Divergence
-	switch mode {
-	case ModeGlobal:
-		ds = compareSeqAll(a.Records, b.Records, allIndexes(a), allIndexes(b))
-		if len(ds) > 0 {
-			class := InterleavingOnly
-			if comparePath(a, b) != nil {
-				class = Data
-			}
-			for _, d := range ds {
-				d.Mode, d.Class = ModeGlobal, class
-			}
-		}
-	case ModeSet:
-		ua, ub := unmatched(a, b), unmatched(b, a)
-		for _, r := range ua {
-			ds = append(ds, &Divergence{A: []Record{r}, ALines: []string{r.Canon()}, AIndex: int(r.Seq - 1), BIndex: -1})
-		}
-		for _, r := range ub {
-			ds = append(ds, &Divergence{B: []Record{r}, BLines: []string{r.Canon()}, AIndex: -1, BIndex: int(r.Seq - 1)})
-		}
-		for _, d := range ds {
-			d.Mode, d.Class, d.Hunks = ModeSet, Data, len(ds)
-		}
-	case ModeFinal:
-		ds = finalAll(a.Final(), b.Final())
-	default:
-		ds = pathAll(a, b)
+func recordsAt(rs []Record, idx []int) []Record {
+	if len(idx) == 0 {
+		return nil
 	}
-	return ds
+	out := make([]Record, len(idx))
+	for i, k := range idx {
+		out[i] = rs[k]
+	}
+	return out
 }
 
 func canonAt(rs []Record, idx []int) []string {
@@ -240,16 +315,8 @@ func byPath(t *Tape) map[string][]int {
 	return m
 }
 
-func comparePath(a, b *Tape) *Divergence {
-	ds := pathAll(a, b)
-	if len(ds) == 0 {
-		return nil
-	}
-	return ds[0]
-}
-
 // pathAll returns the hunks of every path, earliest first.
-func pathAll(a, b *Tape) []*Divergence {
+func pathAll(a, b *Tape, c compareConfig) []*Divergence {
 	pa, pb := byPath(a), byPath(b)
 	paths := make([]string, 0, len(pa)+len(pb))
 	for p := range pa {
@@ -263,7 +330,7 @@ func pathAll(a, b *Tape) []*Divergence {
 	slices.Sort(paths)
 	var all []*Divergence
 	for _, p := range paths {
-		for _, d := range compareSeqAll(a.Records, b.Records, pa[p], pb[p]) {
+		for _, d := range seqAll(a.Records, b.Records, pa[p], pb[p], c) {
 			d.Path = p
 			all = append(all, d)
 		}
@@ -305,52 +372,31 @@ func unmatched(x, y *Tape) []Record {
 	return out
 }
 
-func compareSet(a, b *Tape) *Divergence {
-	ua, ub := unmatched(a, b), unmatched(b, a)
-	if len(ua) == 0 && len(ub) == 0 {
-		return nil
+// setAll returns one Divergence per unmatched record, A's then B's.
+func setAll(a, b *Tape) []*Divergence {
+	var ds []*Divergence
+	for _, r := range unmatched(a, b) {
+		ds = append(ds, &Divergence{A: []Record{r}, ALines: []string{r.Canon()}, AIndex: int(r.Seq - 1), BIndex: -1})
 	}
-	d := &Divergence{Mode: ModeSet, Class: Data, Hunks: len(ua) + len(ub), AIndex: -1, BIndex: -1}
-	if len(ua) > 0 {
-		d.A = ua[:1]
-		d.ALines = []string{ua[0].Canon()}
-		d.AIndex = int(ua[0].Seq - 1)
+	for _, r := range unmatched(b, a) {
+		ds = append(ds, &Divergence{B: []Record{r}, BLines: []string{r.Canon()}, AIndex: -1, BIndex: int(r.Seq - 1)})
 	}
-	if len(ub) > 0 {
-		d.B = ub[:1]
-		d.BLines = []string{ub[0].Canon()}
-		d.BIndex = int(ub[0].Seq - 1)
+	for _, d := range ds {
+		d.Mode, d.Class, d.Hunks = ModeSet, Data, len(ds)
 	}
-	return d
+	return ds
 }
 
-func compareFinal(a, b *Tape) *Divergence {
-	return compareFinalLines(a.Final(), b.Final())
-}
-
-func compareFinalLines(la, lb []string) *Divergence {
-	ds := finalAll(la, lb)
-	if len(ds) == 0 {
-		return nil
-	}
-	return ds[0]
-}
-
-func finalAll(la, lb []string) []*Divergence {
-	hs := align(la, lb)
-	if len(hs) == 0 {
-		return nil
-	}
-	ds := make([]*Divergence, len(hs))
-	for k, h := range hs {
-		d := &Divergence{Mode: ModeFinal, Class: Data, AIndex: h.A0, BIndex: h.B0, Hunks: len(hs),
-			ALines: la[h.A0:h.A1], BLines: lb[h.B0:h.B1]}
+// finalAll returns the hunks of two end states (Tape.Final lines).
+func finalAll(la, lb []string, c compareConfig) []*Divergence {
+	ds := lineHunks(la, lb, c)
+	for _, d := range ds {
+		d.Mode, d.Class = ModeFinal, Data
 		if len(d.ALines) > 0 {
 			d.Path = finalPath(d.ALines[0])
 		} else {
 			d.Path = finalPath(d.BLines[0])
 		}
-		ds[k] = d
 	}
 	return ds
 }

@@ -311,7 +311,7 @@ func TestExtraOpOneDivergence(t *testing.T) {
 		t.Fatalf("want one extra record, got:\n%v", d)
 	}
 	extra := d.B[0]
-	if extra.Op != OpStat || extra.Path != "in/item-3.txt.bak" || extra.Err != ClassNotExist {
+	if extra.Op != OpStat || extra.Path != "in/item-3.txt.bak" || extra.Err != OutcomeNotExist {
 		t.Errorf("extra record %s", extra.String())
 	}
 	if d.BIndex != int(extra.Seq-1) || d.AIndex != d.BIndex {
@@ -335,7 +335,7 @@ func TestExtraOpOneDivergence(t *testing.T) {
 	}
 	// A changed record in the middle is one hunk of one record per side.
 	c := &Tape{Records: slices.Clone(a.Records)}
-	c.Records[10].Err = ClassPermission
+	c.Records[10].Err = OutcomePermission
 	d = Compare(a, c, ModeGlobal)
 	if d == nil || d.Hunks != 1 || len(d.A) != 1 || len(d.B) != 1 || d.AIndex != 10 {
 		t.Errorf("changed record: %v", d)
@@ -359,8 +359,8 @@ func TestParseMode(t *testing.T) {
 func TestCompareAll(t *testing.T) {
 	a := runProgram(t, afero.NewOsFs(), progOpts{sortListing: true})
 	b := &Tape{Records: slices.Clone(a.Records)}
-	b.Records[3].Err = ClassPermission
-	b.Records[len(b.Records)-2].Err = ClassNoSpace
+	b.Records[3].Err = OutcomePermission
+	b.Records[len(b.Records)-2].Err = OutcomeNoSpace
 	for _, m := range []Mode{ModePath, ModeGlobal, ModeSet} {
 		ds := CompareAll(a, b, m)
 		want := 2

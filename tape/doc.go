@@ -25,7 +25,7 @@
 // Every call on the Fs (Create, Open, OpenFile, Mkdir, MkdirAll, Remove,
 // RemoveAll, Rename, Stat, LstatIfPossible, SymlinkIfPossible,
 // ReadlinkIfPossible, Chmod, Chown, Chtimes) makes one record, failures
-// included, with the outcome as an error class ([ErrorClass]), never as
+// included, with the outcome of a failure ([ErrorOutcome]), never as
 // message text. Fs.Name is not recorded.
 //
 // A handle makes one record, at Close: the content version it read (BLAKE3
@@ -81,8 +81,11 @@
 // their canonical line ([Record.Canon]), which drops only the sequence
 // number. The first divergence is found by aligning the two sequences
 // (patience anchors, then Myers' diff), so one extra record in the middle is
-// one hunk and the records after it still match. [Classify] tells
-// [Identical], [InterleavingOnly] and [Data] apart in one call.
+// one hunk and the records after it still match. [CompareAll] is the one
+// comparison engine (compare.go, alignment in align.go): it returns every
+// hunk; [Compare] returns the first, [Classify] tells [Identical],
+// [InterleavingOnly] and [Data] apart, and [Diff] returns the class with
+// every hunk of a mode, which is what replay diff and replay check print.
 //
 // A Recorder given [WithReference] compares each record with a reference
 // tape as it is made and calls back at the first divergence with the stack
@@ -107,4 +110,17 @@
 //
 // [EnvDir] (COWFS_TAPE_DIR) names the directory where package helpers
 // writes one tape per test, named by [FileName], for a whole go test run.
+//
+// # Where things live
+//
+// format.go: the types of a tape ([Tape], [Header], [Record], [Trailer])
+// and canonical lines; recorder.go: [Recorder] and its options; fs.go and
+// file.go: the recording [Fs] and its handles; hash.go: content hashes;
+// chain.go: the chain hash, written and checked in one place;
+// outcome.go: the outcome of a failure ([ErrorOutcome]); final.go: the
+// end state ([Tape.Final]); read.go: [Read]; compare.go: the comparison
+// engine ([CompareAll] and what is built on it), with align.go for the
+// alignment; reference.go: the online check of [WithReference];
+// content.go: the captured contents of [WithContent]; name.go:
+// [FileName].
 package tape

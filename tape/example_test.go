@@ -68,6 +68,21 @@ func ExampleCompare() {
 	//   b: #3 open out/report.txt flag=w|create|trunc mode=-rw-r--r-- size=22 hash=51e17dc3c8da76b4b0d7436fd2616bbaf93c30c323aa65829bdf478bf419225f
 }
 
+func ExampleDiff() {
+	a := record("hello")
+	b := record("bye")
+	class, ds := tape.Diff(a, b, tape.ModeGlobal, tape.WithContext(1))
+	fmt.Println(class, len(ds))
+	for _, d := range ds {
+		fmt.Println("context:", d.ContextLines)
+		fmt.Println("a:", d.ALines[0][:len("open out/report.txt")], "b:", d.BLines[0][:len("open out/report.txt")])
+	}
+	// Output:
+	// data 1
+	// context: [open config.txt flag=r rsize=10 rhash=d9cfbf7b8d7979d7ec5c5030a8e6daae0ed585849408eaf9398e06b904f331f0 spans=0+10]
+	// a: open out/report.txt b: open out/report.txt
+}
+
 func ExampleRead_truncated() {
 	var buf bytes.Buffer
 	rec := tape.NewRecorder(&buf)
@@ -101,4 +116,15 @@ func ExampleWithReference() {
 	rec.Close()
 	// Output:
 	// diverged at out/report.txt with open
+}
+
+func ExampleFs() {
+	mem := afero.NewMemMapFs()
+	rec := tape.NewRecorder(io.Discard)
+	fsys := rec.Wrap(mem, "/")
+	// Wrap returns an afero.Fs; its dynamic type is *tape.Fs.
+	tf := fsys.(*tape.Fs)
+	fmt.Println(tf.Inner() == mem, tf.Name())
+	// Output:
+	// true TapeFs
 }

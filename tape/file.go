@@ -152,7 +152,7 @@ func (f *file) fail(call string, err error) {
 	if err == nil || errors.Is(err, io.EOF) {
 		return
 	}
-	s := call + ":" + ErrorClass(err)
+	s := call + ":" + ErrorOutcome(err)
 	if !slices.Contains(f.fails, s) {
 		f.fails = append(f.fails, s)
 	}
@@ -232,7 +232,7 @@ func (f *file) catchUp(limit int64, hole bool) {
 		f.state.prefix = prefixWhole
 	default:
 		f.state.prefix = prefixLost
-		f.runhashed = ErrorClass(err)
+		f.runhashed = ErrorOutcome(err)
 	}
 }
 
@@ -505,7 +505,7 @@ func (f *file) Stat() (os.FileInfo, error) {
 		}
 		f.mu.Unlock()
 	}
-	rec := Record{Op: OpFstat, Path: f.rec.Path, Err: ErrorClass(err)}
+	rec := Record{Op: OpFstat, Path: f.rec.Path, Err: ErrorOutcome(err)}
 	if err == nil {
 		statFields(&rec, fi)
 	}
@@ -588,7 +588,7 @@ func (f *file) flush(unclosed bool) error {
 		rec.RHash, rec.RSize = f.rhash, f.rsize
 		rec.Spans = mergeSpans(f.spans)
 		if f.rhash == "" {
-			rec.Unhashed = cmp.Or(f.runhashed, ClassOther)
+			rec.Unhashed = cmp.Or(f.runhashed, OutcomeOther)
 		}
 	}
 	if f.state.did.has(markModified) && !f.state.did.has(markListed) {
@@ -606,7 +606,7 @@ func (f *file) flush(unclosed bool) error {
 			rec.Size = f.cur.n
 			f.fs.rec.capture(rec.Hash, captured)
 		} else {
-			rec.Unhashed = cmp.Or(f.runhashed, ClassOther)
+			rec.Unhashed = cmp.Or(f.runhashed, OutcomeOther)
 		}
 	}
 	if f.state.did.has(markListed) {

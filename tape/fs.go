@@ -9,7 +9,12 @@ import (
 	"github.com/spf13/afero"
 )
 
-// Fs is the recording afero.Fs returned by Recorder.Wrap.
+// Fs is the recording afero.Fs that Recorder.Wrap returns. Wrap's result
+// type is afero.Fs, as for every wrapper in this module (DESIGN.md fixes
+// it), so that code under test sees only afero; Fs is exported for the
+// callers that need more: a type assertion on Wrap's result gives Inner,
+// and tells that the afero.Lstater, afero.Linker and afero.LinkReader
+// methods are recorded too.
 type Fs struct {
 	rec   *Recorder
 	inner afero.Fs
@@ -143,7 +148,7 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 		inner, err = f.inner.OpenFile(name, flag, perm)
 	}
 	if err != nil {
-		rec.Err = ErrorClass(err)
+		rec.Err = ErrorOutcome(err)
 		f.rec.emit(&rec)
 		return nil, err
 	}
@@ -174,7 +179,7 @@ func flagString(flag int) string {
 }
 
 func (f *Fs) simple(op, name string, err error, fill func(*Record)) error {
-	rec := Record{Op: op, Path: f.rel(name), Err: ErrorClass(err)}
+	rec := Record{Op: op, Path: f.rel(name), Err: ErrorOutcome(err)}
 	if fill != nil {
 		fill(&rec)
 	}
@@ -218,7 +223,7 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 	fi, err := f.inner.Stat(name)
 	// Not through simple: a Record reached by a closure escapes to the
 	// heap, and Stat is the most frequent call.
-	rec := Record{Op: OpStat, Path: f.rel(name), Err: ErrorClass(err)}
+	rec := Record{Op: OpStat, Path: f.rel(name), Err: ErrorOutcome(err)}
 	if err == nil {
 		statFields(&rec, fi)
 	}
@@ -237,7 +242,7 @@ func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	} else {
 		fi, err = f.inner.Stat(name)
 	}
-	rec := Record{Op: OpLstat, Path: f.rel(name), Err: ErrorClass(err)}
+	rec := Record{Op: OpLstat, Path: f.rel(name), Err: ErrorOutcome(err)}
 	if err == nil {
 		statFields(&rec, fi)
 	}

@@ -41,70 +41,70 @@ func opCases() []opCase {
 	}
 	return []opCase{
 		{"stat file", OpStat, "", nil, stat("f")},
-		{"stat missing", OpStat, ClassNotExist, syscall.ENOENT, stat("missing")},
-		{"stat through a file", OpStat, ClassNotDir, syscall.ENOTDIR, stat("f/x")},
-		{"stat symlink loop", OpStat, ClassLoop, syscall.ELOOP, stat("loop1")},
+		{"stat missing", OpStat, OutcomeNotExist, syscall.ENOENT, stat("missing")},
+		{"stat through a file", OpStat, OutcomeNotDir, syscall.ENOTDIR, stat("f/x")},
+		{"stat symlink loop", OpStat, OutcomeLoop, syscall.ELOOP, stat("loop1")},
 		{"lstat symlink", OpLstat, "", nil, func(fsys afero.Fs, p func(string) string) error {
 			_, _, err := fsys.(afero.Lstater).LstatIfPossible(p("link"))
 			return err
 		}},
-		{"mkdir existing", OpMkdir, ClassExist, syscall.EEXIST, func(fsys afero.Fs, p func(string) string) error {
+		{"mkdir existing", OpMkdir, OutcomeExist, syscall.EEXIST, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.Mkdir(p("d"), 0o755)
 		}},
-		{"mkdir without parent", OpMkdir, ClassNotExist, syscall.ENOENT, func(fsys afero.Fs, p func(string) string) error {
+		{"mkdir without parent", OpMkdir, OutcomeNotExist, syscall.ENOENT, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.Mkdir(p("missing/x"), 0o755)
 		}},
-		{"mkdirall over a file", OpMkdirAll, ClassNotDir, syscall.ENOTDIR, func(fsys afero.Fs, p func(string) string) error {
+		{"mkdirall over a file", OpMkdirAll, OutcomeNotDir, syscall.ENOTDIR, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.MkdirAll(p("f/sub"), 0o755)
 		}},
-		{"remove non-empty dir", OpRemove, ClassNotEmpty, syscall.ENOTEMPTY, func(fsys afero.Fs, p func(string) string) error {
+		{"remove non-empty dir", OpRemove, OutcomeNotEmpty, syscall.ENOTEMPTY, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.Remove(p("d"))
 		}},
-		{"remove missing", OpRemove, ClassNotExist, syscall.ENOENT, func(fsys afero.Fs, p func(string) string) error {
+		{"remove missing", OpRemove, OutcomeNotExist, syscall.ENOENT, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.Remove(p("missing"))
 		}},
 		{"removeall missing is fine", OpRemoveAll, "", nil, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.RemoveAll(p("missing"))
 		}},
-		{"rename dir into itself", OpRename, ClassInvalid, syscall.EINVAL, func(fsys afero.Fs, p func(string) string) error {
+		{"rename dir into itself", OpRename, OutcomeInvalid, syscall.EINVAL, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.Rename(p("d"), p("d/sub"))
 		}},
 		// os.Rename refuses a directory as the new name itself, with EEXIST.
-		{"rename file over dir", OpRename, ClassExist, syscall.EEXIST, func(fsys afero.Fs, p func(string) string) error {
+		{"rename file over dir", OpRename, OutcomeExist, syscall.EEXIST, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.Rename(p("f"), p("empty"))
 		}},
-		{"rename dir over file", OpRename, ClassNotDir, syscall.ENOTDIR, func(fsys afero.Fs, p func(string) string) error {
+		{"rename dir over file", OpRename, OutcomeNotDir, syscall.ENOTDIR, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.Rename(p("empty"), p("f"))
 		}},
-		{"rename dir over non-empty dir", OpRename, ClassExist, syscall.EEXIST, func(fsys afero.Fs, p func(string) string) error {
+		{"rename dir over non-empty dir", OpRename, OutcomeExist, syscall.EEXIST, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.Rename(p("empty"), p("d"))
 		}},
-		{"readlink of a file", OpReadlink, ClassInvalid, syscall.EINVAL, func(fsys afero.Fs, p func(string) string) error {
+		{"readlink of a file", OpReadlink, OutcomeInvalid, syscall.EINVAL, func(fsys afero.Fs, p func(string) string) error {
 			_, err := fsys.(afero.LinkReader).ReadlinkIfPossible(p("f"))
 			return err
 		}},
-		{"symlink over existing", OpSymlink, ClassExist, syscall.EEXIST, func(fsys afero.Fs, p func(string) string) error {
+		{"symlink over existing", OpSymlink, OutcomeExist, syscall.EEXIST, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.(afero.Linker).SymlinkIfPossible("f", p("link"))
 		}},
-		{"open missing", OpOpen, ClassNotExist, syscall.ENOENT, func(fsys afero.Fs, p func(string) string) error {
+		{"open missing", OpOpen, OutcomeNotExist, syscall.ENOENT, func(fsys afero.Fs, p func(string) string) error {
 			_, err := fsys.Open(p("missing"))
 			return err
 		}},
-		{"open dir for writing", OpOpen, ClassIsDir, syscall.EISDIR, func(fsys afero.Fs, p func(string) string) error {
+		{"open dir for writing", OpOpen, OutcomeIsDir, syscall.EISDIR, func(fsys afero.Fs, p func(string) string) error {
 			_, err := fsys.OpenFile(p("d"), os.O_WRONLY, 0)
 			return err
 		}},
-		{"create exclusive over existing", OpOpen, ClassExist, syscall.EEXIST, func(fsys afero.Fs, p func(string) string) error {
+		{"create exclusive over existing", OpOpen, OutcomeExist, syscall.EEXIST, func(fsys afero.Fs, p func(string) string) error {
 			_, err := fsys.OpenFile(p("f"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 			return err
 		}},
-		{"chmod missing", OpChmod, ClassNotExist, syscall.ENOENT, func(fsys afero.Fs, p func(string) string) error {
+		{"chmod missing", OpChmod, OutcomeNotExist, syscall.ENOENT, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.Chmod(p("missing"), 0o600)
 		}},
-		{"chtimes missing", OpChtimes, ClassNotExist, syscall.ENOENT, func(fsys afero.Fs, p func(string) string) error {
+		{"chtimes missing", OpChtimes, OutcomeNotExist, syscall.ENOENT, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.Chtimes(p("missing"), time.Unix(1, 0), time.Unix(2, 0))
 		}},
-		{"chown missing", OpChown, ClassNotExist, syscall.ENOENT, func(fsys afero.Fs, p func(string) string) error {
+		{"chown missing", OpChown, OutcomeNotExist, syscall.ENOENT, func(fsys afero.Fs, p func(string) string) error {
 			return fsys.Chown(p("missing"), os.Getuid(), os.Getgid())
 		}},
 		{"chmod file", OpChmod, "", nil, func(fsys afero.Fs, p func(string) string) error {
@@ -140,8 +140,8 @@ func TestOpsMatchOS(t *testing.T) {
 			if r.Op != c.op || r.Err != c.class {
 				t.Errorf("record %s: want op %s err %q", r.String(), c.op, c.class)
 			}
-			if r.Err != ErrorClass(osErr) {
-				t.Errorf("record class %q, class of os's error %q", r.Err, ErrorClass(osErr))
+			if r.Err != ErrorOutcome(osErr) {
+				t.Errorf("record class %q, class of os's error %q", r.Err, ErrorOutcome(osErr))
 			}
 		})
 	}
@@ -153,19 +153,19 @@ func TestErrorClassSentinels(t *testing.T) {
 		want string
 	}{
 		{nil, ""},
-		{&fs.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}, ClassPermission},
-		{&fs.PathError{Op: "open", Path: "/x", Err: syscall.EPERM}, ClassPermission},
-		{&os.LinkError{Op: "rename", Old: "a", New: "b", Err: syscall.EXDEV}, ClassCrossDevice},
-		{&fs.PathError{Op: "read", Path: "/x", Err: fs.ErrClosed}, ClassClosed},
-		{afero.ErrFileClosed, ClassClosed},
-		{&os.LinkError{Op: "symlink", Err: afero.ErrNoSymlink}, ClassUnsupported},
-		{syscall.ENAMETOOLONG, ClassNameTooLong},
-		{syscall.EROFS, ClassReadOnly},
-		{syscall.ENOSPC, ClassNoSpace},
-		{errors.New("something /abs/path said"), ClassOther},
+		{&fs.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}, OutcomePermission},
+		{&fs.PathError{Op: "open", Path: "/x", Err: syscall.EPERM}, OutcomePermission},
+		{&os.LinkError{Op: "rename", Old: "a", New: "b", Err: syscall.EXDEV}, OutcomeCrossDevice},
+		{&fs.PathError{Op: "read", Path: "/x", Err: fs.ErrClosed}, OutcomeClosed},
+		{afero.ErrFileClosed, OutcomeClosed},
+		{&os.LinkError{Op: "symlink", Err: afero.ErrNoSymlink}, OutcomeUnsupported},
+		{syscall.ENAMETOOLONG, OutcomeNameTooLong},
+		{syscall.EROFS, OutcomeReadOnly},
+		{syscall.ENOSPC, OutcomeNoSpace},
+		{errors.New("something /abs/path said"), OutcomeOther},
 	} {
-		if got := ErrorClass(c.err); got != c.want {
-			t.Errorf("ErrorClass(%v) = %q, want %q", c.err, got, c.want)
+		if got := ErrorOutcome(c.err); got != c.want {
+			t.Errorf("ErrorOutcome(%v) = %q, want %q", c.err, got, c.want)
 		}
 	}
 }

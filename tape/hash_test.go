@@ -395,8 +395,8 @@ func TestRemovedWhileOpen(t *testing.T) {
 		must(t, f.Close())
 	})
 	r := only(tp, OpOpen, "a")[0]
-	if r.Hash != "" || r.Unhashed != ClassNotExist {
-		t.Fatalf("record %s: want no hash and unhashed=%s", r.String(), ClassNotExist)
+	if r.Hash != "" || r.Unhashed != OutcomeNotExist {
+		t.Fatalf("record %s: want no hash and unhashed=%s", r.String(), OutcomeNotExist)
 	}
 }
 

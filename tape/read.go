@@ -3,14 +3,11 @@ package tape
 import (
 	"bufio"
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/zeebo/blake3"
 )
 
 // Errors of Read, wrapped in a *ReadError naming the line.
@@ -58,8 +55,7 @@ const MaxLine = 16 << 20
 func Read(r io.Reader) (*Tape, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	t := &Tape{}
-	var chain [32]byte
-	ch := blake3.New()
+	var chain chainHash
 	lineNo := 0
 	fail := func(err error, format string, args ...any) (*Tape, error) {
 		return nil, &ReadError{Line: lineNo, Err: fmt.Errorf("%w: %s", err, fmt.Sprintf(format, args...))}
@@ -95,7 +91,7 @@ func Read(r io.Reader) (*Tape, error) {
 			if err := parseHeader(line, &t.Header); err != nil {
 				return nil, &ReadError{Line: 1, Err: err}
 			}
-			chain = blake3.Sum256(line)
+			chain.start(line)
 			if last {
 				break
 			}
@@ -112,7 +108,7 @@ func Read(r io.Reader) (*Tape, error) {
 			if err := strictUnmarshal(line, &tr); err != nil {
 				return fail(ErrFormat, "trailer: %v", err)
 			}
-			if err := checkTrailer(t, &tr, chain); err != nil {
+			if err := checkTrailer(t, &tr, &chain); err != nil {
 				return fail(ErrTrailer, "%v", err)
 			}
 			t.Trailer = &tr
@@ -129,10 +125,7 @@ func Read(r io.Reader) (*Tape, error) {
 			t.Skipped = append(t.Skipped, lineNo)
 		}
 		if kind.Kind != "trailer" {
-			ch.Reset()
-			ch.Write(chain[:])
-			ch.Write(line)
-			ch.Sum(chain[:0])
+			chain.add(line)
 		}
 		if last {
 			break
@@ -247,11 +240,11 @@ func isHash(s string) bool {
 	return true
 }
 
-func checkTrailer(t *Tape, tr *Trailer, chain [32]byte) error {
+func checkTrailer(t *Tape, tr *Trailer, chain *chainHash) error {
 	if tr.Records != int64(len(t.Records)) {
 		return fmt.Errorf("trailer counts %d records, the tape has %d", tr.Records, len(t.Records))
 	}
-	if got := hex.EncodeToString(chain[:]); tr.Chain != got {
+	if got := chain.String(); tr.Chain != got {
 		return fmt.Errorf("chain hash %q, the lines give %q", tr.Chain, got)
 	}
 	if got := HashBytes([]byte(strings.Join(t.Final(), "\n"))); tr.Final != got {

@@ -1,7 +1,6 @@
 package tape
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
-	"github.com/zeebo/blake3"
 )
 
 // ErrClosed is returned by Recorder.Close when called twice.
@@ -91,7 +89,7 @@ type Recorder struct {
 	mu      sync.Mutex
 	w       io.Writer
 	seq     int64
-	chain   [32]byte
+	chain   chainHash
 	err     error // first write error
 	closing bool  // Close has begun
 	closed  bool  // trailer written: later records are dropped
@@ -100,7 +98,6 @@ type Recorder struct {
 	check   *onlineCheck
 	content *contentStore
 	buf     []byte
-	ch      *blake3.Hasher // chain hasher, reused under mu
 
 	pools    *pools
 	fileIDs  atomic.Int64 // open order of handles
@@ -111,7 +108,7 @@ type Recorder struct {
 // are written to w as they are made, one Write per line, so a crash leaves
 // a readable prefix. Write errors are sticky and returned by Close.
 func NewRecorder(w io.Writer, opts ...Option) *Recorder {
-	r := &Recorder{w: w, open: map[*file]struct{}{}, final: newFinalState(), ch: blake3.New(), pools: newPools()}
+	r := &Recorder{w: w, open: map[*file]struct{}{}, final: newFinalState(), pools: newPools()}
 	r.cfg.refMode = ModePath
 	for _, o := range opts {
 		o(&r.cfg)
@@ -143,7 +140,7 @@ func NewRecorder(w io.Writer, opts ...Option) *Recorder {
 		r.err = err
 		return r
 	}
-	r.chain = blake3.Sum256(line)
+	r.chain.start(line)
 	r.writeLine(line)
 	return r
 }
@@ -159,7 +156,9 @@ func NewRecorder(w io.Writer, opts ...Option) *Recorder {
 // The result always implements afero.Lstater, afero.Linker and
 // afero.LinkReader; when fsys lacks one, the call behaves as afero's own
 // wrappers do (Stat with false, ErrNoSymlink, ErrNoReadlink), and is
-// recorded.
+// recorded. The result's dynamic type is *[Fs], for a caller that needs
+// [Fs.Inner]; the static type is afero.Fs, as for every wrapper in this
+// module.
 func (r *Recorder) Wrap(fsys afero.Fs, root string) afero.Fs {
 	return newFs(r, fsys, root)
 }
@@ -193,7 +192,7 @@ func (r *Recorder) Close() error {
 		d = r.check.finish(r.final)
 	}
 	r.closed = true
-	t := Trailer{Kind: "trailer", Records: r.seq, Final: r.final.digest(), Chain: hex.EncodeToString(r.chain[:])}
+	t := Trailer{Kind: "trailer", Records: r.seq, Final: r.final.digest(), Chain: r.chain.String()}
 	line, _ := json.Marshal(t) // only strings and ints: cannot fail
 	r.writeLine(line)
 	err := r.err
@@ -226,11 +225,7 @@ func (r *Recorder) emit(rec *Record) {
 	r.seq++
 	rec.Seq = r.seq
 	r.buf = append(appendRecord(r.buf[:0], rec), '\n')
-	line := r.buf[:len(r.buf)-1]
-	r.ch.Reset()
-	r.ch.Write(r.chain[:])
-	r.ch.Write(line)
-	r.ch.Sum(r.chain[:0])
+	r.chain.add(r.buf[:len(r.buf)-1])
 	r.writeBuf()
 	r.final.apply(rec)
 	var d *Divergence

@@ -563,12 +563,11 @@ func tapeDivergence(v *verdict, key string, runs []*runResult, o *checkOpts) []s
 			}
 			msg = []string{fmt.Sprintf("the tape of run %d is truncated (no trailer): the test did not finish recording", which)}
 		default:
-			c, _ := tape.Classify(first.t, other.t)
-			worst = max(worst, c)
-			if tape.Compare(first.t, other.t, o.mode) == nil {
+			rep := compareLoaded(first, other, &diffOpts{mode: o.mode, context: tape.ContextLen})
+			worst = max(worst, rep.class)
+			if rep.Equal {
 				continue
 			}
-			rep := compareLoaded(first, other, &diffOpts{mode: o.mode, context: tape.ContextLen})
 			class = rep.Class
 			where := ""
 			if len(rep.Shown) > 0 && rep.Shown[0].Path != "" {

@@ -8,11 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
-	"unicode/utf8"
-
-	"github.com/sergi/go-diff/diffmatchpatch"
 
 	"github.com/cowfs/cowfs/internal/gitdiff"
 	"github.com/cowfs/cowfs/tape"
@@ -55,9 +51,10 @@ A truncated tape (no trailer) is compared on the records it has, with a
 warning on standard error.
 
 -all shows every hunk instead of the first: the sequences (each path's in
-path mode) are aligned once with Myers' diff, and every stretch that
-differs is a hunk, in the order the records were made. In final mode it
-lists every end-state line that differs.
+path mode) are aligned once, as tape.CompareAll does (patience anchors,
+then Myers' diff), and every stretch that differs is a hunk, in the order
+the records were made. In final mode every differing stretch of end-state
+lines is a hunk.
 
 -json prints one JSON object per compared pair instead of text.
 
@@ -100,6 +97,8 @@ type diffReport struct {
 	Truncated []string      `json:"truncated,omitempty"`
 	Shown     []hunk        `json:"shown,omitempty"`
 	Contents  []contentDiff `json:"contents,omitempty"`
+
+	class tape.Class // Class, for check's verdict
 }
 
 // hunk is one differing stretch, with equal records around it.
@@ -113,7 +112,6 @@ type hunk struct {
 	After  []string `json:"after,omitempty"`
 
 	aRecs, bRecs []tape.Record
-	seq          int64
 }
 
 // contentDiff is a text diff between two captured versions of a file.
@@ -268,7 +266,8 @@ func writeJSON(w io.Writer, v any) {
 	w.Write(append(b, '\n'))
 }
 
-// compareLoaded compares two tapes in o.mode and gathers what to show.
+// compareLoaded compares two tapes in o.mode with tape.Diff and gathers
+// what to show; it renders tape's divergences and computes none itself.
 func compareLoaded(a, b *loaded, o *diffOpts) *diffReport {
 	rep := &diffReport{Name: a.name(), A: a.file, B: b.file, Mode: o.mode.String()}
 	if b.name() != a.name() {
@@ -279,171 +278,44 @@ func compareLoaded(a, b *loaded, o *diffOpts) *diffReport {
 			rep.Truncated = append(rep.Truncated, l.file)
 		}
 	}
-	class, _ := tape.Classify(a.t, b.t)
-	rep.Class = class.String()
-	d := tape.Compare(a.t, b.t, o.mode)
-	if d == nil {
+	class, ds := tape.Diff(a.t, b.t, o.mode, tape.WithContext(o.context))
+	rep.class, rep.Class = class, class.String()
+	if len(ds) == 0 {
 		rep.Equal = true
 		return rep
 	}
-	rep.Hunks = d.Hunks
-	switch o.mode {
-	case tape.ModeSet:
-		rep.Shown = []hunk{setHunk(a.t, b.t)}
-	case tape.ModeFinal:
-		rep.Shown = finalHunks(a.t.Final(), b.t.Final(), d, o)
-	case tape.ModeGlobal:
-		rep.Shown = seqHunks(a.t.Records, b.t.Records, "", d, o)
-	default:
-		rep.Shown = pathHunks(a.t, b.t, d, o)
-	}
+	rep.Hunks = ds[0].Hunks
+	rep.Shown = shownHunks(ds, o)
 	rep.Contents = contentDiffs(rep.Shown, contentDirs(a.file, o.content), contentDirs(b.file, o.content))
 	return rep
 }
 
-// seqHunks returns the first hunk of two record sequences, as tape.Compare
-// found it, or with o.all every hunk (see allHunks).
-func seqHunks(ra, rb []tape.Record, path string, first *tape.Divergence, o *diffOpts) []hunk {
-	if o.all {
-		if hs, ok := allHunks(ra, rb, path, o); ok {
-			return hs
+// shownHunks renders the divergences tape found: the first, or with o.all
+// every one. In set mode, where each unmatched record is a divergence of
+// its own, it is one hunk listing them all.
+func shownHunks(ds []*tape.Divergence, o *diffOpts) []hunk {
+	if o.mode == tape.ModeSet {
+		h := hunk{AIndex: -1, BIndex: -1}
+		for _, d := range ds {
+			h.aRecs = append(h.aRecs, d.A...)
+			h.bRecs = append(h.bRecs, d.B...)
 		}
+		h.A, h.B = recLines(h.aRecs), recLines(h.bRecs)
+		return []hunk{h}
 	}
-	return []hunk{makeHunk(ra, rb, path, first.AIndex, first.BIndex, first.A, first.B, o)}
-}
-
-// makeHunk builds a hunk at ai, bi with context from the sequences.
-func makeHunk(ra, rb []tape.Record, path string, ai, bi int, da, db []tape.Record, o *diffOpts) hunk {
-	h := hunk{Path: path, AIndex: ai, BIndex: bi, aRecs: da, bRecs: db}
-	h.A, h.B = recLines(da), recLines(db)
-	h.seq = firstSeq(da, db)
-	h.Before = recLines(ra[max(0, ai-o.context):ai])
-	endA, endB := ai+len(da), bi+len(db)
-	for k := 0; k < o.context && endA+k < len(ra) && endB+k < len(rb); k++ {
-		if ra[endA+k].Canon() != rb[endB+k].Canon() {
-			break
-		}
-		h.After = append(h.After, ra[endA+k].String())
-	}
-	return h
-}
-
-// allHunks aligns two record sequences once with Myers' diff
-// (github.com/sergi/go-diff, no time limit, so the result never depends on
-// machine speed) over their canonical lines, and returns every hunk. It
-// reports false past the number of distinct lines one rune each can stand
-// for.
-func allHunks(ra, rb []tape.Record, path string, o *diffOpts) ([]hunk, bool) {
-	ids := map[string]rune{}
-	toRunes := func(rs []tape.Record) ([]rune, bool) {
-		out := make([]rune, len(rs))
-		for i := range rs {
-			c := rs[i].Canon()
-			r, ok := ids[c]
-			if !ok {
-				r = rune(len(ids))
-				if r >= 0xD800 {
-					r += 0x800 // skip the surrogates, which do not survive string conversion
-				}
-				if r > utf8.MaxRune {
-					return nil, false
-				}
-				ids[c] = r
-			}
-			out[i] = r
-		}
-		return out, true
-	}
-	xa, okA := toRunes(ra)
-	xb, okB := toRunes(rb)
-	if !okA || !okB {
-		return nil, false
-	}
-	dmp := diffmatchpatch.New()
-	dmp.DiffTimeout = 0
-	var out []hunk
-	ai, bi := 0, 0
-	startA, startB := -1, -1
-	flush := func() {
-		if startA >= 0 {
-			out = append(out, makeHunk(ra, rb, path, startA, startB, ra[startA:ai], rb[startB:bi], o))
-			startA, startB = -1, -1
-		}
-	}
-	for _, d := range dmp.DiffMainRunes(xa, xb, false) {
-		n := utf8.RuneCountInString(d.Text)
-		if d.Type == diffmatchpatch.DiffEqual {
-			flush()
-			ai, bi = ai+n, bi+n
-			continue
-		}
-		if startA < 0 {
-			startA, startB = ai, bi
-		}
-		if d.Type == diffmatchpatch.DiffDelete {
-			ai += n
-		} else {
-			bi += n
-		}
-	}
-	flush()
-	return out, true
-}
-
-// pathHunks returns the first divergence by path, and with o.all every
-// hunk of every path, in the order they happened.
-func pathHunks(a, b *tape.Tape, first *tape.Divergence, o *diffOpts) []hunk {
 	if !o.all {
-		ra, rb := recordsOf(a, first.Path), recordsOf(b, first.Path)
-		return seqHunks(ra, rb, first.Path, first, o)
+		ds = ds[:1]
 	}
-	pa, pb := indexByPath(a), indexByPath(b)
-	var out []hunk
-	for _, p := range sortedKeys(pa, pb) {
-		ra, rb := pa[p], pb[p]
-		if slices.EqualFunc(ra, rb, func(x, y tape.Record) bool { return x.Canon() == y.Canon() }) {
-			continue
+	out := make([]hunk, len(ds))
+	for i, d := range ds {
+		h := hunk{Path: d.Path, AIndex: d.AIndex, BIndex: d.BIndex, aRecs: d.A, bRecs: d.B,
+			A: d.ALines, B: d.BLines, Before: d.ContextLines, After: d.AfterLines}
+		if d.Mode != tape.ModeFinal { // records print with their sequence numbers
+			h.A, h.B, h.Before, h.After = recLines(d.A), recLines(d.B), recLines(d.Context), recLines(d.After)
 		}
-		d := tape.Compare(&tape.Tape{Records: ra}, &tape.Tape{Records: rb}, tape.ModeGlobal)
-		if d != nil {
-			out = append(out, seqHunks(ra, rb, p, d, o)...)
-		}
-	}
-	slices.SortStableFunc(out, func(x, y hunk) int {
-		return cmp.Or(cmp.Compare(x.seq, y.seq), cmp.Compare(x.Path, y.Path))
-	})
-	return out
-}
-
-// indexByPath groups a tape's records by the paths they belong to.
-func indexByPath(t *tape.Tape) map[string][]tape.Record {
-	m := map[string][]tape.Record{}
-	for i := range t.Records {
-		for _, p := range t.Records[i].Paths() {
-			m[p] = append(m[p], t.Records[i])
-		}
-	}
-	return m
-}
-
-func recordsOf(t *tape.Tape, path string) []tape.Record {
-	var out []tape.Record
-	for i := range t.Records {
-		if slices.Contains(t.Records[i].Paths(), path) {
-			out = append(out, t.Records[i])
-		}
+		out[i] = h
 	}
 	return out
-}
-
-func firstSeq(a, b []tape.Record) int64 {
-	s := int64(-1)
-	for _, rs := range [][]tape.Record{a, b} {
-		if len(rs) > 0 && (s < 0 || rs[0].Seq < s) {
-			s = rs[0].Seq
-		}
-	}
-	return s
 }
 
 func recLines(rs []tape.Record) []string {
@@ -452,62 +324,6 @@ func recLines(rs []tape.Record) []string {
 		out[i] = rs[i].String()
 	}
 	return out
-}
-
-// setHunk lists every record of one tape that the other lacks (with
-// multiplicity), in each tape's order.
-func setHunk(a, b *tape.Tape) hunk {
-	unmatched := func(x, y *tape.Tape) []tape.Record {
-		n := map[string]int{}
-		for i := range y.Records {
-			n[y.Records[i].Canon()]++
-		}
-		var out []tape.Record
-		for i := range x.Records {
-			if c := x.Records[i].Canon(); n[c] > 0 {
-				n[c]--
-			} else {
-				out = append(out, x.Records[i])
-			}
-		}
-		return out
-	}
-	ua, ub := unmatched(a, b), unmatched(b, a)
-	return hunk{AIndex: -1, BIndex: -1, A: recLines(ua), B: recLines(ub), aRecs: ua, bRecs: ub}
-}
-
-// finalHunks shows the first differing stretch of the end states, or with
-// o.all every end-state line that differs (the lines are in path order).
-func finalHunks(fa, fb []string, d *tape.Divergence, o *diffOpts) []hunk {
-	if !o.all {
-		h := hunk{Path: d.Path, AIndex: d.AIndex, BIndex: d.BIndex, A: d.ALines, B: d.BLines}
-		h.Before = fa[max(0, d.AIndex-o.context):d.AIndex]
-		endA, endB := d.AIndex+len(d.ALines), d.BIndex+len(d.BLines)
-		for k := 0; k < o.context && endA+k < len(fa) && endB+k < len(fb) && fa[endA+k] == fb[endB+k]; k++ {
-			h.After = append(h.After, fa[endA+k])
-		}
-		return []hunk{h}
-	}
-	inB := map[string]bool{}
-	for _, l := range fb {
-		inB[l] = true
-	}
-	inA := map[string]bool{}
-	for _, l := range fa {
-		inA[l] = true
-	}
-	h := hunk{AIndex: -1, BIndex: -1, A: []string{}, B: []string{}}
-	for _, l := range fa {
-		if !inB[l] {
-			h.A = append(h.A, l)
-		}
-	}
-	for _, l := range fb {
-		if !inA[l] {
-			h.B = append(h.B, l)
-		}
-	}
-	return []hunk{h}
 }
 
 // contentDiffs pairs, within each hunk, an open record of A with one of B

@@ -35,8 +35,9 @@
 // # Comparison
 //
 // Tapes of two runs are paired by the package and test in their headers
-// and compared with tape.Compare in the mode -order names: path (the
-// default), global, set or final. A test is identical when every record
+// and compared with tape.Diff (package tape's one comparison engine: diff
+// and check only render what it returns) in the mode -order names: path
+// (the default), global, set or final. A test is identical when every record
 // matches in order, interleaving-only when only the order between
 // independent paths differs, and diverged when some path saw different
 // operations, outcomes or bytes, when its tape is missing or truncated in
@@ -58,4 +59,12 @@
 // that cannot be read or has a newer major version, a command that could
 // not start, or nothing to read (no tapes given, a directory without
 // tapes, a check that produced no tapes at all).
+//
+// # Where things live
+//
+// main.go: the command table, help and the env a command may use;
+// args.go: tape arguments and the names and lines every command prints;
+// tapes.go: loading and pairing tapes; one file per command (check.go,
+// with verbose.go for its -v retry; diff.go; show.go; stat.go; verify.go;
+// runcmd.go for run; clean.go); term_*.go: whether stderr is a terminal.
 package main

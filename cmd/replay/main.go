@@ -150,9 +150,9 @@ func (e *env) help(args []string) int {
 		fmt.Fprintf(e.stdout, "usage: replay %s\n\n%s", c.usageLine, strings.TrimLeft(c.long, "\n"))
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 		c.flags(fs)
-		var any bool
-		fs.VisitAll(func(*flag.Flag) { any = true })
-		if any {
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
 			fmt.Fprint(e.stdout, "\nFlags:\n")
 			fs.SetOutput(e.stdout)
 			fs.PrintDefaults()

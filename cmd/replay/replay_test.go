@@ -188,15 +188,23 @@ func cmdSeal(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: seal IN OUT")
 	}
-	in := ts.ReadFile(args[0])
+	sealed, err := seal(ts.ReadFile(args[0]))
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(sealed), 0o644))
+}
+
+// seal returns the tape in (header and record lines) with its trailer.
+func seal(in string) (string, error) {
 	lines := strings.Split(strings.TrimSuffix(in, "\n"), "\n")
 	chain := blake3.Sum256([]byte(lines[0]))
 	for _, l := range lines[1:] {
 		chain = blake3.Sum256(append(chain[:], l...))
 	}
 	t, err := tape.Read(strings.NewReader(in))
-	ts.Check(err)
+	if err != nil {
+		return "", err
+	}
 	final := tape.HashBytes([]byte(strings.Join(t.Final(), "\n")))
 	trailer := fmt.Sprintf(`{"kind":"trailer","records":%d,"final":"%s","chain":"%s"}`, len(lines)-1, final, hex.EncodeToString(chain[:]))
-	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(in+trailer+"\n"), 0o644))
+	return in + trailer + "\n", nil
 }

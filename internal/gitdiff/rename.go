@@ -42,25 +42,44 @@ type candidate struct {
 }
 
 // findRenames pairs deletions with creations. srcs and dsts are in path
-// order. It returns the pairs by destination index.
+// order. It returns the pairs by destination index. The three passes are
+// git's: exact renames, unique basenames, the similarity matrix.
 func findRenames(srcs, dsts []*candidate) map[int]rename {
-	out := map[int]rename{}
+	r := &renamer{srcs: srcs, dsts: dsts, paired: make([]bool, len(dsts)), out: map[int]rename{}}
 	if len(srcs) == 0 || len(dsts) == 0 {
-		return out
+		return r.out
 	}
-	paired := make([]bool, len(dsts))
+	r.exact()
+	r.basenames()
+	r.matrix()
+	return r.out
+}
 
-	// Exact renames: for each destination in path order, the first unused
-	// source with the same blob, one with the same basename preferred;
-	// like git, at most 100 candidates are weighed.
+// renamer is the state the passes of findRenames share.
+type renamer struct {
+	srcs, dsts []*candidate
+	paired     []bool // by index into dsts
+	out        map[int]rename
+}
+
+// pair records srcs[j] as renamed to dsts[i].
+func (r *renamer) pair(j, i, score int) {
+	r.srcs[j].used, r.paired[i] = true, true
+	r.out[r.dsts[i].idx] = rename{src: r.srcs[j].idx, dst: r.dsts[i].idx, score: score}
+}
+
+// exact pairs, for each destination in path order, the first unused
+// source with the same blob, one with the same basename preferred; like
+// git, at most 100 candidates are weighed.
+func (r *renamer) exact() {
 	byID := map[string][]int{}
-	for j, s := range srcs {
+	for j, s := range r.srcs {
 		byID[s.id] = append(byID[s.id], j)
 	}
-	for i, d := range dsts {
+	for i, d := range r.dsts {
 		best, bestScore, left := -1, -1, 100
 		for _, j := range byID[d.id] {
-			s := srcs[j]
+			s := r.srcs[j]
 			if s.used || (!isRegular(s.s.mode) || !isRegular(d.s.mode)) && s.s.mode != d.s.mode {
 				continue
 			}
@@ -79,115 +98,119 @@ func findRenames(srcs, dsts []*candidate) map[int]rename {
 			}
 		}
 		if best >= 0 {
-			srcs[best].used, paired[i] = true, true
-			out[d.idx] = rename{src: srcs[best].idx, dst: d.idx, score: maxScore}
+			r.pair(best, i, maxScore)
 		}
 	}
+}
 
-	// Unique basenames among what is left, at the stricter score.
+// basenames pairs the basenames unique on both sides among what is left,
+// at the stricter score.
+func (r *renamer) basenames() {
 	srcByBase, dstByBase := map[string]int{}, map[string]int{}
-	for j, s := range srcs {
+	for j, s := range r.srcs {
 		if !s.used {
 			uniqueIndex(srcByBase, path.Base(s.path), j)
 		}
 	}
-	for i, d := range dsts {
-		if !paired[i] {
+	for i, d := range r.dsts {
+		if !r.paired[i] {
 			uniqueIndex(dstByBase, path.Base(d.path), i)
 		}
 	}
-	for j, s := range srcs {
+	for j, s := range r.srcs {
 		if s.used {
 			continue
 		}
 		base := path.Base(s.path)
-		sj, i := srcByBase[base], -1
-		if v, ok := dstByBase[base]; ok {
-			i = v
-		}
-		if sj != j || i < 0 || paired[i] {
+		i, ok := dstByBase[base]
+		if srcByBase[base] != j || !ok || i < 0 || r.paired[i] {
 			continue
 		}
-		score := similarity(s, dsts[i], basenameScore)
-		if score < basenameScore {
-			continue
+		if score := similarity(s, r.dsts[i], basenameScore); score >= basenameScore {
+			r.pair(j, i, score)
 		}
-		s.used, paired[i] = true, true
-		out[dsts[i].idx] = rename{src: s.idx, dst: dsts[i].idx, score: score}
 	}
+}
 
-	// The matrix: for each destination left, its best four sources; then
-	// pairs by descending score, the same basename first on a tie.
+// matrixEntry is one cell of the similarity matrix.
+type matrixEntry struct {
+	src, dst  int // into srcs, dsts; dst < 0: unused slot
+	score     int
+	nameScore int
+}
+
+// cmpMatrixEntry is git's score_compare: unused slots last, then higher
+// score, then the same basename.
+func cmpMatrixEntry(a, b matrixEntry) int {
+	switch {
+	case a.dst < 0 && b.dst < 0:
+		return 0
+	case a.dst < 0:
+		return 1
+	case b.dst < 0:
+		return -1
+	case a.score == b.score:
+		return b.nameScore - a.nameScore
+	}
+	return b.score - a.score
+}
+
+// matrix takes, for each destination left, its best four sources, then
+// pairs by descending score, the same basename first on a tie.
+func (r *renamer) matrix() {
 	var left []int
-	for i := range dsts {
-		if !paired[i] {
+	for i := range r.dsts {
+		if !r.paired[i] {
 			left = append(left, i)
 		}
 	}
 	var nsrc int
-	for _, s := range srcs {
+	for _, s := range r.srcs {
 		if !s.used {
 			nsrc++
 		}
 	}
 	if len(left) == 0 || nsrc == 0 || !underRenameLimit(len(left), nsrc) {
-		return out
+		return
 	}
-	type entry struct {
-		src, dst  int // into srcs, dsts; dst < 0: unused slot
-		score     int
-		nameScore int
-	}
-	// cmpEntry is git's score_compare: unused slots last, then higher
-	// score, then the same basename.
-	cmpEntry := func(a, b entry) int {
-		switch {
-		case a.dst < 0 && b.dst < 0:
-			return 0
-		case a.dst < 0:
-			return 1
-		case b.dst < 0:
-			return -1
-		case a.score == b.score:
-			return b.nameScore - a.nameScore
-		}
-		return b.score - a.score
-	}
-	mx := make([]entry, 0, len(left)*candidatesPer)
+	mx := make([]matrixEntry, 0, len(left)*candidatesPer)
 	for _, i := range left {
-		m := []entry{{dst: -1}, {dst: -1}, {dst: -1}, {dst: -1}}
-		for j, s := range srcs {
-			if s.used {
-				continue
-			}
-			e := entry{src: j, dst: i, score: similarity(s, dsts[i], minScore)}
-			if basenameSame(s.path, dsts[i].path) {
-				e.nameScore = 1
-			}
-			worst := 0
-			for k := 1; k < candidatesPer; k++ {
-				if cmpEntry(m[k], m[worst]) > 0 {
-					worst = k
-				}
-			}
-			if cmpEntry(m[worst], e) > 0 {
-				m[worst] = e
-			}
-		}
-		mx = append(mx, m...)
+		mx = append(mx, r.bestSources(i)...)
 	}
-	slices.SortStableFunc(mx, cmpEntry)
+	slices.SortStableFunc(mx, cmpMatrixEntry)
 	for _, e := range mx {
 		if e.dst < 0 || e.score < minScore {
 			break
 		}
-		if paired[e.dst] || srcs[e.src].used {
+		if !r.paired[e.dst] && !r.srcs[e.src].used {
+			r.pair(e.src, e.dst, e.score)
+		}
+	}
+}
+
+// bestSources returns the candidatesPer best unused sources of dsts[i],
+// unused slots marked by dst < 0.
+func (r *renamer) bestSources(i int) []matrixEntry {
+	m := []matrixEntry{{dst: -1}, {dst: -1}, {dst: -1}, {dst: -1}}
+	for j, s := range r.srcs {
+		if s.used {
 			continue
 		}
-		srcs[e.src].used, paired[e.dst] = true, true
-		out[dsts[e.dst].idx] = rename{src: srcs[e.src].idx, dst: dsts[e.dst].idx, score: e.score}
+		e := matrixEntry{src: j, dst: i, score: similarity(s, r.dsts[i], minScore)}
+		if basenameSame(s.path, r.dsts[i].path) {
+			e.nameScore = 1
+		}
+		worst := 0
+		for k := 1; k < candidatesPer; k++ {
+			if cmpMatrixEntry(m[k], m[worst]) > 0 {
+				worst = k
+			}
+		}
+		if cmpMatrixEntry(m[worst], e) > 0 {
+			m[worst] = e
+		}
 	}
-	return out
+	return m
 }
 
 // uniqueIndex records v under k, or -1 when k is already there.

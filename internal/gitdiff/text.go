@@ -103,6 +103,22 @@ func (d *lineDiffer) middle(a, b []string, ca, cb []bool) {
 		d.dmp = diffmatchpatch.New()
 		d.dmp.DiffTimeout = 0 // output must never depend on machine speed
 	}
+	d.index(a, b)
+	distinct := d.encodeShared(ca, cb)
+	limit, budget := d.limits()
+	if distinct > limit || !d.within(d.runeA, d.runeB, budget/max(1, len(d.runeA)+len(d.runeB))) {
+		// go-diff cannot encode this many lines, or would take too long:
+		// rewrite the region.
+		fill(ca)
+		fill(cb)
+		return
+	}
+	d.markChanged(ca, cb)
+}
+
+// index numbers the distinct lines of a and b (idA, idB) and notes which
+// side each occurs on (inA, inB).
+func (d *lineDiffer) index(a, b []string) {
 	if n := len(a) + len(b); d.ids == nil || n > d.idsCap {
 		d.ids, d.idsCap = make(map[string]int32, n), n // no rehashing as it fills
 	} else {
@@ -132,8 +148,13 @@ func (d *lineDiffer) middle(a, b []string, ca, cb []bool) {
 		d.inB[v] = true
 		d.idB = append(d.idB, v)
 	}
-	// Renumber the lines found on both sides densely, in order of first
-	// appearance, and turn them into runes.
+}
+
+// encodeShared marks changed (in ca, cb) the lines found on one side only,
+// and turns the others into runes (runeA, runeB, with their positions in
+// keepA, keepB), numbered densely in order of first appearance. It
+// returns how many distinct runes it used.
+func (d *lineDiffer) encodeShared(ca, cb []bool) int {
 	d.dense = d.dense[:0]
 	for range len(d.ids) {
 		d.dense = append(d.dense, -1)
@@ -150,39 +171,41 @@ func (d *lineDiffer) middle(a, b []string, ca, cb []bool) {
 		}
 		return r
 	}
-	d.keepA, d.runeA = d.keepA[:0], d.runeA[:0]
-	for i, v := range d.idA {
-		if !d.inB[v] {
-			ca[i] = true
+	d.keepA, d.runeA = keepShared(d.idA, d.inB, ca, d.keepA[:0], d.runeA[:0], toRune)
+	d.keepB, d.runeB = keepShared(d.idB, d.inA, cb, d.keepB[:0], d.runeB[:0], toRune)
+	return int(next)
+}
+
+// keepShared appends to keep and runes the positions and runes of the ids
+// found on the other side (inOther), and marks the rest changed.
+func keepShared(ids []int32, inOther, changed []bool, keep []int, runes []rune, toRune func(int32) rune) ([]int, []rune) {
+	for i, v := range ids {
+		if !inOther[v] {
+			changed[i] = true
 			continue
 		}
-		d.keepA = append(d.keepA, i)
-		d.runeA = append(d.runeA, toRune(v))
+		keep = append(keep, i)
+		runes = append(runes, toRune(v))
 	}
-	d.keepB, d.runeB = d.keepB[:0], d.runeB[:0]
-	for j, v := range d.idB {
-		if !d.inA[v] {
-			cb[j] = true
-			continue
-		}
-		d.keepB = append(d.keepB, j)
-		d.runeB = append(d.runeB, toRune(v))
-	}
-	limit := int(maxDistinct)
+	return keep, runes
+}
+
+// limits returns the most distinct lines go-diff is given and the work
+// budget of one region, maxDistinct and diffBudget unless a test set them.
+func (d *lineDiffer) limits() (distinct, budget int) {
+	distinct, budget = int(maxDistinct), diffBudget
 	if d.maxDistinct > 0 {
-		limit = d.maxDistinct
+		distinct = d.maxDistinct
 	}
-	budget := diffBudget
 	if d.budget > 0 {
 		budget = d.budget
 	}
-	if int(next) > limit || !d.within(d.runeA, d.runeB, budget/max(1, len(d.runeA)+len(d.runeB))) {
-		// go-diff cannot encode this many lines, or would take too long:
-		// rewrite the region.
-		fill(ca)
-		fill(cb)
-		return
-	}
+	return distinct, budget
+}
+
+// markChanged diffs runeA with runeB and marks what go-diff deletes or
+// inserts changed.
+func (d *lineDiffer) markChanged(ca, cb []bool) {
 	if len(d.runeA) == 0 || len(d.runeB) == 0 {
 		for _, i := range d.keepA {
 			ca[i] = true

@@ -1,9 +1,6 @@
 package tape
 
 import (
-	"bytes"
-	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,65 +84,5 @@ func TestOnlineCheck(t *testing.T) {
 				t.Errorf("final: %v", got[0])
 			}
 		})
-	}
-}
-
-// TestContentCapture: small contents land in the sidecar, addressed by the
-// hash recorded; contents over the bound do not.
-func TestContentCapture(t *testing.T) {
-	dir, side := t.TempDir(), t.TempDir()
-	small, big := []byte("small file\n"), pattern(5000, 8)
-	mustWrite(t, filepath.Join(dir, "in"), small)
-	tp, _ := tapeOf(t, afero.NewOsFs(), dir, func(w afero.Fs) {
-		afero.ReadFile(w, filepath.Join(dir, "in"))
-		afero.WriteFile(w, filepath.Join(dir, "out"), []byte("written\n"), 0o644)
-		afero.WriteFile(w, filepath.Join(dir, "big"), big, 0o644)
-		f, err := w.OpenFile(filepath.Join(dir, "out"), os.O_RDWR, 0)
-		must(t, err)
-		f.WriteAt([]byte("W"), 0) // the rest is read at Close, captured from that stream
-		f.Close()
-	}, WithContent(side, 1024))
-	for _, c := range []struct {
-		hash string
-		want []byte
-	}{
-		{only(tp, OpOpen, "in")[0].RHash, small},
-		{only(tp, OpOpen, "out")[0].Hash, []byte("written\n")},
-		{only(tp, OpOpen, "out")[1].Hash, []byte("Written\n")},
-	} {
-		got, err := ReadContent(side, c.hash)
-		if err != nil || !bytes.Equal(got, c.want) {
-			t.Errorf("content %s: %q, %v; want %q", c.hash, got, err, c.want)
-		}
-	}
-	if _, err := ReadContent(side, sum(big)); !os.IsNotExist(err) {
-		t.Errorf("content over the bound was captured: %v", err)
-	}
-}
-
-// TestContentDiff: a divergence over captured contents shows a text diff
-// of the two versions.
-func TestContentDiff(t *testing.T) {
-	run := func(word string) (*Tape, string) {
-		dir, side := t.TempDir(), t.TempDir()
-		tp, _ := tapeOf(t, afero.NewOsFs(), dir, func(w afero.Fs) {
-			afero.WriteFile(w, filepath.Join(dir, "out"), []byte("one\ntwo\n"+word+"\nfour\n"), 0o644)
-		}, WithContent(side, 1<<10))
-		return tp, side
-	}
-	a, sa := run("three")
-	b, sb := run("THREE")
-	d := Compare(a, b, ModePath)
-	if d == nil {
-		t.Fatal("no divergence")
-	}
-	got, err := d.ContentDiff(sa, sb)
-	must(t, err)
-	want := " one\n two\n-three\n+THREE\n four\n"
-	if got != want {
-		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
-	}
-	if _, err := d.ContentDiff(t.TempDir(), sb); !errors.Is(err, ErrNoContent) {
-		t.Errorf("missing sidecar: %v", err)
 	}
 }

@@ -64,6 +64,7 @@ func (c *onlineCheck) diverged(path string, idx []int, ai, bi int, rec *Record) 
 	}
 	for _, k := range idx[max(0, min(ai, len(idx))-ContextLen):min(ai, len(idx))] {
 		d.Context = append(d.Context, c.ref.Records[k])
+		d.ContextLines = append(d.ContextLines, c.ref.Records[k].Canon())
 	}
 	return d
 }
@@ -93,11 +94,11 @@ func (c *onlineCheck) finish(final *finalState) *Divergence {
 			return c.diverged(best, c.refBy[best], c.pos[best], c.pos[best], nil)
 		}
 	case ModeSet:
-		d := compareSet(c.ref, &Tape{Records: c.canons})
+		d := first(setAll(c.ref, &Tape{Records: c.canons}))
 		c.done = d != nil
 		return d
 	case ModeFinal:
-		d := compareFinalLines(c.ref.Final(), final.lines())
+		d := first(finalAll(c.ref.Final(), final.lines(), newCompareConfig(nil)))
 		c.done = d != nil
 		return d
 	}
