@@ -126,7 +126,7 @@ type Record struct {
 	Mtime  string   `json:"mtime,omitempty"`  // chtimes
 	Fails  []string `json:"fails,omitempty"`  // open: failed handle calls as "call:class", first occurrence order
 	End    string   `json:"end,omitempty"`    // open: "unclosed" when flushed by Recorder.Close
-	// Unhashed says why Hash or RHash could not be computed (an error class),
+	// Unhashed says why Hash or RHash could not be computed (an outcome),
 	// e.g. the file was removed while open and the bytes were never seen.
 	Unhashed string `json:"unhashed,omitempty"`
 

@@ -14,13 +14,13 @@ import (
 var (
 	// ErrFormat: the input is not a tape (bad JSON, missing or second
 	// header, fields of the wrong shape, lines after the trailer).
-	ErrFormat = errors.New("malformed tape")
+	ErrFormat = errors.New("tape: malformed tape")
 	// ErrVersion: the tape's major version is newer than this reader's,
 	// or its hash algorithm is not blake3.
-	ErrVersion = errors.New("unsupported tape version")
+	ErrVersion = errors.New("tape: unsupported tape version")
 	// ErrTrailer: the trailer does not match the records (count, final
 	// state digest or chain hash): the tape was altered or spliced.
-	ErrTrailer = errors.New("trailer does not match the records")
+	ErrTrailer = errors.New("tape: trailer does not match the records")
 )
 
 // ReadError is the error of Read: what is wrong, and on which line (1 is
@@ -30,11 +30,14 @@ type ReadError struct {
 	Err  error
 }
 
+// Error says "tape:" once: the sentinel Err wraps carries the prefix,
+// which moves in front of the line number.
 func (e *ReadError) Error() string {
+	msg := strings.TrimPrefix(e.Err.Error(), "tape: ")
 	if e.Line == 0 { // not about a line: the input is empty
-		return fmt.Sprintf("tape: %v", e.Err)
+		return "tape: " + msg
 	}
-	return fmt.Sprintf("tape: line %d: %v", e.Line, e.Err)
+	return fmt.Sprintf("tape: line %d: %s", e.Line, msg)
 }
 func (e *ReadError) Unwrap() error { return e.Err }
 

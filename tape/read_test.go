@@ -292,3 +292,19 @@ func TestGoldenSample(t *testing.T) {
 		t.Errorf("final digest changed: %s vs %s", golden.Trailer.Final, fresh.Trailer.Final)
 	}
 }
+
+// TestReadErrorSaysTapeOnce: the sentinels carry the "tape:" prefix, and a
+// ReadError, which wraps them, says it once, before the line number.
+func TestReadErrorSaysTapeOnce(t *testing.T) {
+	for _, err := range []error{ErrFormat, ErrVersion, ErrTrailer} {
+		if !strings.HasPrefix(err.Error(), "tape: ") {
+			t.Errorf("%q lacks the tape: prefix", err)
+		}
+	}
+	for _, in := range []string{"", "not json\n", `{"kind":"record"}` + "\n"} {
+		_, err := Read(strings.NewReader(in))
+		if err == nil || strings.Contains(err.Error(), ": tape: ") || !strings.HasPrefix(err.Error(), "tape: ") {
+			t.Errorf("Read(%q) = %v", in, err)
+		}
+	}
+}
