@@ -124,7 +124,7 @@ type Record struct {
 	GID    *int     `json:"gid,omitempty"`    // chown
 	Atime  string   `json:"atime,omitempty"`  // chtimes, RFC 3339 UTC with nanoseconds
 	Mtime  string   `json:"mtime,omitempty"`  // chtimes
-	Fails  []string `json:"fails,omitempty"`  // open: failed handle calls as "call:class", first occurrence order
+	Fails  []string `json:"fails,omitempty"`  // open: failed handle calls as "call:outcome", first occurrence order
 	End    string   `json:"end,omitempty"`    // open: "unclosed" when flushed by Recorder.Close
 	// Unhashed says why Hash or RHash could not be computed (an outcome),
 	// e.g. the file was removed while open and the bytes were never seen.
