@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -20,24 +21,74 @@ import (
 
 // runCopy is Run without an overlay: the command runs in a copy of the view
 // and the difference is imported, stacked on the view like an upper dir.
+// Confined, it starts through the hook (see runHook), which applies
+// Landlock and execs the command; the real root is checked unchanged
+// afterwards in any case.
 func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig) error {
+	mode := Mode{Kind: ModeCopy}
+	abi, err := confinement(cfg, &mode)
+	if err != nil {
+		return err
+	}
+	var exe string
+	if abi > 0 {
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("kernel: Run: cannot re-execute this program to confine the command (%v): %w", err, ErrUnconfined)
+		}
+	}
 	tmp, err := os.MkdirTemp(cfg.tempDir, "cowfs-copy-")
 	if err != nil {
 		return err
 	}
 	defer removeTree(tmp)
+	tmpDir, err := privateTemp(tmp)
+	if err != nil {
+		return err
+	}
 	cp := filepath.Join(tmp, "root")
+	var writable []string
+	if abi > 0 {
+		if writable, err = writablePaths(cp, tmpDir, f.Root(), cfg.writable); err != nil {
+			return err
+		}
+	}
+	before := f.LowerState()
 	vc := &viewCopy{f: f, dst: cp, inode: map[string]uint64{}, ownerLost: map[string]bool{}}
 	if err := vc.copyDir(""); err != nil {
 		return err
 	}
 	c := cloneCmd(ctx, cmd)
-	c.Dir = mapDir(f.Root(), cp, cmd.Dir)
-	c.Env = append(c.Env, RootEnv+"="+cp)
-	if err := c.Start(); err != nil {
-		return err
+	c.Dir, c.Path = workDir(f.Root(), cp, cmd.Dir, cmd.Path)
+	c.Env = append(c.Env, RootEnv+"="+cp, "TMPDIR="+tmpDir)
+	mode.Root, mode.Dir = cp, c.Dir
+	var runErr error
+	if abi > 0 {
+		req := runRequest{NoMount: true, Path: c.Path, Args: c.Args, Landlock: abi, Writable: writable}
+		c.Path, c.Args = exe, []string{exe}
+		hookErr, err := startHooked(c, req)
+		if err != nil {
+			return err
+		}
+		if hookErr == nil && cfg.report != nil {
+			cfg.report(mode)
+		}
+		runErr = c.Wait()
+		if hookErr != nil {
+			return hookErr.err()
+		}
+	} else {
+		if cfg.report != nil {
+			cfg.report(mode)
+		}
+		if err := c.Start(); err != nil {
+			return err
+		}
+		runErr = c.Wait()
 	}
-	runErr := c.Wait()
+	if changed := before.Changed(); len(changed) > 0 {
+		return errors.Join(runErr, fmt.Errorf("kernel: Run: the real root changed while the command ran in a copy, nothing imported: %s: %w",
+			strings.Join(changed, ", "), overlayfs.ErrConflict))
+	}
 	entries, err := vc.diff()
 	if err != nil {
 		return errors.Join(runErr, err)
@@ -47,30 +98,14 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 		return errors.Join(runErr, err)
 	}
 	defer root.Close()
+	snap := f.Snapshot()
 	for _, e := range entries {
 		if err := applyUpperEntry(root, cp, f, e); err != nil {
+			f.Restore(snap)
 			return errors.Join(runErr, err)
 		}
 	}
 	return runErr
-}
-
-// mapDir maps a working directory inside root into the copy. Outside the
-// root it stays what it is, as in overlay mode.
-func mapDir(root, cp, dir string) string {
-	d := dir
-	if d == "" {
-		d, _ = os.Getwd()
-	}
-	if abs, err := filepath.Abs(d); err == nil {
-		if real, err := filepath.EvalSymlinks(abs); err == nil {
-			abs = real
-		}
-		if rel, err := filepath.Rel(root, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return filepath.Join(cp, rel)
-		}
-	}
-	return dir
 }
 
 // removeTree removes dir even where the copy made directories unwritable.
