@@ -53,7 +53,7 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 		}
 	}
 	before := f.LowerState()
-	vc := &viewCopy{f: f, dst: cp, inode: map[string]uint64{}, ownerLost: map[string]bool{}}
+	vc := &viewCopy{f: f, dst: cp, inode: map[string]uint64{}, ownerLost: map[string]bool{}, absent: map[string]bool{}}
 	if err := vc.copyDir(""); err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 			return errors.Join(runErr, err)
 		}
 	}
-	return runErr
+	return errors.Join(runErr, skipped(vc.skips))
 }
 
 // removeTree removes dir even where the copy made directories unwritable.
@@ -128,6 +128,8 @@ type viewCopy struct {
 	dst       string
 	inode     map[string]uint64 // copied directories: replaced ones get new inodes
 	ownerLost map[string]bool   // chown refused: the owner cannot be compared
+	absent    map[string]bool   // device nodes of the view that could not be made in the copy
+	skips     []error           // what the diff found that a layer cannot hold
 }
 
 func (vc *viewCopy) view(rel string) string {
@@ -217,7 +219,20 @@ func (vc *viewCopy) copyEntry(rel string) error {
 			return err
 		}
 	default:
-		return &fs.PathError{Op: "copy", Path: vc.view(rel), Err: ErrUnsupportedType}
+		// FIFOs, sockets and devices are copied as what they are. A device
+		// node the copy cannot make (mknod needs privilege) is left out and
+		// not taken for a deletion.
+		var rdev uint64
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			rdev = st.Rdev
+		}
+		if err := unix.Mknod(vc.real(rel), unixType(fi.Mode())|0o600, int(rdev)); err != nil {
+			if fi.Mode()&(fs.ModeDevice|fs.ModeCharDevice) != 0 {
+				vc.absent[rel] = true
+				return nil
+			}
+			return &fs.PathError{Op: "mknod", Path: vc.real(rel), Err: err}
+		}
 	}
 	return vc.setMeta(rel, fi)
 }
@@ -291,7 +306,9 @@ func (vc *viewCopy) diffDir(rel string, viewDir, replaced bool, out *[]upperEntr
 			}
 			i++
 		case i == len(copyNames) || viewNames[j] < copyNames[i]:
-			*out = append(*out, upperEntry{rel: joinRel(rel, viewNames[j]), typ: overlayfs.EntryWhiteout})
+			if r := joinRel(rel, viewNames[j]); !vc.absent[r] {
+				*out = append(*out, upperEntry{rel: r, typ: overlayfs.EntryWhiteout})
+			}
 			j++
 		default:
 			if err := vc.diffEntry(joinRel(rel, copyNames[i]), true, out); err != nil {
@@ -324,7 +341,17 @@ func (vc *viewCopy) diffEntry(rel string, inView bool, out *[]upperEntry) error 
 		}
 		e.target = t
 	default:
-		return &fs.PathError{Op: "import", Path: p, Err: ErrUnsupportedType}
+		t, ok := specialType(st.Mode)
+		if !ok {
+			if inView {
+				if vfi, err := vc.f.Lstat(vc.view(rel)); err == nil && unixType(vfi.Mode()) == st.Mode&unix.S_IFMT {
+					return nil // the view's own device node or special file, as copied
+				}
+			}
+			vc.skips = append(vc.skips, skipError(filepath.Join(vc.f.Root(), filepath.FromSlash(rel)), st.Mode, st.Rdev))
+			return nil
+		}
+		e.typ = t
 	}
 	var vfi fs.FileInfo
 	if inView {
@@ -362,6 +389,8 @@ func (vc *viewCopy) sameMeta(rel string, e upperEntry, vfi fs.FileInfo) bool {
 		typ = overlayfs.EntrySymlink
 	case vm.IsRegular():
 		typ = overlayfs.EntryFile
+	default:
+		typ, _ = specialType(unixType(vm))
 	}
 	if typ != e.typ || !vfi.ModTime().Equal(e.mtime) {
 		return false
@@ -421,4 +450,23 @@ func sameReaders(a, b io.Reader) (bool, error) {
 			return endA == endB, nil
 		}
 	}
+}
+
+// unixType returns the S_IFMT bits of a FileMode's type.
+func unixType(m fs.FileMode) uint32 {
+	switch {
+	case m.IsDir():
+		return unix.S_IFDIR
+	case m&fs.ModeSymlink != 0:
+		return unix.S_IFLNK
+	case m&fs.ModeNamedPipe != 0:
+		return unix.S_IFIFO
+	case m&fs.ModeSocket != 0:
+		return unix.S_IFSOCK
+	case m&fs.ModeCharDevice != 0:
+		return unix.S_IFCHR
+	case m&fs.ModeDevice != 0:
+		return unix.S_IFBLK
+	}
+	return unix.S_IFREG
 }

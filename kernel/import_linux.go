@@ -28,17 +28,19 @@ import (
 //
 // Import checks the whole upper before it changes f: an upper that uses
 // redirect_dir or metacopy, which a layer cannot express, is refused with
-// [ErrRedirect] or [ErrMetacopy], and a fifo, socket or device with
-// [ErrUnsupportedType], all inside an *fs.PathError naming the upper path.
-// An error while applying (a file unreadable halfway) leaves f with part of
-// the upper applied; take an [overlayfs.Fs.Snapshot] first to roll back.
+// [ErrRedirect] or [ErrMetacopy] inside an *fs.PathError naming the upper
+// path. A device node (other than a whiteout), which a layer cannot hold,
+// is skipped: Import imports everything else, then returns an error
+// wrapping [ErrUnsupportedType] that names each skipped path. An error
+// while applying (a file unreadable halfway) leaves f with part of the
+// upper applied; take an [overlayfs.Fs.Snapshot] first to roll back.
 func Import(upper string, f *overlayfs.Fs, opts Options) error {
 	root, err := os.OpenRoot(upper)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	entries, err := scanUpper(upper, opts)
+	entries, skips, err := scanUpper(upper, opts)
 	if err != nil {
 		return err
 	}
@@ -47,7 +49,7 @@ func Import(upper string, f *overlayfs.Fs, opts Options) error {
 			return err
 		}
 	}
-	return nil
+	return skipped(skips)
 }
 
 // upperEntry is one path of an upper dir, checked and classified.
@@ -63,12 +65,12 @@ type upperEntry struct {
 }
 
 // scanUpper walks upper parent-first, in bytewise order within each
-// directory, checking every entry before anything is applied.
-func scanUpper(upper string, opts Options) ([]upperEntry, error) {
-	var out []upperEntry
+// directory, checking every entry before anything is applied. Entries a
+// layer cannot hold are left out, each with an error in skips.
+func scanUpper(upper string, opts Options) (out []upperEntry, skips []error, err error) {
 	prefix := opts.xattrPrefix()
 	xbuf := make([]byte, 1024)
-	err := filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -94,7 +96,8 @@ func scanUpper(upper string, opts Options) ([]upperEntry, error) {
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFCHR:
 			if st.Rdev != 0 {
-				return &fs.PathError{Op: "import", Path: p, Err: fmt.Errorf("character device %d:%d: %w", unix.Major(st.Rdev), unix.Minor(st.Rdev), ErrUnsupportedType)}
+				skips = append(skips, skipError(p, st.Mode, st.Rdev))
+				return nil
 			}
 			e.typ = overlayfs.EntryWhiteout
 			out = append(out, e)
@@ -109,7 +112,12 @@ func scanUpper(upper string, opts Options) ([]upperEntry, error) {
 				return err
 			}
 		default:
-			return &fs.PathError{Op: "import", Path: p, Err: fmt.Errorf("mode %#o: %w", st.Mode&unix.S_IFMT, ErrUnsupportedType)}
+			t, ok := specialType(st.Mode)
+			if !ok {
+				skips = append(skips, skipError(p, st.Mode, st.Rdev))
+				return nil
+			}
+			e.typ = t
 		}
 		names, err := listXattrs(p, &xbuf)
 		if err != nil {
@@ -138,7 +146,7 @@ func scanUpper(upper string, opts Options) ([]upperEntry, error) {
 		out = append(out, e)
 		return nil
 	})
-	return out, err
+	return out, skips, err
 }
 
 func permBits(mode uint32) fs.FileMode {

@@ -352,7 +352,10 @@ func importUpper(upper string, f *overlayfs.Fs, opts Options, runErr error) erro
 	snap := f.Snapshot()
 	f.Reset()
 	if err := Import(upper, f, opts); err != nil {
-		f.Restore(snap)
+		// Skipped device nodes only: the layer keeps the rest.
+		if sk := (*skippedError)(nil); !errors.As(err, &sk) {
+			f.Restore(snap)
+		}
 		return errors.Join(runErr, err)
 	}
 	return runErr

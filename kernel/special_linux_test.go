@@ -1,0 +1,132 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cowfs/cowfs/overlayfs"
+	"golang.org/x/sys/unix"
+)
+
+// specialModes are Run's modes that this file's tests exercise.
+func specialModes() []runMode {
+	var out []runMode
+	for _, m := range runModes() {
+		if m.name == "Run" || m.name == "Run-copy" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestRunRootWithSpecialFiles: a root that merely contains a FIFO and a
+// socket runs in both modes; the command sees them as what they are, and
+// they are no change.
+func TestRunRootWithSpecialFiles(t *testing.T) {
+	for _, mode := range specialModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			if mode.name == "Run" {
+				needMount(t)
+			}
+			root := t.TempDir()
+			writeTree(t, root)
+			if err := unix.Mkfifo(filepath.Join(root, "pipe"), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Mknod(filepath.Join(root, "d/ctl.sock"), unix.S_IFSOCK|0o600, 0); err != nil {
+				t.Fatal(err)
+			}
+			f, err := overlayfs.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", `test -p pipe && test -S d/ctl.sock && echo x > a`)
+			cmd.Dir = root
+			var out strings.Builder
+			cmd.Stderr = &out
+			if err := mode.run(context.Background(), f, cmd); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			if got := changeStrings(f); !slices.Equal(got, []string{"M a"}) {
+				t.Errorf("changes %q, want only M a", got)
+			}
+		})
+	}
+}
+
+// TestRunDeviceNodeSkipped: a device node the command leaves cannot be in
+// a layer; Run imports everything else and then names it in an error
+// wrapping ErrUnsupportedType. Oracle for the rest: the command's other
+// effects, as the kernel overlay or the copy shows them.
+func TestRunDeviceNodeSkipped(t *testing.T) {
+	probe := filepath.Join(t.TempDir(), "null")
+	if err := unix.Mknod(probe, unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))); err != nil {
+		t.Skip("making device nodes needs CAP_MKNOD: ", err)
+	}
+	for _, mode := range specialModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			if mode.name == "Run" {
+				needMount(t)
+			}
+			root := t.TempDir()
+			writeTree(t, root)
+			f, err := overlayfs.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", `echo before > b1 && mknod d/mydev c 1 3 && mknod blk b 7 0 && echo after > z9 && rm d/b`)
+			cmd.Dir = root
+			var out strings.Builder
+			cmd.Stderr = &out
+			err = mode.run(context.Background(), f, cmd)
+			if !errors.Is(err, ErrUnsupportedType) {
+				t.Fatalf("Run: %v, want ErrUnsupportedType\n%s", err, out.String())
+			}
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				t.Errorf("the command itself failed: %v\n%s", err, out.String())
+			}
+			for _, name := range []string{"mydev", "character device 1:3", "blk", "block device 7:0"} {
+				if !strings.Contains(err.Error(), name) {
+					t.Errorf("error %q does not name %s", err, name)
+				}
+			}
+			if got, want := changeStrings(f), []string{"A b1", "A z9", "D d/b"}; !slices.Equal(got, want) {
+				t.Errorf("changes %q, want %q: everything but the devices", got, want)
+			}
+		})
+	}
+}
+
+// TestImportSkipsDevices: Import of an upper holding a device node applies
+// the rest and names the device afterwards.
+func TestImportSkipsDevices(t *testing.T) {
+	upper := t.TempDir()
+	if err := unix.Mknod(filepath.Join(upper, "dev"), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))); err != nil {
+		t.Skip("making device nodes needs CAP_MKNOD: ", err)
+	}
+	if err := os.WriteFile(filepath.Join(upper, "zz"), []byte("z"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(upper, "aa"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := overlayfs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Import(upper, f, Options{})
+	var pe *os.PathError
+	if !errors.Is(err, ErrUnsupportedType) || !errors.As(err, &pe) || pe.Path != filepath.Join(upper, "dev") {
+		t.Fatalf("Import: %v, want a PathError at %s wrapping ErrUnsupportedType", err, filepath.Join(upper, "dev"))
+	}
+	if got := changeStrings(f); !slices.Equal(got, []string{"A aa", "A zz"}) {
+		t.Errorf("changes %q", got)
+	}
+}
