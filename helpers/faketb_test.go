@@ -65,10 +65,10 @@ func (f *fakeTB) run(body func(t testing.TB)) *fakeTB {
 }
 
 func (f *fakeTB) Name() string { return f.name }
+func (f *fakeTB) Helper()      {}
 
 // Context is never canceled: the stand-in has no end of its own.
 func (f *fakeTB) Context() context.Context { return context.Background() }
-func (f *fakeTB) Helper()                  {}
 
 func (f *fakeTB) Cleanup(fn func()) {
 	f.mu.Lock()
