@@ -54,11 +54,10 @@ func landlockABI(cfg runConfig) (int, error) {
 	}
 	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
 	if errno != 0 {
-		var err error = errno
-		return 0, fmt.Errorf("landlock_create_ruleset: %w", err)
+		return 0, fmt.Errorf("landlock_create_ruleset: %w", errno)
 	}
 	if v < 1 {
-		return 0, fmt.Errorf("Landlock ABI version %d", v)
+		return 0, fmt.Errorf("kernel reports Landlock ABI version %d", v)
 	}
 	return int(v), nil
 }
