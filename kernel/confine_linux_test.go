@@ -220,3 +220,26 @@ func TestRunModeString(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTempInsideRoot: a temporary directory inside the root would be
+// part of the tree the command runs on; Run refuses it before anything.
+func TestRunTempInsideRoot(t *testing.T) {
+	root := t.TempDir()
+	f, err := overlayfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, copyMode := range []bool{false, true} {
+		opts := []RunOption{WithTempDir(root)}
+		if copyMode {
+			opts = append(opts, WithCopyFallback())
+		}
+		err := Run(context.Background(), f, exec.Command("true"), opts...)
+		if err == nil || !strings.Contains(err.Error(), "inside the root") {
+			t.Errorf("copy=%v: %v, want a refusal", copyMode, err)
+		}
+		if names, _ := os.ReadDir(root); len(names) != 0 {
+			t.Errorf("copy=%v: the root got %v", copyMode, names)
+		}
+	}
+}

@@ -174,6 +174,9 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 	if cfg.tempDir == "" {
 		cfg.tempDir = defaultTempDir()
 	}
+	if err := tempOutsideRoot(f.Root(), cfg.tempDir); err != nil {
+		return err
+	}
 	if !cfg.forceCopy {
 		err := runOverlay(ctx, f, cmd, cfg)
 		var me *mountFailed

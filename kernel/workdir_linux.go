@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,4 +38,21 @@ func workDir(root, see, dir, path string) (string, string) {
 		}
 	}
 	return see, path
+}
+
+// tempOutsideRoot refuses a temporary directory inside the root: the upper
+// dir, the copy and the command's TMPDIR would then be part of the tree
+// the command runs on (and, in copy mode, writable parts of the real root).
+func tempOutsideRoot(root, tmp string) error {
+	abs, err := filepath.Abs(tmp)
+	if err != nil {
+		return err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if _, inside := relInside(root, abs); inside {
+		return fmt.Errorf("kernel: Run: temporary directory %s lies inside the root %s; choose another with WithTempDir or TMPDIR", tmp, root)
+	}
+	return nil
 }
