@@ -11,7 +11,8 @@
 // # Upper directories
 //
 // An upper directory written by Materialize, mounted with
-// lowerdir=f.Root(), shows exactly f's view: names, types, modes (with
+// lowerdir=f.Root(), shows exactly f's view (FIFOs and sockets included):
+// names, types, modes (with
 // setuid, setgid and sticky), contents, symlink targets, owners and
 // modification times. Deletions are 0/0 character devices (whiteouts),
 // written only where they hide something: the lower has the path and the

@@ -69,6 +69,8 @@ func scenarios() []scenario {
 		{name: "git", needs: []string{"git"}, skipContent: []string{".git/index"},
 			script: `git init -q -b main . && git add -A && git -c user.name=T -c user.email=t@example.com commit -q -m init && git log --format=%H > head.txt`},
 		{name: "tar-x", needs: []string{"tar"}, script: `tar -x --no-same-owner -f "$TARBALL" && tar -x --no-same-owner -C d2 -f "$TARBALL"`},
+		{name: "mkfifo", needs: []string{"mkfifo"}, script: `mkfifo p && mkfifo -m 0600 d1/q && rm d1/x && mkfifo d1/x && echo after > after.txt`},
+		{name: "unix-socket", script: `` + bindSocketEnv + `=ctl.sock "$SELF" && ` + bindSocketEnv + `=d2/sub/srv.sock "$SELF" && echo bound > after.txt`},
 	}
 }
 
@@ -150,7 +152,8 @@ func (d scenarioDirs) build(t *testing.T) {
 }
 
 func (d scenarioDirs) env(s scenario) []string {
-	env := append(os.Environ(), "REAL="+d.root, "SENTINEL="+d.sentinel, "TARBALL="+d.tarball,
+	self, _ := os.Executable()
+	env := append(os.Environ(), "SELF="+self, "REAL="+d.root, "SENTINEL="+d.sentinel, "TARBALL="+d.tarball,
 		"GIT_AUTHOR_DATE=2020-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2020-01-01T00:00:00Z",
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+d.sentinel, "LC_ALL=C")
 	return env

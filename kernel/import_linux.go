@@ -17,8 +17,8 @@ import (
 
 // Import reads the overlay upper directory upper, written by the kernel,
 // by [Materialize] or by an OCI extractor, and stacks it on f's current view
-// the way the kernel stacks an upper on its lower: files and symlinks
-// replace, a 0/0 character device (a whiteout; the kernel's are hard links
+// the way the kernel stacks an upper on its lower: files, symlinks, FIFOs
+// and sockets replace, a 0/0 character device (a whiteout; the kernel's are hard links
 // to one inode, which does not matter) removes, a directory merges with the
 // directory below unless it carries the opaque xattr of the namespace opts
 // selects. Whiteouts of paths the view does not have are skipped. The
@@ -35,12 +35,18 @@ import (
 // while applying (a file unreadable halfway) leaves f with part of the
 // upper applied; take an [overlayfs.Fs.Snapshot] first to roll back.
 func Import(upper string, f *overlayfs.Fs, opts Options) error {
+	return importAs(upper, upper, f, opts)
+}
+
+// importAs is Import naming skipped paths under shown instead of upper
+// (Run names them where the command made them, in the root).
+func importAs(upper, shown string, f *overlayfs.Fs, opts Options) error {
 	root, err := os.OpenRoot(upper)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	entries, skips, err := scanUpper(upper, opts)
+	entries, skips, err := scanUpper(upper, shown, opts)
 	if err != nil {
 		return err
 	}
@@ -67,7 +73,7 @@ type upperEntry struct {
 // scanUpper walks upper parent-first, in bytewise order within each
 // directory, checking every entry before anything is applied. Entries a
 // layer cannot hold are left out, each with an error in skips.
-func scanUpper(upper string, opts Options) (out []upperEntry, skips []error, err error) {
+func scanUpper(upper, shown string, opts Options) (out []upperEntry, skips []error, err error) {
 	prefix := opts.xattrPrefix()
 	xbuf := make([]byte, 1024)
 	err = filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
@@ -96,7 +102,7 @@ func scanUpper(upper string, opts Options) (out []upperEntry, skips []error, err
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFCHR:
 			if st.Rdev != 0 {
-				skips = append(skips, skipError(p, st.Mode, st.Rdev))
+				skips = append(skips, skipError(filepath.Join(shown, rel), st.Mode, st.Rdev))
 				return nil
 			}
 			e.typ = overlayfs.EntryWhiteout
@@ -114,7 +120,7 @@ func scanUpper(upper string, opts Options) (out []upperEntry, skips []error, err
 		default:
 			t, ok := specialType(st.Mode)
 			if !ok {
-				skips = append(skips, skipError(p, st.Mode, st.Rdev))
+				skips = append(skips, skipError(filepath.Join(shown, rel), st.Mode, st.Rdev))
 				return nil
 			}
 			e.typ = t
@@ -221,7 +227,7 @@ func applyUpperEntry(root *os.Root, upper string, f *overlayfs.Fs, e upperEntry)
 		// A dir over a non-dir (or over nothing) shows nothing from below.
 		le.Opaque = e.opaque || curErr != nil || !cur.IsDir()
 		return f.PutEntry(le, nil)
-	case overlayfs.EntrySymlink:
+	case overlayfs.EntrySymlink, overlayfs.EntryFIFO, overlayfs.EntrySocket:
 		return f.PutEntry(le, nil)
 	case overlayfs.EntryFile:
 		r, err := root.OpenFile(filepath.FromSlash(e.rel), os.O_RDONLY|syscall.O_NOFOLLOW, 0)

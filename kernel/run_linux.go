@@ -354,7 +354,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 func importUpper(upper string, f *overlayfs.Fs, opts Options, runErr error) error {
 	snap := f.Snapshot()
 	f.Reset()
-	if err := Import(upper, f, opts); err != nil {
+	if err := importAs(upper, f.Root(), f, opts); err != nil {
 		// Skipped device nodes only: the layer keeps the rest.
 		if sk := (*skippedError)(nil); !errors.As(err, &sk) {
 			f.Restore(snap)

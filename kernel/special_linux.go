@@ -12,7 +12,21 @@ import (
 // specialType returns the layer entry type of a FIFO or socket with the
 // given st_mode, or false for any other type.
 func specialType(mode uint32) (overlayfs.EntryType, bool) {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return overlayfs.EntryFIFO, true
+	case unix.S_IFSOCK:
+		return overlayfs.EntrySocket, true
+	}
 	return 0, false
+}
+
+// specialMode is the st_mode type bits of a FIFO or socket entry.
+func specialMode(t overlayfs.EntryType) uint32 {
+	if t == overlayfs.EntrySocket {
+		return unix.S_IFSOCK
+	}
+	return unix.S_IFIFO
 }
 
 // describeType names an st_mode's file type for an error message.
@@ -41,7 +55,7 @@ func skipError(p string, mode uint32, rdev uint64) error {
 type skippedError struct{ errs []error }
 
 func (e *skippedError) Error() string {
-	return fmt.Sprintf("kernel: %d path(s) not imported, everything else was: %v", len(e.errs), errors.Join(e.errs...))
+	return fmt.Sprintf("kernel: %d path(s) not imported (everything else was): %v", len(e.errs), errors.Join(e.errs...))
 }
 
 func (e *skippedError) Unwrap() []error { return e.errs }

@@ -3,6 +3,8 @@ package kernel
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,27 @@ import (
 	"github.com/cowfs/cowfs/overlayfs"
 	"golang.org/x/sys/unix"
 )
+
+// bindSocketEnv makes the test binary bind a unix socket at the path it
+// names and exit, leaving the socket file: a command that leaves a socket,
+// as a test server's ctl.sock.
+const bindSocketEnv = "COWFS_KERNEL_TEST_BIND"
+
+func init() {
+	p := os.Getenv(bindSocketEnv)
+	if p == "" {
+		return
+	}
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err == nil {
+		err = unix.Bind(fd, &unix.SockaddrUnix{Name: p})
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bind %s: %v\n", p, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
 
 // specialModes are Run's modes that this file's tests exercise.
 func specialModes() []runMode {
@@ -129,4 +152,48 @@ func TestImportSkipsDevices(t *testing.T) {
 	if got := changeStrings(f); !slices.Equal(got, []string{"A aa", "A zz"}) {
 		t.Errorf("changes %q", got)
 	}
+}
+
+// TestSpecialFilesRoundTrip: FIFOs and sockets in an upper dir are
+// imported as layer entries of their own type, and Materialize writes them
+// back so that the real kernel overlay shows what the layer does (the
+// oracle: the mounted view against f's view, types, modes and owners).
+func TestSpecialFilesRoundTrip(t *testing.T) {
+	lower := t.TempDir()
+	writeTree(t, lower)
+	upper := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Mkdir(filepath.Join(upper, "d"), 0o755))
+	must(unix.Mkfifo(filepath.Join(upper, "pipe"), 0o640))
+	must(unix.Mknod(filepath.Join(upper, "d/srv.sock"), unix.S_IFSOCK|0o600, 0))
+	must(unix.Mkfifo(filepath.Join(upper, "a"), 0o600)) // replaces a lower file
+	f, err := overlayfs.New(lower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Import(upper, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]overlayfs.EntryType{}
+	for _, e := range f.Layer() {
+		types[e.Path] = e.Type
+	}
+	for p, want := range map[string]overlayfs.EntryType{"pipe": overlayfs.EntryFIFO, "d/srv.sock": overlayfs.EntrySocket, "a": overlayfs.EntryFIFO} {
+		if types[p] != want {
+			t.Errorf("%s: layer entry %v, want %v", p, types[p], want)
+		}
+	}
+	fi, err := f.Lstat(filepath.Join(lower, "pipe"))
+	if err != nil || fi.Mode() != fs.ModeNamedPipe|0o640 {
+		t.Errorf("Lstat pipe: %v, %v", fi, err)
+	}
+	if why := canMount(t); why != "" {
+		t.Skip("the kernel-view half needs an overlay mount: ", why)
+	}
+	checkKernelView(t, f, Options{UserXattr: !inInitUserNS()}, cmpOpts{times: true, owners: true})
 }
