@@ -40,11 +40,12 @@ var (
 	// ErrMetacopy means an upper file is a metadata-only copy-up whose data
 	// lives elsewhere. Import refuses it.
 	ErrMetacopy = errors.New("kernel: upper dir uses metacopy (metadata-only copy-up); mount with metacopy=off")
-	// ErrUnsupportedType means a file type a layer cannot hold: a fifo,
-	// socket or device other than the 0/0 whiteout.
+	// ErrUnsupportedType means a file type a layer cannot hold: a device
+	// node other than the 0/0 whiteout.
 	ErrUnsupportedType = errors.New("kernel: file type not supported in a layer")
-	// ErrUnrepresentable means a layer path that an OCI layer tar cannot
-	// carry, because its name starts with the whiteout prefix ".wh.".
+	// ErrUnrepresentable means a layer entry that an OCI layer tar cannot
+	// carry: a name that starts with the whiteout prefix ".wh.", or a
+	// socket (tar has no type for it).
 	ErrUnrepresentable = errors.New("kernel: name not representable in an OCI layer")
 	// ErrUnconfined means Run could not confine the command as promised:
 	// in the copy fallback without Landlock the real root would be

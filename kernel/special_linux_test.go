@@ -1,9 +1,11 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -196,4 +198,39 @@ func TestSpecialFilesRoundTrip(t *testing.T) {
 		t.Skip("the kernel-view half needs an overlay mount: ", why)
 	}
 	checkKernelView(t, f, Options{UserXattr: !inInitUserNS()}, cmpOpts{times: true, owners: true})
+}
+
+// TestOCISpecialFiles: a FIFO goes through an OCI layer tar and back; a
+// socket, which tar cannot carry, is refused by name instead of dropped.
+func TestOCISpecialFiles(t *testing.T) {
+	root := t.TempDir()
+	f, err := overlayfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.PutEntry(overlayfs.LayerEntry{Path: "pipe", Type: overlayfs.EntryFIFO, Mode: 0o640}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteOCILayer(f, &buf); err != nil {
+		t.Fatal(err)
+	}
+	g, err := overlayfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadOCILayer(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := g.Lstat(filepath.Join(root, "pipe"))
+	if err != nil || fi.Mode() != fs.ModeNamedPipe|0o640 {
+		t.Errorf("pipe after the round trip: %v, %v", fi, err)
+	}
+	if err := f.PutEntry(overlayfs.LayerEntry{Path: "ctl.sock", Type: overlayfs.EntrySocket, Mode: 0o600}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = WriteOCILayer(f, io.Discard)
+	if !errors.Is(err, ErrUnrepresentable) || !strings.Contains(err.Error(), "ctl.sock") {
+		t.Errorf("socket in an OCI layer: %v, want ErrUnrepresentable naming it", err)
+	}
 }
