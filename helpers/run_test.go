@@ -40,7 +40,7 @@ func runFixture(t *testing.T, dir string) {
 	}
 }
 
-const runScript = `mkdir out && printf hello > out/a && ln -s a out/l && chmod 600 keep.txt && rm gone.txt && rm -r d && echo new >> same.txt && touch same.txt`
+const runScript = `mkdir out && printf hello > out/a && ln -s a out/l && mkfifo out/p && chmod 600 keep.txt && rm gone.txt && rm -r d && echo new >> same.txt && touch same.txt`
 
 // TestEnvRunTape runs a command through Env.Run with recording on, and
 // checks the tape's command records against the same command run on a
@@ -79,6 +79,7 @@ func TestEnvRunTape(t *testing.T) {
 		"cmd-mkdir out mode=" + mode("out"),
 		"cmd-write out/a mode=" + mode("out/a") + " size=" + strconv.FormatInt(na, 10) + " hash=" + ha,
 		"cmd-symlink out/l target=" + target,
+		"cmd-mknod out/p mode=" + mode("out/p"),
 		"cmd-write same.txt mode=" + mode("same.txt") + " size=" + strconv.FormatInt(ns, 10) + " hash=" + hs,
 	}
 
