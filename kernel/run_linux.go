@@ -97,7 +97,7 @@ func runHook(reqJSON string) {
 	// the overlay, not the real root beneath it.
 	if req.Landlock > 0 {
 		if err := confineSelf(req.Landlock, req.Writable); err != nil {
-			fail("confine", err)
+			fail("confine", fmt.Errorf("kernel: Run: confining the command with Landlock: %w", err))
 		}
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
