@@ -62,7 +62,8 @@ sees the root.
 
 Exit status: 0 when the command succeeded, 1 when it exited with a
 non-zero status (its changes are printed all the same), 2 when it could
-not start or the root could not be overlaid.
+not start or the root could not be overlaid, or when it left device nodes,
+which are not imported (every other change is, and is printed).
 `,
 		flags: func(fs *flag.FlagSet) func(*env, []string) int {
 			root := fs.String("root", ".", "overlay the tree at `DIR`")
@@ -131,6 +132,11 @@ func runRun(e *env, args []string, o runOpts) int {
 	err = kernel.Run(e.ctx, f, cmd, opts...)
 	var exitErr *exec.ExitError
 	switch {
+	case errors.Is(err, kernel.ErrUnsupportedType):
+		// Device nodes the command made were skipped; everything else was
+		// imported and is listed.
+		fmt.Fprintf(e.stderr, "replay run: %v\n", err)
+		code = exitTrouble
 	case errors.As(err, &exitErr):
 		fmt.Fprintf(e.stderr, "replay run: %s: %v\n", args[0], err)
 		code = exitDiffers

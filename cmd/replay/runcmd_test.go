@@ -13,6 +13,7 @@ import (
 
 	"github.com/cowfs/cowfs/kernel"
 	"github.com/cowfs/cowfs/overlayfs"
+	"golang.org/x/sys/unix"
 )
 
 // runReplayRun runs "replay run" with args in dir and returns its exit
@@ -163,5 +164,18 @@ func TestRunWithoutLandlockFlag(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "unconfined (Landlock unavailable") {
 		t.Errorf("-v without Landlock: %q", stderr)
+	}
+}
+
+// TestRunDeviceNode: a device node the command leaves is named, the other
+// changes are listed all the same, exit status 2.
+func TestRunDeviceNode(t *testing.T) {
+	_, tree := confinedTree(t)
+	if err := unix.Mknod(filepath.Join(t.TempDir(), "probe"), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))); err != nil {
+		t.Skip("making device nodes needs CAP_MKNOD: ", err)
+	}
+	code, stdout, stderr := runReplayRun(t, tree, "-copy", "--", "sh", "-c", "echo x > new.txt && mknod null c 1 3")
+	if code != exitTrouble || stdout != "A new.txt\n" || !strings.Contains(stderr, "null") || !strings.Contains(stderr, "character device 1:3") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
