@@ -211,7 +211,7 @@ func TestRunModeString(t *testing.T) {
 		m    Mode
 		want string
 	}{
-		{Mode{Kind: ModeOverlay, Confined: true, LandlockABI: 7}, "kernel overlay, confined (Landlock ABI 7)"},
+		{Mode{Kind: ModeOverlay, Confined: true, LandlockABI: 7}, "kernel overlay as root, confined (Landlock ABI 7)"},
 		{Mode{Kind: ModeOverlayUserNS, Confined: true, LandlockABI: 3}, "kernel overlay in a user namespace, confined (Landlock ABI 3)"},
 		{Mode{Kind: ModeCopy, Reason: "Unconfined option"}, "copy of the root, unconfined (Unconfined option)"},
 	} {

@@ -143,7 +143,7 @@ const (
 func (k ModeKind) String() string {
 	switch k {
 	case ModeOverlay:
-		return "kernel overlay"
+		return "kernel overlay as root"
 	case ModeOverlayUserNS:
 		return "kernel overlay in a user namespace"
 	case ModeCopy:
@@ -168,8 +168,8 @@ type Mode struct {
 	Root, Dir string
 }
 
-// String describes the mode in one line, e.g. "kernel overlay, confined
-// (Landlock ABI 7)".
+// String describes the mode in one line, e.g. "kernel overlay as root,
+// confined (Landlock ABI 7)".
 func (m Mode) String() string {
 	if m.Confined {
 		return fmt.Sprintf("%s, confined (Landlock ABI %d)", m.Kind, m.LandlockABI)

@@ -123,7 +123,7 @@ func TestRunConfinedFlags(t *testing.T) {
 		if code != 0 || stdout != "" {
 			t.Errorf("%v -allow-write: exit %d, stdout %q, stderr %q", mode, code, stdout, stderr)
 		}
-		if !regexp.MustCompile(`(?m)^replay run: (kernel overlay|kernel overlay in a user namespace|copy of the root), confined \(Landlock ABI [0-9]+\); command runs in /`).MatchString(stderr) {
+		if !regexp.MustCompile(`(?m)^replay run: (kernel overlay as root|kernel overlay in a user namespace|copy of the root), confined \(Landlock ABI [0-9]+\); command runs in /`).MatchString(stderr) {
 			t.Errorf("%v -v: stderr %q does not report the mode", mode, stderr)
 		}
 		if b, err := os.ReadFile(filepath.Join(cache, "entry")); err != nil || string(b) != "c\n" {
