@@ -47,6 +47,7 @@ func (r *Recorder) RecordCommand(root string, argv []string, changes []CommandCh
 	}
 	sorted := slices.Clone(changes)
 	slices.SortStableFunc(sorted, func(a, b CommandChange) int { return cmp.Compare(a.Path, b.Path) })
+	recs := make([]*Record, 0, len(sorted))
 	for _, c := range sorted {
 		rec := &Record{Op: c.Op, Path: path.Clean(c.Path), Cmd: args}
 		switch c.Op {
@@ -57,8 +58,9 @@ func (r *Recorder) RecordCommand(root string, argv []string, changes []CommandCh
 		case OpCmdSymlink:
 			rec.Target = names.target(c.Target)
 		}
-		r.emit(rec)
+		recs = append(recs, rec)
 	}
+	r.emitAll(recs) // together: nothing interleaves with a command's records
 	return nil
 }
 
