@@ -57,8 +57,7 @@ accepts the command's effects.
 
 The command's standard input is replay's; its standard output and
 standard error go to replay's standard error, so that standard output
-holds only the changes. The command sees COWFS_ROOT, the path at which it
-sees the root.
+holds only the changes.
 
 Exit status: 0 when the command succeeded, 1 when it exited with a
 non-zero status (its changes are printed all the same), 2 when it could
