@@ -263,6 +263,9 @@ func runScenario(t *testing.T, s scenario, mode string, wantKind ModeKind) {
 	if !got.Confined || got.LandlockABI < 1 {
 		t.Errorf("mode %v: not confined", got)
 	}
+	if s.cwdOutside && got.Dir != got.Root {
+		t.Errorf("working directory outside the root: the command ran in %s, want the root as it sees it (%s)", got.Dir, got.Root)
+	}
 	if copyMode && got.Kind != ModeCopy || !copyMode && got.Kind != wantKind {
 		t.Errorf("mode %v, want %v", got.Kind, map[bool]ModeKind{true: ModeCopy, false: wantKind}[copyMode])
 	}
