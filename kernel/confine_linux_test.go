@@ -243,3 +243,38 @@ func TestRunTempInsideRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestWritablePaths: in the copy fallback a writable path inside the real
+// root is mapped into the copy (the real root stays read-only), a symlink
+// to it too; one holding the root is refused; in the overlay modes paths
+// are kept as they are.
+func TestWritablePaths(t *testing.T) {
+	base := t.TempDir()
+	root, cp, tmp, cache := filepath.Join(base, "root"), filepath.Join(base, "copy"), filepath.Join(base, "tmp"), filepath.Join(base, "cache")
+	for _, d := range []string{root, filepath.Join(root, "sub"), cp, filepath.Join(cp, "sub"), tmp, cache} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "sub"), filepath.Join(base, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := writablePaths(cp, tmp, root, []string{cache, filepath.Join(root, "sub"), filepath.Join(base, "alias")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{cp, tmp, cache, filepath.Join(cp, "sub"), filepath.Join(cp, "sub")}
+	if !slices.Equal(got, want) {
+		t.Errorf("copy mode: %q, want %q", got, want)
+	}
+	if _, err := writablePaths(cp, tmp, root, []string{base}); !errors.Is(err, ErrUnconfined) {
+		t.Errorf("copy mode, the root's parent: %v, want ErrUnconfined", err)
+	}
+	got, err = writablePaths(root, tmp, "", []string{base, filepath.Join(root, "sub")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{root, tmp, base, filepath.Join(root, "sub")}; !slices.Equal(got, want) {
+		t.Errorf("overlay mode: %q, want %q", got, want)
+	}
+}
