@@ -36,11 +36,11 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 			return fmt.Errorf("kernel: Run: cannot re-execute this program to confine the command (%v): %w", err, ErrUnconfined)
 		}
 	}
-	tmp, err := os.MkdirTemp(cfg.tempDir, "cowfs-copy-")
+	tmp, done, err := ownedTempDir(cfg.tempDir, copyDirPrefix)
 	if err != nil {
 		return err
 	}
-	defer removeTree(tmp)
+	defer done()
 	tmpDir, err := privateTemp(tmp)
 	if err != nil {
 		return err
@@ -61,29 +61,30 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	c.Dir, c.Path = workDir(f.Root(), cp, cmd.Dir, cmd.Path)
 	c.Env = append(c.Env, RootEnv+"="+cp, "TMPDIR="+tmpDir)
 	mode.Root, mode.Dir = cp, c.Dir
-	var runErr error
+	var sup *supervised
+	var hookErr *runStatus
 	if abi > 0 {
 		req := runRequest{NoMount: true, Path: c.Path, Args: c.Args, Landlock: abi, Writable: writable}
 		c.Path, c.Args = exe, []string{exe}
-		hookErr, err := startHooked(c, req)
-		if err != nil {
-			return err
+		sup, hookErr, err = startHooked(c, req, copyNamespaces(), false, "exec")
+	} else if sup, err = superviseStart(c, copyNamespaces(), false, "exec"); err == nil {
+		if err = sup.started(); err != nil {
+			sup.wait()
 		}
-		if hookErr == nil && cfg.report != nil {
-			cfg.report(mode)
-		}
-		runErr = c.Wait()
-		if hookErr != nil {
-			return hookErr.err()
-		}
-	} else {
-		if cfg.report != nil {
-			cfg.report(mode)
-		}
-		if err := c.Start(); err != nil {
-			return err
-		}
-		runErr = c.Wait()
+	}
+	var se *startError
+	if errors.As(err, &se) {
+		return se.err
+	}
+	if err != nil {
+		return err
+	}
+	if hookErr == nil && cfg.report != nil {
+		cfg.report(mode)
+	}
+	runErr := sup.wait()
+	if hookErr != nil {
+		return hookErr.err()
 	}
 	if changed := before.Changed(); len(changed) > 0 {
 		return errors.Join(runErr, fmt.Errorf("kernel: Run: the real root changed while the command ran in a copy, nothing imported: %s: %w",

@@ -68,7 +68,8 @@
 // that maps it to uid 0). An init function of this package recognises that
 // process by an environment variable, mounts the overlay over the root in
 // place, changes back into its working directory (now inside the overlay)
-// and execs the command. The command sees the root at its usual absolute
+// and execs the command (two supervising processes come in between, see
+// below). The command sees the root at its usual absolute
 // path, with the layer's changes, and every write lands in the upper
 // directory, which Run then imports. The mount dies with the namespace.
 // Re-executing the program itself needs no external tool and works in test
@@ -130,6 +131,48 @@
 // Device nodes, which a layer cannot hold, are skipped: Import and Run
 // import everything else first, then return an error wrapping
 // [ErrUnsupportedType] that names each skipped path.
+//
+// # Processes, crashes and cleanup
+//
+// No process that Run starts outlives it: not when the command returns,
+// not when ctx is cancelled, not when the caller dies, even by SIGKILL.
+// Run starts a supervisor (this program again), which starts an init
+// process in a new PID namespace (inside the user namespace, when there
+// is one), which starts the command. When the command exits, init exits
+// and the kernel kills whatever the command left in the namespace. When
+// ctx is cancelled or the caller dies, the supervisor (which reads a pipe
+// from the caller) kills init, and the kernel does the rest; init and the
+// command also carry PR_SET_PDEATHSIG SIGKILL. The overlay's mount
+// namespace belongs to these processes only, so it goes with them. Run
+// returns only when they are all gone. The supervisor then exits as the
+// command did (the same code, or killed by the same signal), so Run's
+// *exec.ExitError reads as the command's own. The supervisors ignore
+// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGPIPE: what a
+// terminal or a kill of the process group sends reaches the command
+// directly, and the supervisors must not die of it first.
+//
+// This costs two more starts of the program per Run (a few milliseconds
+// each; /bin/true took 22 ms instead of 10 ms in overlay mode, 12 ms
+// instead of 5 ms in copy mode, on a loaded two-core machine).
+//
+// The copy fallback does the same. Without root it makes the PID
+// namespace inside a user namespace that maps the caller to itself, so the
+// command keeps its uid and gid (owners it cannot map read as 65534).
+// Where no PID namespace can be made at all, the supervisor runs the
+// command as a child subreaper and kills all its descendants; only a
+// SIGKILL of the supervisor itself then lets the command's descendants
+// escape (the command still dies of its PR_SET_PDEATHSIG).
+//
+// What a killed caller does leave are files and mounts: Run's temporary
+// directories (cowfs-run-* holding upper and work, cowfs-copy-* holding a
+// full copy of the view) and overlays mounted by [Mount] and never
+// unmounted. Each carries an owner record, a file whose flock lock its
+// owner holds (in Run's directories ".cowfs-owner", beside a mount's upper
+// directory UPPER.cowfs-owner); the kernel releases the lock when the
+// owner dies. Mount's overlays carry the source "cowfs", so that
+// /proc/self/mountinfo tells them apart. [Cleanup] removes what has no
+// live owner, and Run calls it for its temporary directory's parent
+// whenever it starts; `replay clean` does the same from a shell.
 //
 // # OCI layers
 //

@@ -17,6 +17,7 @@ import (
 // function's name in Go.) Unmount it exactly once.
 type MountPoint struct {
 	target string
+	owner  *ownerLock // the owner record beside upper, held until Unmount
 	mu     sync.Mutex
 	done   bool
 }
@@ -36,6 +37,10 @@ var pinnedOptions = [...][2]string{{"index", "off"}, {"metacopy", "off"}, {"redi
 // on kernels without it. lower and target may be the same directory: the
 // overlay then hides the original in place for every process in this mount
 // namespace.
+//
+// The overlay's source is "cowfs", and an owner record beside upper
+// (UPPER.cowfs-owner, locked by this process until Unmount) lets
+// [Cleanup] unmount it once this process is gone without unmounting.
 //
 // Errors are *fs.PathError with Op "mount" and Path target. They wrap the
 // errno and, where one applies, [ErrNoOverlay], [ErrUpperFilesystem] or
@@ -62,14 +67,16 @@ func Mount(ctx context.Context, lower, upper, work, target string, opts Options)
 	if err := checkUpperWork(upper, work); err != nil {
 		return nil, &fs.PathError{Op: "mount", Path: target, Err: err}
 	}
+	own := claimMountRecord(upper, work, target)
 	err = mountNewAPI(lower, upper, work, target, opts)
 	if errors.Is(err, errNoNewAPI) {
 		err = mountLegacy(lower, upper, work, target, opts)
 	}
 	if err != nil {
+		own.release(true)
 		return nil, &fs.PathError{Op: "mount", Path: target, Err: err}
 	}
-	m := &MountPoint{target: target}
+	m := &MountPoint{target: target, owner: own}
 	var st unix.Statfs_t
 	if err := unix.Statfs(target, &st); err != nil || st.Flags&unix.ST_RDONLY != 0 {
 		_ = m.Unmount()
@@ -79,6 +86,28 @@ func Mount(ctx context.Context, lower, upper, work, target string, opts Options)
 		return nil, &fs.PathError{Op: "mount", Path: target, Err: err}
 	}
 	return m, nil
+}
+
+// claimMountRecord creates and locks the owner record of a mount of upper,
+// or takes over the record of a dead owner. It returns nil where it cannot
+// (a directory it may not write, a live owner of the same upper): such a
+// mount works, but [Cleanup] never reclaims it.
+func claimMountRecord(upper, work, target string) *ownerLock {
+	path := upper + mountRecordSuffix
+	what := fmt.Sprintf("mount %s\nupper %s\nwork %s", target, upper, work)
+	own, err := createOwner(path, what)
+	if errors.Is(err, fs.ErrExist) {
+		var abandoned bool
+		if own, abandoned, err = lockAbandoned(path); !abandoned || err != nil {
+			return nil
+		}
+		own.release(true)
+		own, err = createOwner(path, what)
+	}
+	if err != nil {
+		return nil
+	}
+	return own
 }
 
 // Unmount unmounts the overlay. A second call returns an error wrapping
@@ -96,6 +125,7 @@ func (m *MountPoint) Unmount() error {
 		return &fs.PathError{Op: "umount", Path: m.target, Err: err}
 	}
 	m.done = true
+	m.owner.release(true)
 	return nil
 }
 
@@ -169,6 +199,9 @@ func mountNewAPI(lower, upper, work, target string, opts Options) (err error) {
 		if err := setDir(kv[0], kv[1], true); err != nil {
 			return explain("fsconfig "+kv[0], err, drainLog(fd))
 		}
+	}
+	if err := unix.FsconfigSetString(fd, "source", mountSource); err != nil {
+		return explain("fsconfig source", err, drainLog(fd))
 	}
 	for _, kv := range pinnedOptions {
 		if err := unix.FsconfigSetString(fd, kv[0], kv[1]); err != nil {
@@ -245,7 +278,7 @@ func mountLegacy(lower, upper, work, target string, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := unix.Mount("overlay", target, "overlay", 0, data); err != nil {
+	if err := unix.Mount(mountSource, target, "overlay", 0, data); err != nil {
 		if err == unix.ENODEV {
 			return fmt.Errorf("mount: %w: %w", ErrNoOverlay, err)
 		}

@@ -58,6 +58,9 @@ func (s runStatus) err() error {
 // its working directory (which now resolves through the overlay) and execs
 // the command. It never returns to the program's main.
 func init() {
+	if req, ok := os.LookupEnv(superviseEnv); ok {
+		superviseHook(req)
+	}
 	if req, ok := os.LookupEnv(runEnv); ok {
 		runHook(req)
 	}
@@ -154,7 +157,9 @@ func runHook(reqJSON string) {
 // Dir, Stdin, Stdout, Stderr and ExtraFiles; SysProcAttr is kept, with the
 // namespace flags added. When the command fails, its error (an
 // *exec.ExitError for a non-zero exit) is returned after its changes are
-// imported. ctx kills the command as exec.CommandContext does.
+// imported. ctx kills the command as exec.CommandContext does, and with
+// it everything the command started: no process of it outlives Run, nor
+// the caller (see the package doc, "Processes, crashes and cleanup").
 //
 // Cost: the layer is written out and read back whole (O(layer size) in
 // time, and the re-imported contents are held in memory by f); the copy
@@ -177,6 +182,7 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 	if err := tempOutsideRoot(f.Root(), cfg.tempDir); err != nil {
 		return err
 	}
+	Cleanup(cfg.tempDir) // opportunistic: what killed callers left
 	if !cfg.forceCopy {
 		err := runOverlay(ctx, f, cmd, cfg)
 		var me *mountFailed
@@ -195,13 +201,15 @@ func privateTemp(tmp string) (string, error) {
 }
 
 // startHooked starts c, which must run this program with req as the hook
-// (see runHook), and waits until the hook has exec'd the command. It
-// returns the hook's own failure, or nil once the command runs; err is
-// c.Start's. The caller waits for c either way.
-func startHooked(c *exec.Cmd, req runRequest) (hookErr *runStatus, err error) {
+// (see runHook), under the supervisors (see superviseStart, which takes
+// fallback, nsRequired and fail), and waits until the hook has exec'd the
+// command. hookErr is the hook's own failure, nil once the command runs;
+// err says the supervisors could not start it (a *startError) or c.Start
+// failed. Unless err is set, the caller waits through sup.
+func startHooked(c *exec.Cmd, req runRequest, fallback []nsAttr, nsRequired bool, fail string) (sup *supervised, hookErr *runStatus, err error) {
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer statusR.Close()
 	req.StatusFD = 3 + len(c.ExtraFiles)
@@ -209,23 +217,27 @@ func startHooked(c *exec.Cmd, req runRequest) (hookErr *runStatus, err error) {
 	reqJSON, err := json.Marshal(req)
 	if err != nil {
 		statusW.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	c.Env = append(c.Env, runEnv+"="+string(reqJSON))
-	err = c.Start()
+	sup, err = superviseStart(c, fallback, nsRequired, fail)
 	statusW.Close()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if err := sup.started(); err != nil {
+		sup.wait()
+		return nil, nil, err
 	}
 	msg, _ := io.ReadAll(statusR)
 	if len(msg) == 0 {
-		return nil, nil
+		return sup, nil, nil
 	}
 	var s runStatus
 	if err := json.Unmarshal(msg, &s); err != nil {
-		return &runStatus{Stage: "exec", Msg: fmt.Sprintf("kernel: Run: helper: %s", msg)}, nil
+		return sup, &runStatus{Stage: "exec", Msg: fmt.Sprintf("kernel: Run: helper: %s", msg)}, nil
 	}
-	return &s, nil
+	return sup, &s, nil
 }
 
 // defaultTempDir is os.TempDir, unless that is on an overlay (the root of
@@ -278,11 +290,11 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(cfg.tempDir, "cowfs-run-")
+	tmp, done, err := ownedTempDir(cfg.tempDir, runDirPrefix)
 	if err != nil {
 		return err
 	}
-	defer removeTree(tmp) // the kernel leaves work/work with mode 0
+	defer done() // removes it, though the kernel leaves work/work with mode 0
 	upper, work := filepath.Join(tmp, "upper"), filepath.Join(tmp, "work")
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return err
@@ -328,17 +340,18 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		c.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		c.SysProcAttr.GidMappingsEnableSetgroups = false
 	}
-	hookErr, err := startHooked(c, req)
+	sup, hookErr, err := startHooked(c, req, nil, true, "mount")
 	if err != nil {
-		if userNS && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC)) {
-			return &mountFailed{fmt.Errorf("cannot create a user namespace: %w", err)}
+		var se *startError
+		if errors.As(err, &se) {
+			return &mountFailed{se.err}
 		}
 		return err
 	}
 	if hookErr == nil && cfg.report != nil {
 		cfg.report(mode)
 	}
-	waitErr := c.Wait()
+	waitErr := sup.wait()
 	if hookErr != nil {
 		if hookErr.Stage == "mount" {
 			return &mountFailed{hookErr.err()}

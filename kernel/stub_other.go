@@ -37,6 +37,9 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 	return errPlatform
 }
 
+// Cleanup returns an error wrapping [errors.ErrUnsupported].
+func Cleanup(dir string) (removed []string, err error) { return nil, errPlatform }
+
 // WriteOCILayer returns an error wrapping [errors.ErrUnsupported].
 func WriteOCILayer(f *overlayfs.Fs, w io.Writer) error { return errPlatform }
 

@@ -19,10 +19,12 @@ func TestUnsupportedElsewhere(t *testing.T) {
 	}
 	ctx := context.Background()
 	_, mountErr := Mount(ctx, "l", "u", "w", "t", Options{})
+	_, cleanupErr := Cleanup("")
 	for name, err := range map[string]error{
 		"Materialize":   Materialize(f, t.TempDir(), Options{}),
 		"Import":        Import(t.TempDir(), f, Options{}),
 		"Mount":         mountErr,
+		"Cleanup":       cleanupErr,
 		"Run":           Run(ctx, f, exec.Command("true")),
 		"WriteOCILayer": WriteOCILayer(f, &bytes.Buffer{}),
 		"ReadOCILayer":  ReadOCILayer(&bytes.Buffer{}, f),

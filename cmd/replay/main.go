@@ -56,7 +56,7 @@ type command struct {
 }
 
 func commands() []*command {
-	return []*command{cmdCheck(), cmdDiff(), cmdShow(), cmdStat(), cmdVerify(), cmdRun()}
+	return []*command{cmdCheck(), cmdDiff(), cmdShow(), cmdStat(), cmdVerify(), cmdRun(), cmdClean()}
 }
 
 func lookup(name string) *command {
