@@ -24,7 +24,9 @@ const runDirPrefix, copyDirPrefix = "cowfs-run-", "cowfs-copy-"
 
 // Cleanup reclaims what cowfs processes that died left under dir (the
 // default, for "", is os.TempDir()) and returns what it removed or
-// unmounted, in order.
+// unmounted, in order: mount points and upper and work directories as
+// /proc/self/mountinfo names them, temporary directories joined to dir as
+// given.
 //
 // It unmounts the overlays mounted by [Mount] (their source is "cowfs")
 // whose upper directory lies under dir and whose owner is gone, lazily
@@ -46,6 +48,13 @@ const runDirPrefix, copyDirPrefix = "cowfs-run-", "cowfs-copy-"
 // Errors name the path involved and are joined; Cleanup goes on with the
 // rest after one.
 func Cleanup(dir string) (removed []string, err error) {
+	return cleanup(dir, true)
+}
+
+// cleanup is Cleanup, of Run's temporary directories only unless mounts is
+// set. Run reclaims its own kind of leftovers as it starts; unmounting is
+// left to an explicit Cleanup.
+func cleanup(dir string, mounts bool) (removed []string, err error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
@@ -59,13 +68,21 @@ func Cleanup(dir string) (removed []string, err error) {
 		return nil, &fs.PathError{Op: "cleanup", Path: dir, Err: errors.Unwrap(err)}
 	}
 	var errs []error
-	mounts, err := readMountinfo("/proc/self/mountinfo")
+	infos, err := readMountinfo("/proc/self/mountinfo")
 	if err != nil {
 		errs = append(errs, err)
 	}
-	removed, err = cleanupMounts(abs, mounts)
-	errs = append(errs, err)
-	dirs, err := cleanupTempDirs(abs, mounts)
+	if mounts {
+		removed, err = cleanupMounts(abs, infos)
+		errs = append(errs, err)
+		if len(removed) > 0 {
+			// What was just unmounted is no reason to keep a directory.
+			if now, err := readMountinfo("/proc/self/mountinfo"); err == nil {
+				infos = now
+			}
+		}
+	}
+	dirs, err := cleanupTempDirs(dir, abs, infos)
 	removed = append(removed, dirs...)
 	errs = append(errs, err)
 	return removed, errors.Join(errs...)
@@ -143,9 +160,10 @@ func cleanupMounts(dir string, mounts []mountInfo) ([]string, error) {
 	return removed, errors.Join(errs...)
 }
 
-// cleanupTempDirs removes Run's abandoned temporary directories in dir.
-func cleanupTempDirs(dir string, mounts []mountInfo) ([]string, error) {
-	ents, err := os.ReadDir(dir)
+// cleanupTempDirs removes Run's abandoned temporary directories in dir,
+// which is real as the caller named it.
+func cleanupTempDirs(dir, real string, mounts []mountInfo) ([]string, error) {
+	ents, err := os.ReadDir(real)
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +175,7 @@ func cleanupTempDirs(dir string, mounts []mountInfo) ([]string, error) {
 		}
 		p := filepath.Join(dir, e.Name())
 		own, abandoned, err := lockAbandoned(filepath.Join(p, ownerRecordName))
+		realP := filepath.Join(real, e.Name())
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -164,7 +183,7 @@ func cleanupTempDirs(dir string, mounts []mountInfo) ([]string, error) {
 		if !abandoned {
 			continue
 		}
-		if slices.ContainsFunc(mounts, func(m mountInfo) bool { return within(p, m.mountPoint) }) {
+		if slices.ContainsFunc(mounts, func(m mountInfo) bool { return within(realP, m.mountPoint) }) {
 			errs = append(errs, &fs.PathError{Op: "remove", Path: p, Err: fmt.Errorf("something is mounted inside: %w", unix.EBUSY)})
 			own.release(false)
 			continue

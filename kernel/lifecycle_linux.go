@@ -70,15 +70,14 @@ type nsAttr struct {
 	UidMappings                []syscall.SysProcIDMap `json:"uidmap,omitempty"`
 	GidMappings                []syscall.SysProcIDMap `json:"gidmap,omitempty"`
 	GidMappingsEnableSetgroups bool                   `json:"setgroups,omitempty"`
+	// AmbientCaps lets an init that is not uid 0 in its user namespace keep
+	// the capabilities to mount its /proc; it drops them for the command.
+	AmbientCaps []uintptr `json:"ambient,omitempty"`
 }
 
-// supervisorStatus is written to the status pipe when a supervisor cannot
-// start what it should; nothing is written when the command started.
-type supervisorStatus struct {
-	Stage string `json:"stage"` // "namespace" or the request's Fail
-	Errno int    `json:"errno"`
-	Msg   string `json:"msg"`
-}
+// The supervisors report on their status pipe, as runHook does, with a
+// runStatus: Stage "namespace" or the request's Fail. Nothing is written
+// when the command started.
 
 // startError means the command never ran: its namespaces could not be
 // made (Stage "namespace") or it could not be started.
@@ -108,12 +107,25 @@ const supervisorWaitDelay = 10 * time.Second
 // with CLONE_NEWPID; the rest of its SysProcAttr applies to the command,
 // except the caller-side PidFD and cgroup fields, which apply to the outer
 // supervisor. When c asks for no namespaces, those of fallback are tried
-// in turn, and, unless nsRequired, then none. fail names the stage reported when the command cannot
-// start. It returns errors of c.Start as they are.
+// in turn, and, unless nsRequired, then none. fail names the stage
+// reported when the command cannot start. It returns errors of c.Start as
+// they are.
 func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string) (*supervised, error) {
 	exe, err := os.Executable()
-	if err != nil {
+	if err != nil && nsRequired {
 		return nil, &startError{stage: "namespace", path: c.Path, err: fmt.Errorf("cannot re-execute this program: %w", err)}
+	}
+	if err != nil {
+		// No supervisor without /proc/self/exe: the command at least dies
+		// with its caller.
+		if c.SysProcAttr == nil {
+			c.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		c.SysProcAttr.Pdeathsig = syscall.SIGKILL
+		if err := c.Start(); err != nil {
+			return nil, err
+		}
+		return &supervised{cmd: c}, nil
 	}
 	req := superviseRequest{
 		Stage: "outer", Exe: exe, Path: c.Path, Args: c.Args,
@@ -140,6 +152,10 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 	if len(req.Namespaces) == 0 {
 		req.Namespaces = fallback
 	}
+	reqJSON, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -148,10 +164,6 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 	if err != nil {
 		statusR.Close()
 		statusW.Close()
-		return nil, err
-	}
-	reqJSON, err := json.Marshal(req)
-	if err != nil {
 		return nil, err
 	}
 	c.Path, c.Args = exe, []string{exe}
@@ -188,18 +200,14 @@ func (s *supervised) started() error {
 	if len(msg) == 0 {
 		return nil
 	}
-	var st supervisorStatus
+	var st runStatus
 	if err := json.Unmarshal(msg, &st); err != nil {
 		return &startError{stage: "start", path: s.path, err: fmt.Errorf("kernel: Run: supervisor: %s", msg)}
 	}
-	var err error = errors.New(st.Msg)
-	if st.Errno != 0 {
-		err = syscall.Errno(st.Errno)
-		if st.Stage == "namespace" {
-			err = fmt.Errorf("%s: %w", st.Msg, err)
-		} else {
-			err = &os.PathError{Op: "fork/exec", Path: s.path, Err: err}
-		}
+	err := st.err()
+	if st.Stage != "namespace" && st.Errno != 0 {
+		// As os/exec says it when the program cannot be started.
+		err = &os.PathError{Op: "fork/exec", Path: s.path, Err: syscall.Errno(st.Errno)}
 	}
 	return &startError{stage: st.Stage, path: s.path, err: err}
 }
@@ -209,7 +217,9 @@ func (s *supervised) started() error {
 func (s *supervised) wait() error {
 	startErr := s.started()
 	err := s.cmd.Wait()
-	s.ctl.Close()
+	if s.ctl != nil {
+		s.ctl.Close()
+	}
 	if startErr != nil {
 		return startErr
 	}
@@ -222,7 +232,7 @@ func superviseHook(reqJSON string) {
 	var req superviseRequest
 	if err := json.Unmarshal([]byte(reqJSON), &req); err != nil {
 		fmt.Fprintf(os.Stderr, "cowfs kernel supervisor: bad %s: %v\n", superviseEnv, err)
-		os.Exit(125)
+		exit(125)
 	}
 	// Signals sent to the whole process group (a terminal's ^C) reach the
 	// command directly; the supervisors must not die of them first. A
@@ -238,18 +248,23 @@ func superviseHook(reqJSON string) {
 		superviseInit(req, status, os.NewFile(uintptr(req.Files+1), "cowfs-supervisor-result"))
 	}
 	fmt.Fprintf(os.Stderr, "cowfs kernel supervisor: unknown stage %q\n", req.Stage)
-	os.Exit(125)
+	exit(125)
 }
+
+// exit ends a supervisor at once. Unlike os.Exit it skips the exit hooks,
+// among them the race detector's, which waits a second (GORACE
+// atexit_sleep_ms) in each of the two supervisors of a -race binary.
+func exit(code int) { syscall.Exit(code) }
 
 // reportStart writes why something could not be started and exits.
 func reportStart(status *os.File, stage string, err error) {
-	s := supervisorStatus{Stage: stage, Msg: err.Error()}
+	s := runStatus{Stage: stage, Msg: err.Error()}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		s.Errno = int(errno)
 	}
 	json.NewEncoder(status).Encode(s)
-	os.Exit(125)
+	exit(125)
 }
 
 // passedFiles are the descriptors 3..n-1 that pass through to the command.
@@ -304,26 +319,28 @@ func superviseOuter(req superviseRequest, status, ctl *os.File) {
 		reportStart(status, "namespace", err)
 	}
 	initReq := req
-	initReq.Stage, initReq.Namespaces = "init", nil
-	initJSON, err := json.Marshal(initReq)
-	if err != nil {
-		reportStart(status, "namespace", err)
-	}
+	initReq.Stage = "init"
 	var child *os.Process
 	var nsErr error
 	for _, ns := range req.Namespaces {
 		c := &exec.Cmd{
 			Path: req.Exe, Args: []string{req.Exe},
-			Env:   append(envWithout(superviseEnv), superviseEnv+"="+string(initJSON)),
 			Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 			ExtraFiles: append(slices.Clip(files), status, resultW),
 			SysProcAttr: &syscall.SysProcAttr{
 				Cloneflags: ns.Cloneflags | syscall.CLONE_NEWPID, Unshareflags: ns.Unshareflags,
 				UidMappings: ns.UidMappings, GidMappings: ns.GidMappings,
 				GidMappingsEnableSetgroups: ns.GidMappingsEnableSetgroups,
+				AmbientCaps:                ns.AmbientCaps,
 				Pdeathsig:                  syscall.SIGKILL,
 			},
 		}
+		initReq.Namespaces = []nsAttr{ns}
+		initJSON, err := json.Marshal(initReq)
+		if err != nil {
+			reportStart(status, "namespace", err)
+		}
+		c.Env = append(envWithout(superviseEnv), superviseEnv+"="+string(initJSON))
 		if nsErr = c.Start(); nsErr == nil {
 			child = c.Process
 			break
@@ -375,6 +392,16 @@ func superviseOuter(req superviseRequest, status, ctl *os.File) {
 
 // superviseInit is PID 1 of the command's PID namespace.
 func superviseInit(req superviseRequest, status, result *os.File) {
+	// The command's own view of processes: $$ and getpid() name entries of
+	// this /proc. Where the namespace cannot mount one (a container's
+	// /proc with masked paths refuses), the caller's stays.
+	if slices.ContainsFunc(req.Namespaces, func(ns nsAttr) bool { return ns.Unshareflags&syscall.CLONE_NEWNS != 0 }) {
+		unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	}
+	// Capabilities kept only to mount /proc do not pass on to the command:
+	// ambient capabilities are per thread, and this thread starts it.
+	runtime.LockOSThread()
+	unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	files := passedFiles(req.Files)
 	c := commandCmd(req, files)
 	if err := c.Start(); err != nil {
@@ -385,7 +412,7 @@ func superviseInit(req superviseRequest, status, result *os.File) {
 	ws := reap(c.Process.Pid)
 	fmt.Fprint(result, uint32(ws))
 	// Exiting makes the kernel kill everything else in the namespace.
-	os.Exit(0)
+	exit(0)
 }
 
 // reap reaps children until pid exits and returns its status. Other
@@ -473,11 +500,11 @@ func procStat(pid int) []string {
 func exitAs(ws unix.WaitStatus) {
 	switch {
 	case ws.Exited():
-		os.Exit(ws.ExitStatus())
+		exit(ws.ExitStatus())
 	case ws.Signaled():
 		dieOf(ws.Signal())
 	}
-	os.Exit(125)
+	exit(125)
 }
 
 // dieOf kills this process with sig. The Go runtime handles most signals
@@ -495,16 +522,19 @@ func dieOf(sig unix.Signal) {
 	unix.PthreadSigmask(unix.SIG_UNBLOCK, &set, nil)
 	unix.Tgkill(unix.Getpid(), unix.Gettid(), sig)
 	time.Sleep(100 * time.Millisecond)
-	os.Exit(128 + int(sig))
+	exit(128 + int(sig))
 }
 
 // copyNamespaces are the ways to give the copy fallback's command a PID
-// namespace, tried in order: as it is (with the privilege for it), else
-// in a user namespace that maps the caller to itself, so that the command
-// keeps its own uid and gid (owners it cannot map read as the overflow
-// id, 65534, inside).
+// namespace (and a mount namespace for its /proc), tried in order: as it
+// is (with the privilege for it), else in a user namespace that maps the
+// caller to itself, so that the command keeps its own uid and gid (owners
+// it cannot map read as the overflow id, 65534, inside).
 func copyNamespaces() []nsAttr {
 	uid := []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
 	gid := []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
-	return []nsAttr{{}, {Cloneflags: syscall.CLONE_NEWUSER, UidMappings: uid, GidMappings: gid}}
+	return []nsAttr{
+		{Unshareflags: syscall.CLONE_NEWNS},
+		{Cloneflags: syscall.CLONE_NEWUSER, Unshareflags: syscall.CLONE_NEWNS, UidMappings: uid, GidMappings: gid, AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN}},
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -278,7 +279,9 @@ func lifecycleDir(t *testing.T) string {
 	return d
 }
 
-// TestRunCallerKilled kills, with SIGKILL, a process that is inside Run:
+// TestRunCallerKilled kills, with SIGKILL, a process that is inside Run,
+// running as root, as uid 65534 (Run makes a user namespace) and as root
+// of a user namespace of its own:
 // within a second no process of the command may remain, and Cleanup then
 // removes the temporary directories it left, but not a live Run's.
 func TestRunCallerKilled(t *testing.T) {
@@ -286,24 +289,17 @@ func TestRunCallerKilled(t *testing.T) {
 		t.Skip("needs root: the test runs the caller as root and as uid 65534")
 	}
 	for _, mode := range []string{"overlay", "copy", "direct"} {
-		for _, unpriv := range []bool{false, true} {
-			name := mode + "-root"
-			if unpriv {
-				name = mode + "-userns"
-			}
+		for _, how := range []int{asRoot, asUnprivileged, asUserNS} {
+			name := mode + []string{"-root", "-uid65534", "-userns-root"}[how]
 			t.Run(name, func(t *testing.T) {
 				if mode == "overlay" {
 					needMount(t)
 				}
-				if mode == "direct" && unpriv {
+				if mode == "direct" && how != asRoot {
 					t.Skip("direct supervision does not depend on privilege; run as root only")
 				}
 				dir := lifecycleDir(t)
 				job := lifecycleJob{Mode: mode, Dir: dir, Marker: newMarker(t)}
-				how := asRoot
-				if unpriv {
-					how = asUnprivileged
-				}
 				startLifecycleChild(t, job, how)
 				waitNoMarker(t, job.Marker, time.Second)
 
@@ -496,6 +492,24 @@ func TestMountOwnerKilledInNamespace(t *testing.T) {
 	}
 }
 
+// lifecycleModes are runModes plus "direct": the supervision Run falls
+// back to where no PID namespace can be made, on a plain command (no
+// copy, no import).
+func lifecycleModes() []runMode {
+	return append(runModes(), runMode{"direct", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, _ ...RunOption) error {
+		sup, err := superviseStart(cloneCmd(ctx, cmd), nil, false, "exec")
+		if err != nil {
+			return err
+		}
+		err = sup.wait()
+		var se *startError
+		if errors.As(err, &se) {
+			return se.err
+		}
+		return err
+	}})
+}
+
 // overlaysUnder lists the overlay mounts, in any process's mount
 // namespace, whose upper directory lies under dir.
 func overlaysUnder(dir string) []string {
@@ -522,7 +536,7 @@ func TestRunCancelLeavesNothing(t *testing.T) {
 	// Every mode's temporary directories go to os.TempDir(): this one.
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	for _, mode := range runModes() {
+	for _, mode := range lifecycleModes() {
 		t.Run(mode.name, func(t *testing.T) {
 			if strings.HasPrefix(mode.name, "overlay") {
 				needMount(t)
@@ -564,7 +578,7 @@ func TestRunCancelLeavesNothing(t *testing.T) {
 // TestRunReturnKillsBackground: what the command leaves running in the
 // background is killed when it exits, and Run waits for that.
 func TestRunReturnKillsBackground(t *testing.T) {
-	for _, mode := range runModes() {
+	for _, mode := range lifecycleModes() {
 		t.Run(mode.name, func(t *testing.T) {
 			if strings.HasPrefix(mode.name, "overlay") {
 				needMount(t)
@@ -584,7 +598,7 @@ func TestRunReturnKillsBackground(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitNoMarker(t, marker, 0)
-			if got := changeStrings(f); !slices.Equal(got, []string{"A out"}) {
+			if got := changeStrings(f); mode.name != "direct" && !slices.Equal(got, []string{"A out"}) {
 				t.Errorf("changes: %q", got)
 			}
 		})
@@ -606,7 +620,7 @@ func TestRunExitStatusLikeOS(t *testing.T) {
 		}
 		return fmt.Sprintf("exit %d (%d)", ws.ExitStatus(), ee.ExitCode())
 	}
-	for _, mode := range runModes() {
+	for _, mode := range lifecycleModes() {
 		t.Run(mode.name, func(t *testing.T) {
 			if strings.HasPrefix(mode.name, "overlay") {
 				needMount(t)
@@ -623,6 +637,17 @@ func TestRunExitStatusLikeOS(t *testing.T) {
 				if got := status(mode.run(context.Background(), f, cmd)); got != want {
 					t.Errorf("%q: %s, want %s as os/exec gives", s, got, want)
 				}
+			}
+			// A program that does not exist: not found, as os/exec says.
+			missing := filepath.Join(t.TempDir(), "no-such-program")
+			oracleErr := exec.Command(missing).Run()
+			f, err := overlayfs.New(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = mode.run(context.Background(), f, exec.Command(missing))
+			if !errors.Is(oracleErr, fs.ErrNotExist) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+				t.Errorf("missing program: %v, want like os/exec's %v", err, oracleErr)
 			}
 		})
 	}
@@ -733,5 +758,113 @@ func TestCleanupRacesCreation(t *testing.T) {
 	close(stop)
 	if n := <-cleaned; n != 0 {
 		t.Errorf("Cleanup removed %d directories of live owners", n)
+	}
+}
+
+// TestRunLeaksNoDescriptors: the command gets the descriptors and the
+// environment it would get from os/exec, and none of the supervisors'.
+func TestRunLeaksNoDescriptors(t *testing.T) {
+	// No pipeline before ls: the shell would hold its pipe while ls looks.
+	const script = `ls /proc/$$/fd; cat <&3; env | grep -c '^COWFS_KERNEL' || true`
+	extra := func(t *testing.T) *os.File {
+		p := filepath.Join(t.TempDir(), "extra")
+		if err := os.WriteFile(p, []byte("extra file\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	oracle := exec.Command("sh", "-c", script)
+	oracle.ExtraFiles = []*os.File{extra(t)}
+	want, err := oracle.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range lifecycleModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			if strings.HasPrefix(mode.name, "overlay") {
+				needMount(t)
+			}
+			f, err := overlayfs.New(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", script)
+			cmd.ExtraFiles = []*os.File{extra(t)}
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			if err := mode.run(context.Background(), f, cmd); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != string(want) {
+				t.Errorf("the command saw\n%s\nwant, as os/exec gives it,\n%s", out.String(), want)
+			}
+		})
+	}
+}
+
+// TestRunReclaimsTempDirs: Run removes abandoned temporary directories
+// beside its own as it starts, and leaves everything else.
+func TestRunReclaimsTempDirs(t *testing.T) {
+	tmp := t.TempDir()
+	dead := filepath.Join(tmp, "cowfs-copy-dead")
+	if err := os.MkdirAll(filepath.Join(dead, "root"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dead, ownerRecordName), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(tmp, "cowfs-copy-norecord")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := overlayfs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(context.Background(), f, exec.Command("true"), WithCopyFallback(), WithTempDir(tmp)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dead); err == nil {
+		t.Error("Run left an abandoned temporary directory beside its own")
+	}
+	if _, err := os.Lstat(other); err != nil {
+		t.Errorf("Run removed a directory without an owner record: %v", err)
+	}
+}
+
+// TestCleanupKeepsDirWithMount: an abandoned temporary directory with
+// something mounted inside is not removed (removing would reach into the
+// mount), and Cleanup says why.
+func TestCleanupKeepsDirWithMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	dead := filepath.Join(dir, "cowfs-run-dead")
+	inside := filepath.Join(dead, "upper")
+	if err := os.MkdirAll(inside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dead, ownerRecordName), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", inside, "tmpfs", 0, ""); err != nil {
+		t.Skip("cannot mount a tmpfs here: ", err)
+	}
+	defer unix.Unmount(inside, unix.MNT_DETACH)
+	if err := os.WriteFile(filepath.Join(inside, "precious"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := Cleanup(dir)
+	if len(removed) != 0 || !errors.Is(err, unix.EBUSY) || !strings.Contains(err.Error(), dead) {
+		t.Errorf("Cleanup: removed %q, %v; want nothing removed and EBUSY naming %s", removed, err, dead)
+	}
+	if _, err := os.Lstat(filepath.Join(inside, "precious")); err != nil {
+		t.Errorf("a file inside the mount is gone: %v", err)
 	}
 }

@@ -182,7 +182,7 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 	if err := tempOutsideRoot(f.Root(), cfg.tempDir); err != nil {
 		return err
 	}
-	Cleanup(cfg.tempDir) // opportunistic: what killed callers left
+	cleanup(cfg.tempDir, false) // opportunistic: what killed callers left
 	if !cfg.forceCopy {
 		err := runOverlay(ctx, f, cmd, cfg)
 		var me *mountFailed
