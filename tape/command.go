@@ -30,13 +30,14 @@ type CommandChange struct {
 // wherever it appears as a whole path prefix, and so are absolute symlink
 // targets inside the root, so tapes of two runs over two temporary roots
 // compare equal. A change whose op is not a command op, or whose path is
-// not a clean relative path, is refused before anything is recorded.
+// not a clean relative path ("." is the root itself), is refused before
+// anything is recorded.
 func (r *Recorder) RecordCommand(root string, argv []string, changes []CommandChange) error {
 	for _, c := range changes {
 		if !IsCommandOp(c.Op) {
 			return fmt.Errorf("tape: RecordCommand: %q is not a command op", c.Op)
 		}
-		if c.Path == "" || c.Path == "." || !fs.ValidPath(c.Path) {
+		if !fs.ValidPath(c.Path) { // "." is the root itself (its mode)
 			return fmt.Errorf("tape: RecordCommand: invalid path %q", c.Path)
 		}
 	}

@@ -45,6 +45,7 @@ func TestRecordCommand(t *testing.T) {
 			{Op: OpCmdMkdir, Path: "out", Mode: fs.ModeDir | 0o755},
 			{Op: OpCmdSymlink, Path: "link", Target: filepath.Join(root, "out")},
 			{Op: OpCmdChmod, Path: "run.sh", Mode: 0o755},
+			{Op: OpCmdChmod, Path: ".", Mode: fs.ModeDir | 0o700},
 			{Op: OpCmdMknod, Path: "ctl.sock", Mode: fs.ModeSocket | 0o755},
 		}
 	}
@@ -62,7 +63,7 @@ func TestRecordCommand(t *testing.T) {
 			t.Errorf("cmd %q, want %q", r.Cmd, want)
 		}
 	}
-	if want := []string{"ctl.sock", "link", "old", "out", "out/nanos.txt", "run.sh"}; !slices.Equal(paths, want) {
+	if want := []string{".", "ctl.sock", "link", "old", "out", "out/nanos.txt", "run.sh"}; !slices.Equal(paths, want) {
 		t.Errorf("record paths %q, want %q", paths, want)
 	}
 	if r := only(a, OpCmdSymlink, "link"); len(r) != 1 || r[0].Target != "<root>/out" {
@@ -75,6 +76,7 @@ func TestRecordCommand(t *testing.T) {
 		}
 	}
 	wantFinal := []string{
+		". lower mode=drwx------",
 		"ctl.sock special mode=Srwxr-xr-x",
 		"link symlink target=<root>/out",
 		"old deleted",
@@ -110,7 +112,7 @@ func TestRecordCommandRefuses(t *testing.T) {
 		{{Op: OpOpen, Path: "a"}},
 		{{Op: OpCmdRemove, Path: "../a"}},
 		{{Op: OpCmdRemove, Path: "/abs"}},
-		{{Op: OpCmdRemove, Path: "."}},
+		{{Op: OpCmdRemove, Path: "a/"}},
 		{{Op: OpCmdRemove, Path: "ok"}, {Op: OpCmdRemove, Path: ""}},
 	} {
 		if err := rec.RecordCommand("/r", []string{"x"}, bad); err == nil {
