@@ -125,4 +125,3 @@ func TestCommitSpecialFiles(t *testing.T) {
 		})
 	}
 }
-
