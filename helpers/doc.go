@@ -76,6 +76,18 @@
 // the first dot after its last slash, linker escapes undone, an external
 // test package's "_test" suffix dropped. [Package] sets it explicitly.
 //
+// # Subprocesses
+//
+// [Env.Run] runs a command on the test's overlay with [kernel.Run]: a real
+// kernel overlay of the root (or a copy of it), confined with Landlock so
+// that it writes only there, in a private TMPDIR and to the standard
+// devices. What it changed lands in the overlay, and on the tape as one
+// command record per changed path (content hash and size, removal, mkdir,
+// symlink target, mode, FIFO or socket), tagged with its argv with the
+// root replaced by "<root>": `replay check` sees a command whose output
+// differs between runs and names the file. Times and owners are not
+// recorded. Linux only.
+//
 // # Failures
 //
 // When the test has failed by the time its cleanups run, the change list

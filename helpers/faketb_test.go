@@ -1,6 +1,7 @@
 package helpers_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -65,6 +66,9 @@ func (f *fakeTB) run(body func(t testing.TB)) *fakeTB {
 
 func (f *fakeTB) Name() string { return f.name }
 func (f *fakeTB) Helper()      {}
+
+// Context is never canceled: the stand-in has no end of its own.
+func (f *fakeTB) Context() context.Context { return context.Background() }
 
 func (f *fakeTB) Cleanup(fn func()) {
 	f.mu.Lock()

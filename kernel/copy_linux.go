@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -20,28 +21,74 @@ import (
 
 // runCopy is Run without an overlay: the command runs in a copy of the view
 // and the difference is imported, stacked on the view like an upper dir.
+// Confined, it starts through the hook (see runHook), which applies
+// Landlock and execs the command; the real root is checked unchanged
+// afterwards in any case.
 func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig) error {
+	mode := Mode{Kind: ModeCopy}
+	abi, err := confinement(cfg, &mode)
+	if err != nil {
+		return err
+	}
+	var exe string
+	if abi > 0 {
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("kernel: Run: cannot re-execute this program to confine the command (%v): %w", err, ErrUnconfined)
+		}
+	}
 	tmp, done, err := ownedTempDir(cfg.tempDir, copyDirPrefix)
 	if err != nil {
 		return err
 	}
 	defer done()
+	tmpDir, err := privateTemp(tmp)
+	if err != nil {
+		return err
+	}
 	cp := filepath.Join(tmp, "root")
-	vc := &viewCopy{f: f, dst: cp, inode: map[string]uint64{}, ownerLost: map[string]bool{}}
+	var writable []string
+	if abi > 0 {
+		if writable, err = writablePaths(cp, tmpDir, f.Root(), cfg.writable); err != nil {
+			return err
+		}
+	}
+	before := f.LowerState()
+	vc := &viewCopy{f: f, dst: cp, inode: map[string]uint64{}, ownerLost: map[string]bool{}, absent: map[string]bool{}}
 	if err := vc.copyDir(""); err != nil {
 		return err
 	}
 	c := cloneCmd(ctx, cmd)
-	c.Dir = mapDir(f.Root(), cp, cmd.Dir)
-	c.Env = append(c.Env, RootEnv+"="+cp)
-	sup, err := superviseStart(c, copyNamespaces(), false, "exec")
+	c.Dir, c.Path = workDir(f.Root(), cp, cmd.Dir, cmd.Path)
+	c.Env = append(c.Env, RootEnv+"="+cp, "TMPDIR="+tmpDir)
+	mode.Root, mode.Dir = cp, c.Dir
+	var sup *supervised
+	var hookErr *runStatus
+	if abi > 0 {
+		req := runRequest{NoMount: true, Path: c.Path, Args: c.Args, Landlock: abi, Writable: writable}
+		c.Path, c.Args = exe, []string{exe}
+		sup, hookErr, err = startHooked(c, req, copyNamespaces(), false, "exec")
+	} else if sup, err = superviseStart(c, copyNamespaces(), false, "exec"); err == nil {
+		if err = sup.started(); err != nil {
+			sup.wait()
+		}
+	}
+	var se *startError
+	if errors.As(err, &se) {
+		return se.err
+	}
 	if err != nil {
 		return err
 	}
+	if hookErr == nil && cfg.report != nil {
+		cfg.report(mode)
+	}
 	runErr := sup.wait()
-	var se *startError
-	if errors.As(runErr, &se) {
-		return se.err
+	if hookErr != nil {
+		return hookErr.err()
+	}
+	if changed := before.Changed(); len(changed) > 0 {
+		return errors.Join(runErr, fmt.Errorf("kernel: Run: the real root changed while the command ran in a copy, nothing imported: %s: %w",
+			strings.Join(changed, ", "), overlayfs.ErrConflict))
 	}
 	entries, err := vc.diff()
 	if err != nil {
@@ -52,30 +99,14 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 		return errors.Join(runErr, err)
 	}
 	defer root.Close()
+	snap := f.Snapshot()
 	for _, e := range entries {
 		if err := applyUpperEntry(root, cp, f, e); err != nil {
+			f.Restore(snap)
 			return errors.Join(runErr, err)
 		}
 	}
-	return runErr
-}
-
-// mapDir maps a working directory inside root into the copy. Outside the
-// root it stays what it is, as in overlay mode.
-func mapDir(root, cp, dir string) string {
-	d := dir
-	if d == "" {
-		d, _ = os.Getwd()
-	}
-	if abs, err := filepath.Abs(d); err == nil {
-		if real, err := filepath.EvalSymlinks(abs); err == nil {
-			abs = real
-		}
-		if rel, err := filepath.Rel(root, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return filepath.Join(cp, rel)
-		}
-	}
-	return dir
+	return errors.Join(runErr, skipped(vc.skips))
 }
 
 // removeTree removes dir even where the copy made directories unwritable.
@@ -98,6 +129,8 @@ type viewCopy struct {
 	dst       string
 	inode     map[string]uint64 // copied directories: replaced ones get new inodes
 	ownerLost map[string]bool   // chown refused: the owner cannot be compared
+	absent    map[string]bool   // device nodes of the view that could not be made in the copy
+	skips     []error           // what the diff found that a layer cannot hold
 }
 
 func (vc *viewCopy) view(rel string) string {
@@ -187,7 +220,20 @@ func (vc *viewCopy) copyEntry(rel string) error {
 			return err
 		}
 	default:
-		return &fs.PathError{Op: "copy", Path: vc.view(rel), Err: ErrUnsupportedType}
+		// FIFOs, sockets and devices are copied as what they are. A device
+		// node the copy cannot make (mknod needs privilege) is left out and
+		// not taken for a deletion.
+		var rdev uint64
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			rdev = st.Rdev
+		}
+		if err := unix.Mknod(vc.real(rel), unixType(fi.Mode())|0o600, int(rdev)); err != nil {
+			if fi.Mode()&(fs.ModeDevice|fs.ModeCharDevice) != 0 {
+				vc.absent[rel] = true
+				return nil
+			}
+			return &fs.PathError{Op: "mknod", Path: vc.real(rel), Err: err}
+		}
 	}
 	return vc.setMeta(rel, fi)
 }
@@ -261,7 +307,9 @@ func (vc *viewCopy) diffDir(rel string, viewDir, replaced bool, out *[]upperEntr
 			}
 			i++
 		case i == len(copyNames) || viewNames[j] < copyNames[i]:
-			*out = append(*out, upperEntry{rel: joinRel(rel, viewNames[j]), typ: overlayfs.EntryWhiteout})
+			if r := joinRel(rel, viewNames[j]); !vc.absent[r] {
+				*out = append(*out, upperEntry{rel: r, typ: overlayfs.EntryWhiteout})
+			}
 			j++
 		default:
 			if err := vc.diffEntry(joinRel(rel, copyNames[i]), true, out); err != nil {
@@ -294,7 +342,17 @@ func (vc *viewCopy) diffEntry(rel string, inView bool, out *[]upperEntry) error 
 		}
 		e.target = t
 	default:
-		return &fs.PathError{Op: "import", Path: p, Err: ErrUnsupportedType}
+		t, ok := specialType(st.Mode)
+		if !ok {
+			if inView {
+				if vfi, err := vc.f.Lstat(vc.view(rel)); err == nil && unixType(vfi.Mode()) == st.Mode&unix.S_IFMT {
+					return nil // the view's own device node or special file, as copied
+				}
+			}
+			vc.skips = append(vc.skips, skipError(filepath.Join(vc.f.Root(), filepath.FromSlash(rel)), st.Mode, st.Rdev))
+			return nil
+		}
+		e.typ = t
 	}
 	var vfi fs.FileInfo
 	if inView {
@@ -332,6 +390,8 @@ func (vc *viewCopy) sameMeta(rel string, e upperEntry, vfi fs.FileInfo) bool {
 		typ = overlayfs.EntrySymlink
 	case vm.IsRegular():
 		typ = overlayfs.EntryFile
+	default:
+		typ, _ = specialType(unixType(vm))
 	}
 	if typ != e.typ || !vfi.ModTime().Equal(e.mtime) {
 		return false
@@ -391,4 +451,23 @@ func sameReaders(a, b io.Reader) (bool, error) {
 			return endA == endB, nil
 		}
 	}
+}
+
+// unixType returns the S_IFMT bits of a FileMode's type.
+func unixType(m fs.FileMode) uint32 {
+	switch {
+	case m.IsDir():
+		return unix.S_IFDIR
+	case m&fs.ModeSymlink != 0:
+		return unix.S_IFLNK
+	case m&fs.ModeNamedPipe != 0:
+		return unix.S_IFIFO
+	case m&fs.ModeSocket != 0:
+		return unix.S_IFSOCK
+	case m&fs.ModeCharDevice != 0:
+		return unix.S_IFCHR
+	case m&fs.ModeDevice != 0:
+		return unix.S_IFBLK
+	}
+	return unix.S_IFREG
 }

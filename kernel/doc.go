@@ -11,7 +11,8 @@
 // # Upper directories
 //
 // An upper directory written by Materialize, mounted with
-// lowerdir=f.Root(), shows exactly f's view: names, types, modes (with
+// lowerdir=f.Root(), shows exactly f's view (FIFOs and sockets included):
+// names, types, modes (with
 // setuid, setgid and sticky), contents, symlink targets, owners and
 // modification times. Deletions are 0/0 character devices (whiteouts),
 // written only where they hide something: the lower has the path and the
@@ -33,7 +34,8 @@
 // so a hostile layer path cannot write outside it.
 //
 // Import reads an upper directory the kernel wrote (or Materialize, or an
-// OCI extractor) and stacks it on the current view. The kernel's whiteouts
+// OCI extractor) and stacks it on the current view (device nodes aside,
+// see Special files below). The kernel's whiteouts
 // are often hard links to one shared inode; the link count is ignored. Its
 // bookkeeping xattrs (origin, impure, uuid, nlink, ...) are skipped. An
 // upper that uses redirect_dir or metacopy cannot be expressed as a layer
@@ -77,10 +79,58 @@
 // Where no overlay can be mounted (no overlayfs, no privilege, user
 // namespaces disabled), or with [WithCopyFallback], Run copies the view to
 // a temporary directory, runs the command there and imports the
-// difference. The layer ends up the same. The command's working directory
-// is mapped into the copy, and the environment variable COWFS_ROOT tells
-// it where the root is (in both modes). Absolute paths into the root are
-// not redirected in copy mode.
+// difference. The layer ends up the same. The environment variable
+// COWFS_ROOT tells the command where the root is (in both modes); in copy
+// mode the root's real path is not redirected, and writes to it fail.
+//
+// # Confinement
+//
+// In every mode Run confines the command with Landlock (Linux 5.13+, no
+// privileges needed): the helper process applies the ruleset to itself
+// just before it execs the command (after the mount, which Landlock would
+// forbid), and the command and its children inherit it. The command may
+// write only beneath the root as it sees it (the overlay mount, or the
+// copy), a private temporary directory that Run creates, names in TMPDIR
+// and removes afterwards, the standard character devices (/dev/null,
+// /dev/zero, /dev/full, /dev/tty, /dev/pts/*) and the paths given to
+// [WithWritable]. Any other write (create, remove, rename, truncate,
+// mknod, symlink) fails inside the command with EACCES; reads and
+// execution are not restricted. Renaming or linking across directories
+// needs Landlock ABI 2 (Linux 5.19); with ABI 1 the kernel refuses it
+// with EXDEV, which mv handles by copying. Landlock requires no_new_privs:
+// set-user-ID programs run without their privileges.
+//
+// In the copy fallback the real root is never writable: a WithWritable
+// path inside it is mapped into the copy, one that holds it is refused
+// ([ErrUnconfined]). Run also takes the identity of every path of the real
+// root (what Commit's conflict check compares) before the copy and checks
+// it afterwards; if anything changed (an unconfined command wrote there),
+// it imports nothing and returns an error wrapping [overlayfs.ErrConflict]
+// that names the paths. The layer never receives an inverted change.
+//
+// Where Landlock is missing (or [NoLandlockEnv] is set, for tests), the
+// overlay modes run the command unconfined, since the mount keeps the real
+// root out of reach, and say so through [WithModeReport]; the copy
+// fallback refuses with [ErrUnconfined]. [Unconfined] switches
+// confinement off in every mode. What a command writes outside the root
+// (WithWritable paths, or anywhere when unconfined) is neither captured
+// nor undone.
+//
+// A command whose cmd.Dir is empty runs in the process's working
+// directory when that lies inside the root (in copy mode, the same
+// directory of the copy), and in the root otherwise, so relative names
+// never escape. [WithModeReport] receives the [Mode] used: kernel overlay
+// as root, kernel overlay in a user namespace, or copy; confined or not;
+// where the command sees the root and runs.
+//
+// # Special files
+//
+// FIFOs and sockets a command leaves are imported as layer entries of
+// their own type and recreated by Materialize (mkfifo, mknod with
+// S_IFSOCK); the copy fallback copies those of the view as what they are.
+// Device nodes, which a layer cannot hold, are skipped: Import and Run
+// import everything else first, then return an error wrapping
+// [ErrUnsupportedType] that names each skipped path.
 //
 // # Processes, crashes and cleanup
 //

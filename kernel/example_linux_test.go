@@ -153,3 +153,36 @@ func ExampleMount() {
 	}
 	defer m.Unmount()
 }
+
+// The command may write under the root and its private TMPDIR; a write
+// anywhere else fails inside it, unless the path is given to WithWritable
+// (a build cache, say). What it writes there is not captured.
+func ExampleWithWritable() {
+	root := exampleRoot()
+	defer os.RemoveAll(root)
+	cache, _ := os.MkdirTemp("", "cowfs-cache-")
+	defer os.RemoveAll(cache)
+	f, _ := overlayfs.New(root)
+
+	script := `echo built > "$COWFS_ROOT/out.txt"
+if echo entry 2>/dev/null > "$0/entry"; then echo "cache written"; else echo "cache refused"; fi`
+	for _, opts := range [][]kernel.RunOption{nil, {kernel.WithWritable(cache)}} {
+		cmd := exec.Command("sh", "-c", script, cache)
+		cmd.Stdout = os.Stdout
+		var mode kernel.Mode
+		opts = append(opts, kernel.WithModeReport(func(m kernel.Mode) { mode = m }))
+		if err := kernel.Run(context.Background(), f, cmd, opts...); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("confined:", mode.Confined)
+	}
+	for _, c := range f.Changes() {
+		fmt.Println(c)
+	}
+	// Output:
+	// cache refused
+	// confined: true
+	// cache written
+	// confined: true
+	// A out.txt
+}

@@ -17,8 +17,8 @@ import (
 
 // Import reads the overlay upper directory upper, written by the kernel,
 // by [Materialize] or by an OCI extractor, and stacks it on f's current view
-// the way the kernel stacks an upper on its lower: files and symlinks
-// replace, a 0/0 character device (a whiteout; the kernel's are hard links
+// the way the kernel stacks an upper on its lower: files, symlinks, FIFOs
+// and sockets replace, a 0/0 character device (a whiteout; the kernel's are hard links
 // to one inode, which does not matter) removes, a directory merges with the
 // directory below unless it carries the opaque xattr of the namespace opts
 // selects. Whiteouts of paths the view does not have are skipped. The
@@ -31,17 +31,25 @@ import (
 //
 // Import checks the whole upper before it changes f: an upper that uses
 // redirect_dir or metacopy, which a layer cannot express, is refused with
-// [ErrRedirect] or [ErrMetacopy], and a fifo, socket or device with
-// [ErrUnsupportedType], all inside an *fs.PathError naming the upper path.
-// An error while applying (a file unreadable halfway) leaves f with part of
-// the upper applied; take an [overlayfs.Fs.Snapshot] first to roll back.
+// [ErrRedirect] or [ErrMetacopy] inside an *fs.PathError naming the upper
+// path. A device node (other than a whiteout), which a layer cannot hold,
+// is skipped: Import imports everything else, then returns an error
+// wrapping [ErrUnsupportedType] that names each skipped path. An error
+// while applying (a file unreadable halfway) leaves f with part of the
+// upper applied; take an [overlayfs.Fs.Snapshot] first to roll back.
 func Import(upper string, f *overlayfs.Fs, opts Options) error {
+	return importAs(upper, upper, f, opts)
+}
+
+// importAs is Import naming skipped paths under shown instead of upper
+// (Run names them where the command made them, in the root).
+func importAs(upper, shown string, f *overlayfs.Fs, opts Options) error {
 	root, err := os.OpenRoot(upper)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	entries, err := scanUpper(upper, opts)
+	entries, skips, err := scanUpper(upper, shown, opts)
 	if err != nil {
 		return err
 	}
@@ -50,7 +58,10 @@ func Import(upper string, f *overlayfs.Fs, opts Options) error {
 			return err
 		}
 	}
-	return importRoot(upper, f)
+	if err := importRoot(upper, f); err != nil {
+		return err
+	}
+	return skipped(skips)
 }
 
 // importRoot stacks the upper root's own metadata on the view's root where
@@ -88,12 +99,12 @@ type upperEntry struct {
 }
 
 // scanUpper walks upper parent-first, in bytewise order within each
-// directory, checking every entry before anything is applied.
-func scanUpper(upper string, opts Options) ([]upperEntry, error) {
-	var out []upperEntry
+// directory, checking every entry before anything is applied. Entries a
+// layer cannot hold are left out, each with an error in skips.
+func scanUpper(upper, shown string, opts Options) (out []upperEntry, skips []error, err error) {
 	prefix := opts.xattrPrefix()
 	xbuf := make([]byte, 1024)
-	err := filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -119,7 +130,8 @@ func scanUpper(upper string, opts Options) ([]upperEntry, error) {
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFCHR:
 			if st.Rdev != 0 {
-				return &fs.PathError{Op: "import", Path: p, Err: fmt.Errorf("character device %d:%d: %w", unix.Major(st.Rdev), unix.Minor(st.Rdev), ErrUnsupportedType)}
+				skips = append(skips, skipError(filepath.Join(shown, rel), st.Mode, st.Rdev))
+				return nil
 			}
 			e.typ = overlayfs.EntryWhiteout
 			out = append(out, e)
@@ -134,7 +146,12 @@ func scanUpper(upper string, opts Options) ([]upperEntry, error) {
 				return err
 			}
 		default:
-			return &fs.PathError{Op: "import", Path: p, Err: fmt.Errorf("mode %#o: %w", st.Mode&unix.S_IFMT, ErrUnsupportedType)}
+			t, ok := specialType(st.Mode)
+			if !ok {
+				skips = append(skips, skipError(filepath.Join(shown, rel), st.Mode, st.Rdev))
+				return nil
+			}
+			e.typ = t
 		}
 		names, err := listXattrs(p, &xbuf)
 		if err != nil {
@@ -163,7 +180,7 @@ func scanUpper(upper string, opts Options) ([]upperEntry, error) {
 		out = append(out, e)
 		return nil
 	})
-	return out, err
+	return out, skips, err
 }
 
 func permBits(mode uint32) fs.FileMode {
@@ -238,7 +255,7 @@ func applyUpperEntry(root *os.Root, upper string, f *overlayfs.Fs, e upperEntry)
 		// A dir over a non-dir (or over nothing) shows nothing from below.
 		le.Opaque = e.opaque || curErr != nil || !cur.IsDir()
 		return f.PutEntry(le, nil)
-	case overlayfs.EntrySymlink:
+	case overlayfs.EntrySymlink, overlayfs.EntryFIFO, overlayfs.EntrySocket:
 		return f.PutEntry(le, nil)
 	case overlayfs.EntryFile:
 		r, err := root.OpenFile(filepath.FromSlash(e.rel), os.O_RDONLY|syscall.O_NOFOLLOW, 0)

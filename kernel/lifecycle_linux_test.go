@@ -146,10 +146,12 @@ func TestLifecycleChild(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	runs := filepath.Join(job.Dir, "runs")
 	switch job.Mode {
+	// The ready file lies beside the root, where a confined command cannot
+	// write: these runs are unconfined.
 	case "overlay":
-		err = runOverlay(context.Background(), f, cmd, runConfig{tempDir: runs})
+		err = runOverlay(context.Background(), f, cmd, runConfig{tempDir: runs, unconfined: true})
 	case "copy":
-		err = Run(context.Background(), f, cmd, WithCopyFallback(), WithTempDir(runs))
+		err = Run(context.Background(), f, cmd, WithCopyFallback(), WithTempDir(runs), Unconfined())
 	case "direct":
 		// The copy fallback's supervision where no PID namespace can be made.
 		dir, done, derr := ownedTempDir(runs, copyDirPrefix)
@@ -328,7 +330,7 @@ func TestRunCallerKilled(t *testing.T) {
 				liveMarker := newMarker(t) + "-live"
 				liveDone := make(chan error)
 				go func() {
-					var opts []RunOption
+					opts := []RunOption{Unconfined()} // live-ready lies beside the root
 					if mode != "overlay" {
 						opts = append(opts, WithCopyFallback())
 					}
@@ -494,7 +496,7 @@ func TestMountOwnerKilledInNamespace(t *testing.T) {
 // back to where no PID namespace can be made, on a plain command (no
 // copy, no import).
 func lifecycleModes() []runMode {
-	return append(runModes(), runMode{"direct", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error {
+	return append(runModes(), runMode{"direct", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, _ ...RunOption) error {
 		sup, err := superviseStart(cloneCmd(ctx, cmd), nil, false, "exec")
 		if err != nil {
 			return err
@@ -557,7 +559,7 @@ func TestRunCancelLeavesNothing(t *testing.T) {
 				cancel()
 			}()
 			cmd := markerCmd(marker, ready, root)
-			err = mode.run(ctx, f, cmd)
+			err = mode.run(ctx, f, cmd, WithWritable(filepath.Dir(ready)))
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 				t.Errorf("cancelled Run: %v, want killed", err)

@@ -23,7 +23,9 @@ import (
 // that an overlay mounted with lowerdir=f.Root(), upperdir=upper (see
 // [Mount]) shows exactly f's view.
 //
-// Deletions become 0/0 character-device whiteouts, and only where the lower
+// FIFOs and sockets become a FIFO (mkfifo) and a socket inode (mknod with
+// S_IFSOCK) with the entry's mode, owner and time. Deletions become 0/0
+// character-device whiteouts, and only where the lower
 // has the path under a merged directory. A directory that replaces a lower
 // directory gets the opaque xattr in the namespace opts selects. Directories
 // the layer does not hold (parents of its entries) copy the lower's mode,
@@ -214,6 +216,31 @@ func (m *materializer) create(s step) error {
 			return err
 		}
 		return m.writeFile(dir, name, e)
+
+	case overlayfs.EntryFIFO, overlayfs.EntrySocket:
+		// mkfifo, or mknod S_IFSOCK: a socket inode nobody listens on, as
+		// the kernel's copy-up of a socket makes.
+		dfd, err := m.dirFd(parent)
+		if err != nil {
+			return err
+		}
+		p := m.upperPath(e.Path)
+		if err := unix.Mknodat(dfd, name, specialMode(e.Type)|0o600, 0); err != nil {
+			return &fs.PathError{Op: "mknod", Path: p, Err: err}
+		}
+		if e.Uid != m.euid || e.Gid != m.egid || m.alwaysChown {
+			if err := unix.Fchownat(dfd, name, e.Uid, e.Gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return &fs.PathError{Op: "lchown", Path: p, Err: err}
+			}
+		}
+		if err := unix.Fchmodat(dfd, name, unixMode(e.Mode), 0); err != nil {
+			return &fs.PathError{Op: "chmod", Path: p, Err: err}
+		}
+		ts := timespecs(e.ModTime, e.ModTime)
+		if err := unix.UtimesNanoAt(dfd, name, ts[:], unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &fs.PathError{Op: "utimensat", Path: p, Err: err}
+		}
+		return nil
 	}
 	return &fs.PathError{Op: "materialize", Path: m.upperPath(e.Path), Err: fmt.Errorf("entry type %d: %w", e.Type, ErrUnsupportedType)}
 }

@@ -24,14 +24,14 @@ const (
 )
 
 // WriteOCILayer writes f's layer as an OCI image layer tar (PAX format, so
-// long names, nanosecond times and owners survive): files, directories and
-// symlinks as themselves, a deletion as an empty file ".wh.<name>" next to
+// long names, nanosecond times and owners survive): files, directories,
+// symlinks and FIFOs as themselves, a deletion as an empty file ".wh.<name>" next to
 // it, a directory that hides a lower directory followed by its
 // ".wh..wh..opq" marker. As with [Materialize], whiteouts and opaque
 // markers appear only where they hide something, and directories the layer
 // does not hold but whose children it does are written with the lower's
-// metadata. A layer name starting with ".wh." cannot be carried: the error
-// wraps [ErrUnrepresentable].
+// metadata. A layer name starting with ".wh.", and a socket (tar has no
+// type for it), cannot be carried: the error wraps [ErrUnrepresentable].
 func WriteOCILayer(f *overlayfs.Fs, w io.Writer) error {
 	steps, err := planLayer(f)
 	if err != nil {
@@ -87,6 +87,13 @@ func WriteOCILayer(f *overlayfs.Fs, w io.Writer) error {
 					return fmt.Errorf("oci %s: %w", s.Path, err)
 				}
 			}
+		case overlayfs.EntryFIFO:
+			hdr.Typeflag = tar.TypeFifo
+			if err := tw.WriteHeader(hdr); err != nil {
+				return err
+			}
+		default: // a socket: tar has no type for it
+			return &fs.PathError{Op: "oci", Path: s.Path, Err: fmt.Errorf("%v: %w", s.Type, ErrUnrepresentable)}
 		}
 	}
 	return tw.Close()
@@ -109,7 +116,7 @@ type ociItem struct {
 // by tools that tar an overlay upper directly: a 0/0 character device as a
 // whiteout and a PAX xattr trusted.overlay.opaque=y or user.overlay.opaque=y;
 // a PAX redirect or metacopy xattr is refused ([ErrRedirect], [ErrMetacopy]).
-// Hard links become copies. Fifos and devices are refused with
+// Hard links become copies. FIFOs become FIFO entries; devices are refused with
 // [ErrUnsupportedType]; names that leave the layer ("..", absolute) with
 // fs.ErrInvalid. Everything is read and checked before f changes; file
 // contents are held in memory meanwhile.
@@ -204,6 +211,8 @@ func ReadOCILayer(r io.Reader, f *overlayfs.Fs) error {
 				return &fs.PathError{Op: "oci", Path: hdr.Name, Err: fs.ErrInvalid}
 			}
 			e.Type, it.linkTo = overlayfs.EntryFile, target
+		case tar.TypeFifo:
+			e.Type = overlayfs.EntryFIFO
 		case tar.TypeChar:
 			if hdr.Devmajor == 0 && hdr.Devminor == 0 {
 				whiteouts[name] = true

@@ -116,7 +116,7 @@ func (p *planner) add(e overlayfs.LayerEntry) error {
 		lowerDir := parentMerged && p.lowerIsDir(e.Path)
 		s.markOpaque = lowerDir && e.Opaque
 		p.merged[e.Path] = lowerDir && !e.Opaque
-	case overlayfs.EntryFile, overlayfs.EntrySymlink:
+	case overlayfs.EntryFile, overlayfs.EntrySymlink, overlayfs.EntryFIFO, overlayfs.EntrySocket:
 	default:
 		return &fs.PathError{Op: "materialize", Path: e.Path, Err: fmt.Errorf("entry type %d: %w", e.Type, ErrUnsupportedType)}
 	}

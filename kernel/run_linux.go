@@ -29,12 +29,18 @@ type runRequest struct {
 	Path      string   `json:"path"`
 	Args      []string `json:"args"`
 	StatusFD  int      `json:"statusfd"`
+	// NoMount: the copy fallback, which only confines and execs.
+	NoMount bool `json:"nomount,omitempty"`
+	// Landlock is the ABI to confine the command with, 0 for none;
+	// Writable lists what it may write then.
+	Landlock int      `json:"landlock,omitempty"`
+	Writable []string `json:"writable,omitempty"`
 }
 
 // runStatus is written to the status pipe when the hook fails; a successful
 // exec closes the pipe (close-on-exec) with nothing written.
 type runStatus struct {
-	Stage string `json:"stage"` // "mount" or "exec"
+	Stage string `json:"stage"` // "mount", "confine" or "exec"
 	Errno int    `json:"errno"`
 	Msg   string `json:"msg"`
 }
@@ -77,19 +83,28 @@ func runHook(reqJSON string) {
 		os.Exit(125)
 	}
 	syscall.CloseOnExec(req.StatusFD)
-	wd, err := os.Getwd()
-	if err != nil {
-		fail("mount", err)
+	if !req.NoMount {
+		wd, err := os.Getwd()
+		if err != nil {
+			fail("mount", err)
+		}
+		if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
+			fail("mount", err)
+		}
+		// The old working directory is the hidden original; re-resolve it.
+		if err := os.Chdir(wd); err != nil {
+			fail("mount", err)
+		}
 	}
-	if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
-		fail("mount", err)
-	}
-	// The old working directory is the hidden original; re-resolve it.
-	if err := os.Chdir(wd); err != nil {
-		fail("mount", err)
+	// After the mount: Landlock forbids mounting, and the rules must name
+	// the overlay, not the real root beneath it.
+	if req.Landlock > 0 {
+		if err := confineSelf(req.Landlock, req.Writable); err != nil {
+			fail("confine", fmt.Errorf("kernel: Run: confining the command with Landlock: %w", err))
+		}
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
-	err = syscall.Exec(req.Path, req.Args, env)
+	err := syscall.Exec(req.Path, req.Args, env)
 	fail("exec", fmt.Errorf("exec %s: %w", req.Path, err))
 }
 
@@ -108,17 +123,35 @@ func runHook(reqJSON string) {
 //
 // Where no overlay can be mounted (no overlayfs, no privilege, no user
 // namespaces), or with [WithCopyFallback], Run copies the view into a
-// temporary directory instead, runs the command there (its Dir, or the
-// working directory, mapped into the copy when inside the root; absolute
-// paths into the root are not remapped) and imports the difference. In
-// both modes a command whose directory is outside the root runs there, and
-// what it writes outside the root is not captured. Both ways give the same
-// layer. The fallback is decided before the command runs, except when the
-// helper process fails to mount: then a Stdin that is not an *os.File may
-// already have been partly read.
+// temporary directory instead, runs the command there and imports the
+// difference. Both ways give the same layer. The fallback is decided
+// before the command runs, except when the helper process fails to mount:
+// then a Stdin that is not an *os.File may already have been partly read.
+//
+// Confinement: in every mode the command runs under Landlock (Linux 5.13+,
+// no privileges needed) and may write only beneath the root as it sees
+// it, a private temporary directory that Run creates, names in TMPDIR and
+// removes afterwards, the standard character devices (/dev/null,
+// /dev/zero, /dev/full, /dev/tty, /dev/pts/*) and the paths given to
+// [WithWritable]; any other write fails inside the command with EACCES.
+// Reads are not restricted. Landlock implies no_new_privs: set-user-ID
+// programs run without their privileges. In the copy fallback the real
+// root is never writable; Run also checks afterwards that nothing in it
+// changed (the identity check Commit uses) and otherwise returns an error
+// wrapping [overlayfs.ErrConflict] that names the paths, leaving the layer
+// as it was. Where Landlock is missing the overlay modes run unconfined
+// (the mount keeps the real root out of reach) and say so through
+// [WithModeReport]; the copy fallback refuses with [ErrUnconfined].
+// [Unconfined] switches confinement off.
+//
+// Working directory: cmd.Dir, or when empty the process's working
+// directory, mapped into the copy in copy mode. When cmd.Dir is empty and
+// the working directory lies outside the root, the command runs in the
+// root (as it sees it). What a command writes outside the root (in
+// WithWritable paths, or anywhere when unconfined) is not captured.
 //
 // The command's environment gets COWFS_ROOT, the path at which it sees the
-// root: f.Root() itself, or the copy.
+// root (f.Root() itself, or the copy), and TMPDIR.
 //
 // Run does not start cmd itself: it runs a copy of cmd's Path, Args, Env,
 // Dir, Stdin, Stdout, Stderr and ExtraFiles; SysProcAttr is kept, with the
@@ -130,7 +163,8 @@ func runHook(reqJSON string) {
 //
 // Cost: the layer is written out and read back whole (O(layer size) in
 // time, and the re-imported contents are held in memory by f); the copy
-// fallback also copies and compares the whole view.
+// fallback also copies and compares the whole view, and stats every path
+// of the root twice for the check.
 func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
 	var cfg runConfig
 	for _, o := range opts {
@@ -145,6 +179,9 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 	if cfg.tempDir == "" {
 		cfg.tempDir = defaultTempDir()
 	}
+	if err := tempOutsideRoot(f.Root(), cfg.tempDir); err != nil {
+		return err
+	}
 	cleanup(cfg.tempDir, false) // opportunistic: what killed callers left
 	if !cfg.forceCopy {
 		err := runOverlay(ctx, f, cmd, cfg)
@@ -154,6 +191,53 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 		}
 	}
 	return runCopy(ctx, f, cmd, cfg)
+}
+
+// privateTemp creates the command's TMPDIR inside Run's temporary
+// directory tmp, which Run removes afterwards.
+func privateTemp(tmp string) (string, error) {
+	dir := filepath.Join(tmp, "tmp")
+	return dir, os.Mkdir(dir, 0o700)
+}
+
+// startHooked starts c, which must run this program with req as the hook
+// (see runHook), under the supervisors (see superviseStart, which takes
+// fallback, nsRequired and fail), and waits until the hook has exec'd the
+// command. hookErr is the hook's own failure, nil once the command runs;
+// err says the supervisors could not start it (a *startError) or c.Start
+// failed. Unless err is set, the caller waits through sup.
+func startHooked(c *exec.Cmd, req runRequest, fallback []nsAttr, nsRequired bool, fail string) (sup *supervised, hookErr *runStatus, err error) {
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer statusR.Close()
+	req.StatusFD = 3 + len(c.ExtraFiles)
+	c.ExtraFiles = append(c.ExtraFiles, statusW)
+	reqJSON, err := json.Marshal(req)
+	if err != nil {
+		statusW.Close()
+		return nil, nil, err
+	}
+	c.Env = append(c.Env, runEnv+"="+string(reqJSON))
+	sup, err = superviseStart(c, fallback, nsRequired, fail)
+	statusW.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := sup.started(); err != nil {
+		sup.wait()
+		return nil, nil, err
+	}
+	msg, _ := io.ReadAll(statusR)
+	if len(msg) == 0 {
+		return sup, nil, nil
+	}
+	var s runStatus
+	if err := json.Unmarshal(msg, &s); err != nil {
+		return sup, &runStatus{Stage: "exec", Msg: fmt.Sprintf("kernel: Run: helper: %s", msg)}, nil
+	}
+	return sup, &s, nil
 }
 
 // defaultTempDir is os.TempDir, unless that is on an overlay (the root of
@@ -198,6 +282,14 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		userNS = cfg.userNS
 	}
 	opts := Options{UserXattr: userNS || !inInitUserNS()}
+	mode := Mode{Kind: ModeOverlay, Root: f.Root()}
+	if userNS {
+		mode.Kind = ModeOverlayUserNS
+	}
+	abi, err := confinement(cfg, &mode)
+	if err != nil {
+		return err
+	}
 	tmp, done, err := ownedTempDir(cfg.tempDir, runDirPrefix)
 	if err != nil {
 		return err
@@ -207,6 +299,16 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return err
 	}
+	tmpDir, err := privateTemp(tmp)
+	if err != nil {
+		return err
+	}
+	var writable []string
+	if abi > 0 {
+		if writable, err = writablePaths(f.Root(), tmpDir, "", cfg.writable); err != nil {
+			return err
+		}
+	}
 	if err := Materialize(f, upper, opts); err != nil {
 		return err
 	}
@@ -214,27 +316,18 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	if err != nil {
 		return &mountFailed{fmt.Errorf("cannot re-execute this program: %w", err)}
 	}
-	path := cmd.Path
-	if !filepath.IsAbs(path) && strings.Contains(path, "/") && cmd.Dir != "" {
-		path = filepath.Join(cmd.Dir, path)
+	dir, path := workDir(f.Root(), f.Root(), cmd.Dir, cmd.Path)
+	if !filepath.IsAbs(path) && strings.Contains(path, "/") {
+		path = filepath.Join(dir, path)
 	}
+	mode.Dir = dir
 	c := cloneCmd(ctx, cmd)
-	c.Path, c.Args = exe, []string{exe}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer statusR.Close()
+	c.Path, c.Args, c.Dir = exe, []string{exe}, dir
 	req := runRequest{
 		Root: f.Root(), Upper: upper, Work: work, UserXattr: opts.UserXattr,
-		Path: path, Args: cmd.Args, StatusFD: 3 + len(c.ExtraFiles),
+		Path: path, Args: cmd.Args, Landlock: abi, Writable: writable,
 	}
-	c.ExtraFiles = append(c.ExtraFiles, statusW)
-	reqJSON, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
-	c.Env = append(c.Env, runEnv+"="+string(reqJSON), RootEnv+"="+f.Root())
+	c.Env = append(c.Env, RootEnv+"="+f.Root(), "TMPDIR="+tmpDir)
 	if c.SysProcAttr == nil {
 		c.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -247,8 +340,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		c.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		c.SysProcAttr.GidMappingsEnableSetgroups = false
 	}
-	sup, err := superviseStart(c, nil, true, "mount")
-	statusW.Close()
+	sup, hookErr, err := startHooked(c, req, nil, true, "mount")
 	if err != nil {
 		var se *startError
 		if errors.As(err, &se) {
@@ -256,21 +348,15 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		}
 		return err
 	}
-	if err := sup.started(); err != nil {
-		sup.wait()
-		return &mountFailed{err}
+	if hookErr == nil && cfg.report != nil {
+		cfg.report(mode)
 	}
-	msg, _ := io.ReadAll(statusR)
 	waitErr := sup.wait()
-	if len(msg) > 0 {
-		var s runStatus
-		if err := json.Unmarshal(msg, &s); err != nil {
-			return fmt.Errorf("kernel: Run: helper: %s", msg)
+	if hookErr != nil {
+		if hookErr.Stage == "mount" {
+			return &mountFailed{hookErr.err()}
 		}
-		if s.Stage == "mount" {
-			return &mountFailed{s.err()}
-		}
-		return s.err()
+		return hookErr.err()
 	}
 	return importUpper(upper, f, opts, waitErr)
 }
@@ -281,8 +367,11 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 func importUpper(upper string, f *overlayfs.Fs, opts Options, runErr error) error {
 	snap := f.Snapshot()
 	f.Reset()
-	if err := Import(upper, f, opts); err != nil {
-		f.Restore(snap)
+	if err := importAs(upper, f.Root(), f, opts); err != nil {
+		// Skipped device nodes only: the layer keeps the rest.
+		if sk := (*skippedError)(nil); !errors.As(err, &sk) {
+			f.Restore(snap)
+		}
 		return errors.Join(runErr, err)
 	}
 	return runErr

@@ -45,20 +45,34 @@ var runScriptChanges = []string{
 
 type runMode struct {
 	name string
-	run  func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error
+	run  func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error
 }
 
 func runModes() []runMode {
 	cfg := runConfig{tempDir: os.TempDir()}
 	ns := cfg
 	ns.userNS, ns.userNSSet = true, true
+	with := func(c runConfig, opts []RunOption) runConfig {
+		for _, o := range opts {
+			o(&c)
+		}
+		return c
+	}
 	return []runMode{
-		{"overlay", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error { return runOverlay(ctx, f, cmd, cfg) }},
-		{"overlay-userns", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error { return runOverlay(ctx, f, cmd, ns) }},
-		{"copy", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error { return runCopy(ctx, f, cmd, cfg) }},
-		{"Run", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error { return Run(ctx, f, cmd) }},
-		{"Run-copy", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd) error {
-			return Run(ctx, f, cmd, WithCopyFallback())
+		{"overlay", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
+			return runOverlay(ctx, f, cmd, with(cfg, opts))
+		}},
+		{"overlay-userns", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
+			return runOverlay(ctx, f, cmd, with(ns, opts))
+		}},
+		{"copy", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
+			return runCopy(ctx, f, cmd, with(cfg, opts))
+		}},
+		{"Run", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
+			return Run(ctx, f, cmd, opts...)
+		}},
+		{"Run-copy", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
+			return Run(ctx, f, cmd, append(opts, WithCopyFallback())...)
 		}},
 	}
 }

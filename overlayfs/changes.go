@@ -207,6 +207,10 @@ func (f *Fs) viewSide(e entry) side {
 		return side{kind: kindDir, mode: fs.ModeDir | e.perm}
 	case kindSymlink:
 		return side{kind: kindSymlink, mode: fs.ModeSymlink | e.perm, target: e.target}
+	case kindFIFO:
+		return side{kind: kindFIFO, mode: fs.ModeNamedPipe | e.perm}
+	case kindSocket:
+		return side{kind: kindSocket, mode: fs.ModeSocket | e.perm}
 	}
 	b := f.blobLocked(e.ino)
 	if b == nil {

@@ -362,6 +362,18 @@ func (f *Fs) stageLocked(j *journal, p plan) error {
 				staged[k] = s
 			}
 			j.add(metaStep(k, e.meta, false))
+		case kindFIFO, kindSocket:
+			if low != nil && kindOfMode(low.Mode()) == e.kind {
+				j.add(metaStep(k, e.meta, false)) // the same node, new metadata
+				continue
+			}
+			if low != nil && low.IsDir() {
+				trash()
+			}
+			if err := j.stageSpecial(place(), e.kind); err != nil {
+				return err
+			}
+			j.add(metaStep(k, e.meta, false))
 		case kindSymlink:
 			if low != nil && low.IsDir() {
 				trash()

@@ -187,6 +187,8 @@ func (f *Fs) conflictsLocked(p plan) ([]conflict, error) {
 				if t, _ := os.Readlink(f.host(k)); t != e.target {
 					add(k, false)
 				}
+			case err == nil && e.kind.special() && kindOfMode(fi.Mode()) == e.kind:
+				// a FIFO or socket copied up for its metadata: still one
 			case err == nil:
 				add(k, false)
 			}

@@ -18,6 +18,8 @@ const (
 	EntryDir                           // a directory
 	EntrySymlink                       // a symbolic link
 	EntryWhiteout                      // a deletion of what the lower has at the path
+	EntryFIFO                          // a named pipe (type and metadata only)
+	EntrySocket                        // a unix domain socket (type and metadata only)
 )
 
 func (t EntryType) String() string {
@@ -30,6 +32,10 @@ func (t EntryType) String() string {
 		return "symlink"
 	case EntryWhiteout:
 		return "whiteout"
+	case EntryFIFO:
+		return "fifo"
+	case EntrySocket:
+		return "socket"
 	}
 	return fmt.Sprintf("EntryType(%d)", uint8(t))
 }
@@ -107,6 +113,10 @@ func (f *Fs) Layer() []LayerEntry {
 			le.Type = EntrySymlink
 		case kindWhiteout:
 			le.Type = EntryWhiteout
+		case kindFIFO:
+			le.Type = EntryFIFO
+		case kindSocket:
+			le.Type = EntrySocket
 		}
 		le.Mode, le.ModTime, le.Uid, le.Gid = m.perm, m.mtime, m.uid, m.gid
 		out = append(out, le)
@@ -118,8 +128,8 @@ func (f *Fs) Layer() []LayerEntry {
 // PutEntry stacks e on top of the current view, as an overlayfs upper
 // layer would: a whiteout removes the path and its subtree; an opaque
 // directory replaces whatever was there with an empty directory; a
-// non-opaque directory over a directory keeps its children; a file or
-// symlink replaces. content is read for files. The parent must exist in the
+// non-opaque directory over a directory keeps its children; a file,
+// symlink, FIFO or socket replaces. content is read for files. The parent must exist in the
 // view as a directory (put parents first). Paths are taken literally: no
 // symlink is followed. A file's content of 1 MiB or more given as an
 // *os.File of a regular file of e.Size bytes is kept by reference (a
@@ -189,6 +199,13 @@ func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
 		f.dependReplacedLocked(rel, visible)
 		f.deleteTreeLocked(rel)
 		f.paths.Set(rel, entry{kind: kindSymlink, meta: m, target: e.Target})
+	case EntryFIFO, EntrySocket:
+		k := kindFIFO
+		if e.Type == EntrySocket {
+			k = kindSocket
+		}
+		f.deleteTreeLocked(rel)
+		f.paths.Set(rel, entry{kind: k, meta: m})
 	default:
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}

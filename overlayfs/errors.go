@@ -16,6 +16,21 @@ var ErrOutsideRoot error = outsideRootError{}
 // depends on changed on disk since the layer read it.
 var ErrConflict = errors.New("overlayfs: lower changed since it was read")
 
+// ErrSpecialFile is wrapped by the error of an open that would do I/O on a
+// FIFO the layer holds, or open any FIFO for writing: the layer keeps a
+// FIFO's type and metadata, not a pipe, and a write would leave the
+// layer. errors.Is(err, errors.ErrUnsupported) is true for it as well.
+// (A unix socket fails to open with ENXIO, as on os.)
+var ErrSpecialFile error = specialFileError{}
+
+type specialFileError struct{}
+
+func (specialFileError) Error() string {
+	return "overlayfs: a FIFO is opened only read-only, on the lower"
+}
+
+func (specialFileError) Is(target error) bool { return target == errors.ErrUnsupported }
+
 // ErrInterruptedCommit is wrapped by the error of New (and of Commit) on a
 // root that holds the journal of an unfinished Commit, and by the error of
 // a Commit stopped after its commit point. Recover on the root finishes or

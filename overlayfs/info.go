@@ -53,6 +53,10 @@ func (f *Fs) infoLocked(name string, n node) fs.FileInfo {
 	case kindSymlink:
 		fi.mode |= fs.ModeSymlink
 		fi.size = int64(len(e.target))
+	case kindFIFO:
+		fi.mode |= fs.ModeNamedPipe
+	case kindSocket:
+		fi.mode |= fs.ModeSocket
 	case kindFile:
 		if b != nil {
 			fi.size = b.len()

@@ -174,6 +174,15 @@ func (j *journal) stageFile(rel string, m meta, write func(*os.File) error) erro
 	return err
 }
 
+// stageSpecial creates a FIFO or socket node of kind k at rel inside the
+// stage; its mode, owner and time come with a meta step once it is in place.
+func (j *journal) stageSpecial(rel string, k kind) error {
+	if err := j.fault("stage", rel); err != nil {
+		return err
+	}
+	return mknodIn(j.rt, osName(rel), k == kindSocket)
+}
+
 // stageSymlink creates a symlink at rel inside the stage.
 func (j *journal) stageSymlink(rel, target string, m meta) error {
 	if err := j.fault("stage", rel); err != nil {
@@ -356,10 +365,18 @@ func (j *journal) applyStep(s step) error {
 				return escapeErr(err)
 			}
 		}
-		if fi, err := j.rt.Lstat(name); err == nil && fi.IsDir() {
+		fi, err := j.rt.Lstat(name)
+		switch {
+		case err != nil:
+		case fi.IsDir():
 			j.synced[s.Path] = true
-		} else if err == nil {
+		case fi.Mode().IsRegular():
 			return syncFile(j.rt, name)
+		default:
+			// A FIFO or socket cannot be opened to fsync it (a FIFO's
+			// open blocks, a socket's fails); its directory's fsync
+			// commits the file system's journal, inode changes included.
+			j.synced[path.Dir(s.Path)] = true
 		}
 	}
 	return nil

@@ -17,9 +17,15 @@ const (
 	kindDir
 	kindSymlink
 	kindWhiteout
+	kindFIFO   // a named pipe: type and metadata only
+	kindSocket // a unix socket: type and metadata only
 )
 
-// meta is the metadata of a directory, symlink or file.
+// special reports whether k is a FIFO or a socket: entries that hold no
+// content, are never read, and which git cannot express.
+func (k kind) special() bool { return k == kindFIFO || k == kindSocket }
+
+// meta is the metadata of a directory, symlink, FIFO, socket or file.
 type meta struct {
 	perm  fs.FileMode // permission bits plus setuid, setgid, sticky
 	mtime time.Time
@@ -29,7 +35,8 @@ type meta struct {
 
 // entry is a layer entry. A file's metadata and content live in its blob,
 // found by identity (ino), so that handles follow a file through renames
-// and snapshots share content; directories and symlinks carry their meta.
+// and snapshots share content; directories, symlinks, FIFOs and sockets
+// carry their meta.
 type entry struct {
 	kind kind
 	meta
@@ -75,6 +82,10 @@ func kindOfMode(m fs.FileMode) kind {
 		return kindDir
 	case m&fs.ModeSymlink != 0:
 		return kindSymlink
+	case m&fs.ModeNamedPipe != 0:
+		return kindFIFO
+	case m&fs.ModeSocket != 0:
+		return kindSocket
 	default:
 		return kindFile
 	}

@@ -29,6 +29,11 @@ func (f *Fs) Create(name string) (afero.File, error) {
 // A handle opened read-only on a lower file reads the lower directly, as
 // the kernel's overlayfs does; writes made later through other handles are
 // not seen by it.
+//
+// FIFOs and sockets are kept as entries without content: a unix socket
+// fails to open with ENXIO, as on os; a lower FIFO the layer has not
+// touched opens read-only on the lower (blocking for a writer, as os
+// does); any other open of a FIFO fails with ErrSpecialFile.
 func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, error) {
 	if g := f.route(name); g != nil {
 		return g.OpenFile(name, flag, perm)
@@ -66,6 +71,10 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 		return nil, pathErr("open", name, errIsDir)
 	case l.dirOnly:
 		return nil, pathErr("open", name, errNotDir)
+	case n.kind == kindSocket:
+		return nil, pathErr("open", name, errNoDevice)
+	case n.kind == kindFIFO:
+		return nil, pathErr("open", name, ErrSpecialFile)
 	}
 	var ino uint64
 	if n.exists() {
@@ -149,6 +158,10 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		return nil, pathErr("open", name, errNotDir)
 	case n.kind == kindDir:
 		return &dir{fs: f, name: name, rel: l.rel, n: n, appnd: flag&os.O_APPEND != 0}, nil
+	case n.kind == kindSocket:
+		return nil, pathErr("open", name, errNoDevice)
+	case n.kind == kindFIFO && n.layer:
+		return nil, pathErr("open", name, ErrSpecialFile)
 	case n.layer:
 		f.hold(n.e.ino)
 		return &file{fs: f, name: name, ino: n.e.ino, flag: flag, last: f.blobLocked(n.e.ino)}, nil

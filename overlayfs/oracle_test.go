@@ -241,8 +241,9 @@ func splitArgs(s string) ([]string, error) {
 	}
 }
 
-// copyTree copies src to dst (which must not exist) keeping types, symlink
-// targets, permission bits and modification times.
+// copyTree copies src to dst (which must not exist) keeping types (FIFOs
+// and sockets included), symlink targets, mode bits (setuid, setgid and
+// sticky too) and modification times.
 func copyTree(src, dst string) error {
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -273,10 +274,18 @@ func copyTree(src, dst string) error {
 			if err := os.WriteFile(out, data, 0o600); err != nil {
 				return err
 			}
+		case fi.Mode()&fs.ModeNamedPipe != 0:
+			if err := mkfifo(out); err != nil {
+				return &fs.PathError{Op: "mkfifo", Path: out, Err: err}
+			}
+		case fi.Mode()&fs.ModeSocket != 0:
+			if err := mksock(out); err != nil {
+				return &fs.PathError{Op: "mknod", Path: out, Err: err}
+			}
 		default:
 			return fmt.Errorf("copyTree: %s: unsupported type %v", p, fi.Mode().Type())
 		}
-		return os.Chmod(out, fi.Mode().Perm())
+		return os.Chmod(out, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
 	})
 	if err != nil {
 		return err
@@ -501,7 +510,7 @@ func walkTarget(fsys target, root string) (map[string]entry, error) {
 			errs = append(errs, fmt.Errorf("walk: lstat %s: %v", rel, err))
 			return
 		}
-		e := entry{mode: fi.Mode() & (fs.ModeType | fs.ModePerm)}
+		e := entry{mode: fi.Mode() & (fs.ModeType | fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)}
 		switch {
 		case fi.IsDir():
 			f, err := fsys.Open(p)

@@ -22,6 +22,12 @@ import (
 // same reason one case cannot apply: a file written where the lower has a
 // directory holding only (possibly nested) empty directories, since git
 // apply cannot remove directories a patch cannot name.
+//
+// Git cannot express FIFOs or sockets either: a special file added,
+// deleted or changed is left out, and so is a file or symlink written where
+// the lower has one (git apply cannot remove it first; likewise a file
+// written where the lower has a directory holding one). Every other change
+// is written; Changes lists them all.
 func (f *Fs) WriteDiff(w io.Writer) error { return f.writeDiff(w) }
 
 func (f *Fs) writeDiff(w io.Writer) error {
@@ -42,10 +48,14 @@ func (f *Fs) freeze() {
 }
 
 // patchChanges keeps the file and symlink sides of changes: git knows
-// nothing else.
+// nothing else. A change from a FIFO or socket to a file or symlink is left
+// out whole: the patch could only create over a path git cannot clear.
 func patchChanges(cs []change) []gitdiff.Change {
 	var out []gitdiff.Change
 	for _, c := range cs {
+		if c.old.kind.special() {
+			continue
+		}
 		gc := gitdiff.Change{Path: c.Path, Old: patchFile(c.old), New: patchFile(c.new)}
 		if gc.Old != nil || gc.New != nil {
 			out = append(out, gc)

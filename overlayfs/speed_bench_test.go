@@ -135,7 +135,7 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func must(b *testing.B, err error) {
+func must(b testing.TB, err error) {
 	b.Helper()
 	if err != nil {
 		b.Fatal(err)

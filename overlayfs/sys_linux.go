@@ -22,6 +22,10 @@ func sysStat(fi *fileInfo) any {
 		st.Nlink = 2
 	case fi.mode&fs.ModeSymlink != 0:
 		st.Mode |= syscall.S_IFLNK
+	case fi.mode&fs.ModeNamedPipe != 0:
+		st.Mode |= syscall.S_IFIFO
+	case fi.mode&fs.ModeSocket != 0:
+		st.Mode |= syscall.S_IFSOCK
 	default:
 		st.Mode |= syscall.S_IFREG
 	}

@@ -28,6 +28,10 @@ func sysAllocated(fi fs.FileInfo) (int64, bool) {
 	return st.Blocks * 512, true
 }
 
+// mkfifo makes a FIFO at p, mksock a socket inode (no listener).
+func mkfifo(p string) error { return unix.Mkfifo(p, 0o600) }
+func mksock(p string) error { return unix.Mknod(p, unix.S_IFSOCK|0o600, 0) }
+
 // lutimes sets both times of p without following a symlink.
 func lutimes(p string, tm time.Time) error {
 	ts := unix.NsecToTimespec(tm.UnixNano())

@@ -36,6 +36,13 @@
 // never show. File.Stat makes an "fstat" record when called. Handles still
 // open when the Recorder closes are flushed with End "unclosed".
 //
+// What a subprocess changed (package helpers, Env.Run) is recorded by
+// [Recorder.RecordCommand] after it finished: one command record per
+// changed path, in path order (the OpCmd ops: a write with the BLAKE3 and
+// size of the new content, a removal, a mkdir, a symlink target, a mode
+// change, a FIFO or socket), tagged with the command's argv, the root
+// replaced by [RootPrefix].
+//
 // # Hashing cost
 //
 // Hashes are computed while the bytes flow through Read, ReadAt, Write and

@@ -57,6 +57,7 @@ func appendRecord(b []byte, r *Record) []byte {
 	b = appendStrings(b, `,"fails":`, r.Fails)
 	b = appendField(b, `,"end":`, r.End)
 	b = appendField(b, `,"unhashed":`, r.Unhashed)
+	b = appendStrings(b, `,"cmd":`, r.Cmd)
 	return append(b, '}')
 }
 

@@ -116,7 +116,7 @@ func TestAppendRecordCoversEveryField(t *testing.T) {
 	one := 1
 	r := Record{Seq: 1, Op: "o", Path: "p", To: "t", Err: "e", Flag: "f", Mode: "m", Size: 1, Hash: "h",
 		RHash: "rh", RSize: 1, Spans: []Span{{1, 2}}, List: "l", N: 1, Names: []string{"n"}, Target: "tg",
-		UID: &one, GID: &one, Atime: "a", Mtime: "mt", Fails: []string{"f"}, End: "end", Unhashed: "u"}
+		UID: &one, GID: &one, Atime: "a", Mtime: "mt", Fails: []string{"f"}, End: "end", Unhashed: "u", Cmd: []string{"c"}}
 	var got map[string]json.RawMessage
 	if err := json.Unmarshal(appendRecord(nil, &r), &got); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ type finalState struct {
 }
 
 type finalEntry struct {
-	kind   string // "file", "dir", "symlink", "deleted", "lower" (bytes never seen), "moved"
+	kind   string // "file", "dir", "symlink", "special", "deleted", "lower" (bytes never seen), "moved"
 	from   string // moved: the path the lower entry came from
 	hash   string
 	size   int64
@@ -94,6 +94,27 @@ func (s *finalState) apply(r *Record) {
 		s.get(r.Path).owner = b.String()
 	case OpChtimes:
 		s.get(r.Path).mtime = r.Mtime
+	case OpCmdWrite:
+		s.deleteTree(r.Path)
+		s.m[r.Path] = &finalEntry{kind: "file", hash: r.Hash, size: r.Size, mode: r.Mode}
+	case OpCmdRemove:
+		s.deleteTree(r.Path)
+		s.m[r.Path] = &finalEntry{kind: "deleted"}
+	case OpCmdMkdir:
+		e := s.get(r.Path)
+		if e.kind != "dir" {
+			s.deleteTree(r.Path)
+			*e = finalEntry{kind: "dir"}
+		}
+		e.mode = r.Mode
+	case OpCmdSymlink:
+		s.deleteTree(r.Path)
+		s.m[r.Path] = &finalEntry{kind: "symlink", target: r.Target}
+	case OpCmdChmod:
+		s.get(r.Path).mode = r.Mode
+	case OpCmdMknod:
+		s.deleteTree(r.Path)
+		s.m[r.Path] = &finalEntry{kind: "special", mode: r.Mode}
 	}
 }
 

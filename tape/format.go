@@ -12,7 +12,7 @@ import (
 const (
 	FormatName = "cowfs-tape" // header "format"
 	Version    = 1            // header "version": major; a reader rejects a larger one
-	Minor      = 0            // header "minor": additions a version-1 reader may skip
+	Minor      = 1            // header "minor": additions a version-1 reader may skip
 	HashAlgo   = "blake3"     // header "hash": the only algorithm of version 1
 )
 
@@ -50,10 +50,32 @@ const (
 	OpReadlink  = "readlink"  // LinkReader.ReadlinkIfPossible
 )
 
+// Ops of command records (minor 1): what a subprocess changed under the
+// root, one record per changed path, made by [Recorder.RecordCommand]. Each
+// carries Cmd, the command's argv with the root replaced by [RootPrefix].
+const (
+	OpCmdWrite   = "cmd-write"   // a regular file with new content: mode, size, hash
+	OpCmdRemove  = "cmd-remove"  // the path (and everything under it) removed
+	OpCmdMkdir   = "cmd-mkdir"   // a new directory (or one that replaced another type): mode
+	OpCmdSymlink = "cmd-symlink" // a new or changed symlink: target
+	OpCmdChmod   = "cmd-chmod"   // the mode changed, nothing else: mode
+	OpCmdMknod   = "cmd-mknod"   // a FIFO or socket: mode, whose type letter says which
+)
+
 var knownOps = map[string]bool{
 	OpStat: true, OpLstat: true, OpFstat: true, OpOpen: true, OpMkdir: true,
 	OpMkdirAll: true, OpRemove: true, OpRemoveAll: true, OpRename: true,
 	OpChmod: true, OpChown: true, OpChtimes: true, OpSymlink: true, OpReadlink: true,
+	OpCmdWrite: true, OpCmdRemove: true, OpCmdMkdir: true, OpCmdSymlink: true, OpCmdChmod: true, OpCmdMknod: true,
+}
+
+// IsCommandOp reports whether op is the op of a command record.
+func IsCommandOp(op string) bool {
+	switch op {
+	case OpCmdWrite, OpCmdRemove, OpCmdMkdir, OpCmdSymlink, OpCmdChmod, OpCmdMknod:
+		return true
+	}
+	return false
 }
 
 // Header is the first line of a tape.
@@ -129,6 +151,9 @@ type Record struct {
 	// Unhashed says why Hash or RHash could not be computed (an outcome),
 	// e.g. the file was removed while open and the bytes were never seen.
 	Unhashed string `json:"unhashed,omitempty"`
+	// Cmd is the argv of the command that made a command record, with the
+	// root replaced by RootPrefix.
+	Cmd []string `json:"cmd,omitempty"`
 
 	// Extra holds the fields of a record this reader does not know (an op of
 	// a newer minor version). Nil for known ops.
@@ -234,6 +259,13 @@ func (r *Record) Canon() string {
 	}
 	kv("end", r.End)
 	kv("unhashed", r.Unhashed)
+	if len(r.Cmd) > 0 {
+		var argv strings.Builder
+		enc := json.NewEncoder(&argv)
+		enc.SetEscapeHTML(false)
+		enc.Encode(r.Cmd) // strings only: cannot fail
+		kv("cmd", strings.TrimSuffix(argv.String(), "\n"))
+	}
 	if len(r.Extra) > 0 {
 		keys := make([]string, 0, len(r.Extra))
 		for k := range r.Extra {

@@ -3,6 +3,7 @@ package tape
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,6 +22,15 @@ func FuzzRead(f *testing.F) {
 		`{"seq":1,"op":"future","path":"x","extra":[1,2]}` + "\n" + `{"kind":"future-kind"}` + "\n"))
 	f.Add([]byte("not a tape\n"))
 	f.Add([]byte(`{"kind":"header"}`))
+	var cmdTape bytes.Buffer
+	rec := NewRecorder(&cmdTape)
+	rec.RecordCommand("/r", []string{"sh", "-c", "date > /r/n"}, []CommandChange{
+		{Op: OpCmdWrite, Path: "n", Mode: 0o644, Size: 1, Hash: emptyHash},
+		{Op: OpCmdMknod, Path: "p", Mode: fs.ModeNamedPipe | 0o600},
+		{Op: OpCmdRemove, Path: "old"},
+	})
+	rec.Close()
+	f.Add(cmdTape.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tp, err := Read(bytes.NewReader(b))
 		if err != nil {

@@ -132,7 +132,7 @@ func TestReadRejects(t *testing.T) {
 func TestReadNewerMinor(t *testing.T) {
 	raw := sampleTape(t)
 	ls := lines(raw)
-	hdr := strings.Replace(ls[0], `"minor":0`, `"minor":3`, 1)
+	hdr := strings.Replace(ls[0], fmt.Sprintf(`"minor":%d`, Minor), fmt.Sprintf(`"minor":%d`, Minor+2), 1)
 	recs := append([]string{}, ls[1:len(ls)-1]...)
 	recs = append(recs, fmt.Sprintf(`{"seq":%d,"op":"xattr","path":"a.txt","name":"user.k","value":"v"}`, len(recs)+1))
 	recs = append(recs, `{"kind":"note","text":"from a newer writer"}`)

@@ -218,9 +218,30 @@ func (r *Recorder) Err() error {
 // dropped.
 func (r *Recorder) emit(rec *Record) {
 	r.mu.Lock()
+	d := r.emitLocked(rec)
+	r.mu.Unlock()
+	r.diverged(d)
+}
+
+// emitAll writes recs under one lock, so their Seq numbers are
+// consecutive; the first divergence among them is reported.
+func (r *Recorder) emitAll(recs []*Record) {
+	r.mu.Lock()
+	var d *Divergence
+	for _, rec := range recs {
+		if dd := r.emitLocked(rec); d == nil {
+			d = dd
+		}
+	}
+	r.mu.Unlock()
+	r.diverged(d)
+}
+
+// emitLocked writes one record; called with mu held. It returns the online
+// check's divergence at rec, to be reported once mu is released.
+func (r *Recorder) emitLocked(rec *Record) *Divergence {
 	if r.closed {
-		r.mu.Unlock()
-		return
+		return nil
 	}
 	r.seq++
 	rec.Seq = r.seq
@@ -228,11 +249,14 @@ func (r *Recorder) emit(rec *Record) {
 	r.chain.add(r.buf[:len(r.buf)-1])
 	r.writeBuf()
 	r.final.apply(rec)
-	var d *Divergence
 	if r.check != nil {
-		d = r.check.add(rec)
+		return r.check.add(rec)
 	}
-	r.mu.Unlock()
+	return nil
+}
+
+// diverged reports d, when not nil, to the WithReference callback.
+func (r *Recorder) diverged(d *Divergence) {
 	if d != nil {
 		d.Stack = string(debug.Stack())
 		r.cfg.onDiverge(d)

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"os/exec"
+	"sync"
 
 	"github.com/cowfs/cowfs/kernel"
 	"github.com/cowfs/cowfs/overlayfs"
@@ -14,7 +15,7 @@ import (
 func cmdRun() *command {
 	return &command{
 		name:      "run",
-		usageLine: "run [-root DIR] [-patch] [-copy] -- command [args...]",
+		usageLine: "run [-root DIR] [-patch] [-copy] [-allow-write PATH]... [-unconfined] [-v] -- command [args...]",
 		short:     "run a command over a copy-on-write view and list what it wrote",
 		long: `
 Run runs the command with the directory tree at -root (default: the
@@ -24,6 +25,26 @@ Linux the overlay is a real kernel overlayfs in a private mount namespace
 (as root, or in an unprivileged user namespace); where none can be
 mounted, or with -copy, the command runs in a temporary copy of the tree
 instead, with the same result.
+
+The command runs in the current directory when that lies inside the root
+(in the copy, the same directory of the copy), and otherwise in the root
+itself, so relative names always land in the tree. COWFS_ROOT names the
+root as the command sees it: the root, or the copy.
+
+The command is confined with Landlock (Linux 5.13 or later; no privileges
+needed): it may write only under the root as it sees it, in a private
+temporary directory named by TMPDIR that is removed afterwards, to the
+standard character devices (/dev/null, /dev/zero, /dev/full, /dev/tty,
+/dev/pts/*) and under each -allow-write PATH (a build cache, say; what is
+written there is not captured or undone). Any other write fails inside the
+command with "Permission denied". Reads are not restricted. Set-user-ID
+programs run without their privileges. -unconfined turns confinement off.
+Without Landlock in the kernel, the kernel overlay still runs (the mount
+keeps the tree out of reach) unconfined, and the copy fallback refuses to
+run unless -unconfined is given. In the copy fallback run also checks that
+the tree itself did not change while the command ran, and reports trouble
+(nothing imported) if it did. -v prints the mode used on standard error:
+kernel overlay (as root or in a user namespace) or copy, confined or not.
 
 Afterwards run prints what the command changed under the root, one line
 per path as git's name-status does ("A path", "M path", "D path"), and
@@ -36,27 +57,46 @@ accepts the command's effects.
 
 The command's standard input is replay's; its standard output and
 standard error go to replay's standard error, so that standard output
-holds only the changes. The command sees COWFS_ROOT, the path at which it
-sees the root.
+holds only the changes.
 
 Exit status: 0 when the command succeeded, 1 when it exited with a
 non-zero status (its changes are printed all the same), 2 when it could
-not start or the root could not be overlaid.
+not start or the root could not be overlaid, or when it left device nodes,
+which are not imported (every other change is, and is printed).
 `,
 		flags: func(fs *flag.FlagSet) func(*env, []string) int {
 			root := fs.String("root", ".", "overlay the tree at `DIR`")
 			patch := fs.Bool("patch", false, "print a git patch after the change list")
 			copyFallback := fs.Bool("copy", false, "run in a temporary copy of the tree, not a kernel overlay")
-			return func(e *env, args []string) int { return runRun(e, args, *root, *patch, *copyFallback) }
+			var o runOpts
+			fs.Func("allow-write", "let the command also write under `PATH` (repeatable; not captured)", func(p string) error {
+				o.allowWrite = append(o.allowWrite, p)
+				return nil
+			})
+			fs.BoolVar(&o.unconfined, "unconfined", false, "do not confine the command's writes with Landlock")
+			fs.BoolVar(&o.verbose, "v", false, "print the mode used (overlay or copy, confined or not) on standard error")
+			return func(e *env, args []string) int {
+				o.root, o.patch, o.copy = *root, *patch, *copyFallback
+				return runRun(e, args, o)
+			}
 		},
 	}
 }
 
-func runRun(e *env, args []string, root string, patch, copyFallback bool) int {
+// runOpts are the flags of replay run.
+type runOpts struct {
+	root        string
+	patch, copy bool
+	allowWrite  []string
+	unconfined  bool
+	verbose     bool
+}
+
+func runRun(e *env, args []string, o runOpts) int {
 	if len(args) == 0 {
 		return e.usageError("run", "no command given")
 	}
-	f, err := overlayfs.New(root)
+	f, err := overlayfs.New(o.root)
 	if err != nil {
 		return e.trouble("run", err)
 	}
@@ -66,18 +106,36 @@ func runRun(e *env, args []string, root string, patch, copyFallback bool) int {
 	}
 	cmd := exec.Command(path, args[1:]...)
 	cmd.Args[0] = args[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stderr, e.stderr
-	if wd, err := os.Getwd(); err == nil {
-		cmd.Dir = wd
-	}
+	// The mode report arrives while the command runs: one lock orders its
+	// line with the command's output when that is copied by goroutines.
+	stderr := &lockedWriter{w: e.stderr}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, stderr, stderr
+	// cmd.Dir stays empty: Run keeps a working directory inside the root
+	// and moves one outside it into the root.
 	var opts []kernel.RunOption
-	if copyFallback {
+	if o.copy {
 		opts = append(opts, kernel.WithCopyFallback())
+	}
+	if len(o.allowWrite) > 0 {
+		opts = append(opts, kernel.WithWritable(o.allowWrite...))
+	}
+	if o.unconfined {
+		opts = append(opts, kernel.Unconfined())
+	}
+	if o.verbose {
+		opts = append(opts, kernel.WithModeReport(func(m kernel.Mode) {
+			fmt.Fprintf(stderr, "replay run: %s; command runs in %s\n", m, m.Dir)
+		}))
 	}
 	code := exitSame
 	err = kernel.Run(e.ctx, f, cmd, opts...)
 	var exitErr *exec.ExitError
 	switch {
+	case errors.Is(err, kernel.ErrUnsupportedType):
+		// Device nodes the command made were skipped; everything else was
+		// imported and is listed.
+		fmt.Fprintf(e.stderr, "replay run: %v\n", err)
+		code = exitTrouble
 	case errors.As(err, &exitErr):
 		fmt.Fprintf(e.stderr, "replay run: %s: %v\n", args[0], err)
 		code = exitDiffers
@@ -87,10 +145,22 @@ func runRun(e *env, args []string, root string, patch, copyFallback bool) int {
 	for _, c := range f.Changes() {
 		fmt.Fprintln(e.stdout, c.String())
 	}
-	if patch {
+	if o.patch {
 		if err := f.WriteDiff(e.stdout); err != nil {
 			return e.trouble("run", err)
 		}
 	}
 	return code
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
