@@ -27,7 +27,7 @@ type step struct {
 // bytewise path order otherwise. Cost: O(layer) plus one lstat of the lower
 // per directory and whiteout.
 func planLayer(f *overlayfs.Fs) ([]step, error) {
-	p := &planner{lower: f.Root(), merged: map[string]bool{"": true}}
+	p := &planner{lower: f.Root(), merged: map[string]bool{".": true}}
 	for _, e := range f.Layer() {
 		if err := p.add(e); err != nil {
 			return nil, err
@@ -116,12 +116,20 @@ func specialPerm(m fs.FileMode) fs.FileMode {
 	return m & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 }
 
-func parentOf(rel string) string {
-	p := path.Dir(rel)
-	if p == "." {
-		return ""
+// Root-relative slash paths in this package spell the root ".", as io/fs
+// and package tape do; parentOf and joinRel are the package's one pair of
+// path helpers.
+
+// parentOf returns the directory of a root-relative path, "." for a
+// top-level name.
+func parentOf(rel string) string { return path.Dir(rel) }
+
+// joinRel joins a root-relative directory ("." for the root) and a name.
+func joinRel(dir, name string) string {
+	if dir == "." {
+		return name
 	}
-	return p
+	return dir + "/" + name
 }
 
 func validRel(rel string) bool {
