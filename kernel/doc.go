@@ -202,8 +202,11 @@
 // Errors are *fs.PathError (or wrap one) naming the path involved: the
 // upper path for Materialize and Import, the mount target for Mount. They
 // wrap the errno the kernel returned, so errors.Is(err, fs.ErrPermission)
-// works, and this package's sentinels for its own conditions. Mount errors
-// carry the kernel's own log lines from the fs context and a hint.
+// works, and this package's sentinels for its own conditions (whose text
+// does not repeat "kernel:": the wrapping message or path error says
+// where). Mount errors carry the kernel's own log lines from the fs
+// context and a hint. ReadOCILayer and WriteOCILayer return
+// *fs.PathError with Op "oci" naming the tar entry.
 //
 // # Concurrency
 //
@@ -211,4 +214,19 @@
 // snapshot of the layer ([overlayfs.Fs.Layer]). Import and ReadOCILayer
 // change the layer and must not race with other writers of the same Fs.
 // Run must not race with other uses of the same Fs.
+//
+// # Where things live
+//
+// options.go: [Options] (what an upper dir is); runoptions.go: the
+// [RunOption]s (how Run behaves) and the environment variables Run reads
+// or sets; mode.go: [Mode], how Run ran a command; errors.go: the
+// sentinels. materialize_linux.go with plan_linux.go: [Materialize];
+// import_linux.go: [Import]; special_linux.go: FIFOs, sockets and devices
+// in a layer; mount_linux.go: [Mount]; oci_linux.go: the OCI layer tar;
+// run_linux.go: [Run] and its re-executed helper; runcopy_linux.go: Run's
+// copy fallback; landlock_linux.go: confinement; lifecycle_linux.go and
+// owner_linux.go: the supervisors and owner records that let [Cleanup]
+// (cleanup_linux.go) tell abandoned temporary directories and mounts from
+// live ones; userns_linux.go and workdir_linux.go: small helpers of Run;
+// stub_other.go: the other platforms.
 package kernel

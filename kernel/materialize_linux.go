@@ -427,7 +427,7 @@ type dirStack struct {
 }
 
 func newDirStack(root *os.Root) *dirStack {
-	return &dirStack{stack: []*openDir{{rel: "", root: root}}}
+	return &dirStack{stack: []*openDir{{rel: ".", root: root}}}
 }
 
 func (s *dirStack) get(rel string) (*openDir, error) {
@@ -445,7 +445,7 @@ func (s *dirStack) get(rel string) (*openDir, error) {
 			return top, nil
 		}
 		rest := rel
-		if top.rel != "" {
+		if top.rel != "." {
 			rest = rel[len(top.rel)+1:]
 		}
 		name, _, _ := strings.Cut(rest, "/")
@@ -454,7 +454,7 @@ func (s *dirStack) get(rel string) (*openDir, error) {
 			return nil, err
 		}
 		next := name
-		if top.rel != "" {
+		if top.rel != "." {
 			next = top.rel + "/" + name
 		}
 		s.stack = append(s.stack, &openDir{rel: next, root: r})

@@ -40,7 +40,7 @@ func WriteOCILayer(f *overlayfs.Fs, w io.Writer) error {
 	tw := tar.NewWriter(w)
 	for _, s := range steps {
 		if strings.HasPrefix(path.Base(s.Path), whPrefix) {
-			return &fs.PathError{Op: "oci", Path: s.Path, Err: ErrUnrepresentable}
+			return ociError(s.Path, ErrUnrepresentable)
 		}
 		hdr := &tar.Header{
 			Name: s.Path, Mode: int64(unixMode(s.Mode)), ModTime: s.ModTime,
@@ -79,12 +79,12 @@ func WriteOCILayer(f *overlayfs.Fs, w io.Writer) error {
 			if s.Size > 0 {
 				r, err := s.Open()
 				if err != nil {
-					return fmt.Errorf("oci %s: layer content: %w", s.Path, err)
+					return ociError(s.Path, fmt.Errorf("layer content: %w", err))
 				}
 				_, err = io.Copy(tw, r)
 				r.Close()
 				if err != nil {
-					return fmt.Errorf("oci %s: %w", s.Path, err)
+					return ociError(s.Path, err)
 				}
 			}
 		case overlayfs.EntryFIFO:
@@ -93,7 +93,7 @@ func WriteOCILayer(f *overlayfs.Fs, w io.Writer) error {
 				return err
 			}
 		default: // a socket: tar has no type for it
-			return &fs.PathError{Op: "oci", Path: s.Path, Err: fmt.Errorf("%v: %w", s.Type, ErrUnrepresentable)}
+			return ociError(s.Path, fmt.Errorf("%v: %w", s.Type, ErrUnrepresentable))
 		}
 	}
 	return tw.Close()
@@ -121,133 +121,198 @@ type ociItem struct {
 // fs.ErrInvalid. Everything is read and checked before f changes; file
 // contents are held in memory meanwhile.
 func ReadOCILayer(r io.Reader, f *overlayfs.Fs) error {
-	items := map[string]*ociItem{}
-	whiteouts := map[string]bool{}
-	tr := tar.NewReader(r)
-	get := func(p string) *ociItem {
-		it := items[p]
-		if it == nil {
-			it = &ociItem{e: overlayfs.LayerEntry{Path: p, Type: overlayfs.EntryDir, Mode: 0o755}}
-			items[p] = it
-		}
-		return it
+	l := &ociLayer{items: map[string]*ociItem{}, whiteouts: map[string]bool{}}
+	if err := l.read(tar.NewReader(r)); err != nil {
+		return err
 	}
+	if err := l.resolveLinks(f); err != nil {
+		return err
+	}
+	return applyOCI(f, l.items, l.whiteouts)
+}
+
+// ociError is the one shape of the OCI reader's and writer's errors: a
+// *fs.PathError with Op "oci" naming the entry (the layer root "." for
+// the tar stream itself), as the package doc promises.
+func ociError(name string, err error) error {
+	return &fs.PathError{Op: "oci", Path: name, Err: err}
+}
+
+// ociLayer is a layer tar read and resolved, before it touches f.
+type ociLayer struct {
+	items     map[string]*ociItem
+	whiteouts map[string]bool
+}
+
+// dir returns the item of directory p, made implicit if the tar has not
+// described it yet.
+func (l *ociLayer) dir(p string) *ociItem {
+	it := l.items[p]
+	if it == nil {
+		it = &ociItem{e: overlayfs.LayerEntry{Path: p, Type: overlayfs.EntryDir, Mode: 0o755}}
+		l.items[p] = it
+	}
+	return it
+}
+
+// read takes every header of the tar: markers, then entries.
+func (l *ociLayer) read(tr *tar.Reader) error {
+	last := "."
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("oci: %w", err)
+			return ociError(last, err)
 		}
+		last = hdr.Name
 		name, ok := cleanTarName(hdr.Name)
 		if !ok {
-			return &fs.PathError{Op: "oci", Path: hdr.Name, Err: fs.ErrInvalid}
+			return ociError(hdr.Name, fs.ErrInvalid)
 		}
-		if name == "" {
+		if name == "." {
 			continue // the layer root: a layer has no entry for it
 		}
-		dir, base := parentOf(name), path.Base(name)
-		if base == whOpaque {
-			if dir == "" {
-				continue // an opaque root cannot be expressed; nothing below the layer is root-level opaque
-			}
-			get(dir).opaque = true
+		marker, err := l.marker(hdr, name)
+		if err != nil {
+			return ociError(hdr.Name, err)
+		}
+		if marker {
 			continue
 		}
-		if target, ok := strings.CutPrefix(base, whPrefix); ok {
-			if target == "" || target == "." || target == ".." {
-				return &fs.PathError{Op: "oci", Path: hdr.Name, Err: fs.ErrInvalid}
-			}
-			whiteouts[path.Join(dir, target)] = true
-			continue
+		if err := l.entry(hdr, name, tr); err != nil {
+			return ociError(hdr.Name, err)
 		}
-		for k, v := range hdr.PAXRecords {
-			x, ok := strings.CutPrefix(k, "SCHILY.xattr.")
-			if !ok {
-				continue
-			}
-			for _, ns := range []string{"trusted.overlay.", "user.overlay."} {
-				switch strings.TrimPrefix(x, ns) {
-				case "opaque":
-					if strings.HasPrefix(x, ns) && v == "y" && hdr.Typeflag == tar.TypeDir {
-						get(name).opaque = true
-					}
-				case "redirect":
-					if strings.HasPrefix(x, ns) {
-						return &fs.PathError{Op: "oci", Path: hdr.Name, Err: ErrRedirect}
-					}
-				case "metacopy":
-					if strings.HasPrefix(x, ns) {
-						return &fs.PathError{Op: "oci", Path: hdr.Name, Err: ErrMetacopy}
-					}
-				}
-			}
-		}
-		e := overlayfs.LayerEntry{
-			Path: name, Mode: permBits(uint32(hdr.Mode)), ModTime: hdr.ModTime,
-			Uid: hdr.Uid, Gid: hdr.Gid,
-		}
-		it := &ociItem{explicit: true}
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			e.Type = overlayfs.EntryDir
-		case tar.TypeReg, '\x00': // '\x00' is the pre-POSIX regular file
-			if isSparse(hdr) {
-				// Its holes would be expanded in memory: a few bytes of tar
-				// can claim terabytes.
-				return &fs.PathError{Op: "oci", Path: hdr.Name, Err: fmt.Errorf("sparse file: %w", ErrUnsupportedType)}
-			}
-			e.Type = overlayfs.EntryFile
-			if it.content, err = io.ReadAll(tr); err != nil {
-				return fmt.Errorf("oci %s: %w", hdr.Name, err)
-			}
-			e.Size = int64(len(it.content))
-		case tar.TypeSymlink:
-			e.Type, e.Target = overlayfs.EntrySymlink, hdr.Linkname
-		case tar.TypeLink:
-			target, ok := cleanTarName(hdr.Linkname)
-			if !ok || target == "" {
-				return &fs.PathError{Op: "oci", Path: hdr.Name, Err: fs.ErrInvalid}
-			}
-			e.Type, it.linkTo = overlayfs.EntryFile, target
-		case tar.TypeFifo:
-			e.Type = overlayfs.EntryFIFO
-		case tar.TypeChar:
-			if hdr.Devmajor == 0 && hdr.Devminor == 0 {
-				whiteouts[name] = true
-				continue
-			}
-			return &fs.PathError{Op: "oci", Path: hdr.Name, Err: ErrUnsupportedType}
-		default:
-			return &fs.PathError{Op: "oci", Path: hdr.Name, Err: fmt.Errorf("tar type %q: %w", hdr.Typeflag, ErrUnsupportedType)}
-		}
-		it.e = e
-		if old := items[name]; old != nil && e.Type == overlayfs.EntryDir {
-			it.opaque = old.opaque // a marker or xattr seen first
-		}
-		items[name] = it
 	}
-	for p, it := range items {
+}
+
+// marker takes a whiteout or opaque marker file, reporting whether hdr
+// was one.
+func (l *ociLayer) marker(hdr *tar.Header, name string) (bool, error) {
+	dir, base := parentOf(name), path.Base(name)
+	if base == whOpaque {
+		if dir != "." { // an opaque root cannot be expressed; nothing below the layer is root-level opaque
+			l.dir(dir).opaque = true
+		}
+		return true, nil
+	}
+	target, ok := strings.CutPrefix(base, whPrefix)
+	if !ok {
+		return false, nil
+	}
+	if target == "" || target == "." || target == ".." {
+		return true, fs.ErrInvalid
+	}
+	l.whiteouts[path.Join(dir, target)] = true
+	return true, nil
+}
+
+// overlayXattrs maps the overlay xattrs of an upper directory tarred as it
+// is (PAX SCHILY.xattr records, either namespace): opaque=y on a directory
+// makes it opaque; redirect and metacopy cannot be expressed.
+func overlayXattrs(hdr *tar.Header) (opaque bool, err error) {
+	for k, v := range hdr.PAXRecords {
+		x, ok := strings.CutPrefix(k, "SCHILY.xattr.")
+		if !ok {
+			continue
+		}
+		attr, ok := strings.CutPrefix(x, "trusted.overlay.")
+		if !ok {
+			if attr, ok = strings.CutPrefix(x, "user.overlay."); !ok {
+				continue
+			}
+		}
+		switch attr {
+		case "opaque":
+			opaque = opaque || v == "y" && hdr.Typeflag == tar.TypeDir
+		case "redirect":
+			return false, ErrRedirect
+		case "metacopy":
+			return false, ErrMetacopy
+		}
+	}
+	return opaque, nil
+}
+
+// entry takes one entry header (and a file's content from tr).
+func (l *ociLayer) entry(hdr *tar.Header, name string, tr io.Reader) error {
+	opaque, err := overlayXattrs(hdr)
+	if err != nil {
+		return err
+	}
+	if opaque {
+		l.dir(name).opaque = true
+	}
+	e := overlayfs.LayerEntry{
+		Path: name, Mode: permBits(uint32(hdr.Mode)), ModTime: hdr.ModTime,
+		Uid: hdr.Uid, Gid: hdr.Gid,
+	}
+	it := &ociItem{explicit: true}
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		e.Type = overlayfs.EntryDir
+	case tar.TypeReg, '\x00': // '\x00' is the pre-POSIX regular file
+		if isSparse(hdr) {
+			// Its holes would be expanded in memory: a few bytes of tar
+			// can claim terabytes.
+			return fmt.Errorf("sparse file: %w", ErrUnsupportedType)
+		}
+		e.Type = overlayfs.EntryFile
+		if it.content, err = io.ReadAll(tr); err != nil {
+			return err
+		}
+		e.Size = int64(len(it.content))
+	case tar.TypeSymlink:
+		e.Type, e.Target = overlayfs.EntrySymlink, hdr.Linkname
+	case tar.TypeLink:
+		target, ok := cleanTarName(hdr.Linkname)
+		if !ok || target == "." {
+			return fs.ErrInvalid
+		}
+		e.Type, it.linkTo = overlayfs.EntryFile, target
+	case tar.TypeFifo:
+		e.Type = overlayfs.EntryFIFO
+	case tar.TypeChar:
+		if hdr.Devmajor != 0 || hdr.Devminor != 0 {
+			return ErrUnsupportedType
+		}
+		l.whiteouts[name] = true
+		return nil
+	default:
+		return fmt.Errorf("tar type %q: %w", hdr.Typeflag, ErrUnsupportedType)
+	}
+	it.e = e
+	if old := l.items[name]; old != nil && e.Type == overlayfs.EntryDir {
+		it.opaque = old.opaque // a marker or xattr seen first
+	}
+	l.items[name] = it
+	return nil
+}
+
+// resolveLinks gives each hard link the content of its target: an earlier
+// file of the tar, or else the file in f's view.
+func (l *ociLayer) resolveLinks(f *overlayfs.Fs) error {
+	for p, it := range l.items {
 		if it.linkTo == "" {
 			continue
 		}
-		src := items[it.linkTo]
+		src := l.items[it.linkTo]
 		switch {
 		case src != nil && src.e.Type == overlayfs.EntryFile && src.linkTo == "":
 			it.content = src.content
 		case src == nil:
 			b, err := afero.ReadFile(f, filepath.Join(f.Root(), filepath.FromSlash(it.linkTo)))
 			if err != nil {
-				return fmt.Errorf("oci %s: hard link target: %w", p, err)
+				return ociError(p, fmt.Errorf("hard link target: %w", err))
 			}
 			it.content = b
 		default:
-			return &fs.PathError{Op: "oci", Path: p, Err: fmt.Errorf("hard link to %s, not a plain file: %w", it.linkTo, fs.ErrInvalid)}
+			return ociError(p, fmt.Errorf("hard link to %s, not a plain file: %w", it.linkTo, fs.ErrInvalid))
 		}
 		it.e.Size = int64(len(it.content))
 	}
-	return applyOCI(f, items, whiteouts)
+	return nil
 }
 
 func isSparse(hdr *tar.Header) bool {
@@ -267,7 +332,7 @@ func applyOCI(f *overlayfs.Fs, items map[string]*ociItem, whiteouts map[string]b
 	abs := func(p string) string { return filepath.Join(f.Root(), filepath.FromSlash(p)) }
 	// Directories named only as parents (no header of their own).
 	for p := range items {
-		for d := parentOf(p); d != ""; d = parentOf(d) {
+		for d := parentOf(p); d != "."; d = parentOf(d) {
 			if _, ok := items[d]; !ok {
 				items[d] = &ociItem{e: overlayfs.LayerEntry{Path: d, Type: overlayfs.EntryDir, Mode: 0o755}}
 			}
@@ -289,7 +354,7 @@ func applyOCI(f *overlayfs.Fs, items map[string]*ociItem, whiteouts map[string]b
 		cur, curErr := f.Lstat(abs(p))
 		if whiteouts[p] && curErr == nil {
 			if err := f.PutEntry(overlayfs.LayerEntry{Path: p, Type: overlayfs.EntryWhiteout}, nil); err != nil {
-				return fmt.Errorf("oci %s: %w", p, err)
+				return ociError(p, err)
 			}
 			cur, curErr = nil, fs.ErrNotExist
 		}
@@ -315,7 +380,7 @@ func applyOCI(f *overlayfs.Fs, items map[string]*ociItem, whiteouts map[string]b
 			content = bytes.NewReader(it.content)
 		}
 		if err := f.PutEntry(e, content); err != nil {
-			return fmt.Errorf("oci %s: %w", p, err)
+			return ociError(p, err)
 		}
 	}
 	return nil
@@ -329,19 +394,15 @@ func dirEntryFrom(p string, fi fs.FileInfo) overlayfs.LayerEntry {
 	return e
 }
 
-// cleanTarName makes a tar name root-relative and slash-clean; false for
-// names that would leave the layer.
+// cleanTarName makes a tar name root-relative and slash-clean, "." for
+// the layer root; false for names that would leave the layer.
 func cleanTarName(name string) (string, bool) {
-	name = strings.TrimSuffix(name, "/")
-	if name == "" || name == "." || name == "./" {
-		return "", true
-	}
 	if strings.HasPrefix(name, "/") {
 		return "", false
 	}
 	c := path.Clean(name)
-	if c == "." {
-		return "", true
+	if c == "." || c == "" {
+		return ".", true
 	}
 	if c == ".." || strings.HasPrefix(c, "../") || !fs.ValidPath(c) {
 		return "", false

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,11 +222,32 @@ func TestOCIRefuses(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
+			// The package doc promises *fs.PathError; "kernel" is said at
+			// most once.
+			var pe *fs.PathError
+			if !errors.As(err, &pe) || pe.Op != "oci" || strings.Count(err.Error(), "kernel") > 1 {
+				t.Errorf("%v (%T): want an *fs.PathError with Op oci", err, err)
+			}
 			if ch := f.Changes(); len(ch) != 0 {
 				t.Errorf("refused layer changed the view: %v", ch)
 			}
 		})
 	}
+	t.Run("truncated tar", func(t *testing.T) {
+		f, err := overlayfs.New(lower)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := buildTar(t, []tarEntry{{name: "a", body: strings.Repeat("x", 2000)}})
+		err = ReadOCILayer(bytes.NewReader(b[:700]), f)
+		var pe *fs.PathError
+		if !errors.As(err, &pe) || pe.Op != "oci" {
+			t.Errorf("%v (%T): want an *fs.PathError with Op oci", err, err)
+		}
+		if ch := f.Changes(); len(ch) != 0 {
+			t.Errorf("refused layer changed the view: %v", ch)
+		}
+	})
 	t.Run("unrepresentable name", func(t *testing.T) {
 		f, err := overlayfs.New(lower)
 		if err != nil {

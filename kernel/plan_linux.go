@@ -34,7 +34,7 @@ func planLayer(f *overlayfs.Fs) ([]step, error) {
 // planLayerRoot is planLayer that also returns the layer's entry for the
 // root directory's own metadata (Path "."), or nil when it has none.
 func planLayerRoot(f *overlayfs.Fs) ([]step, *overlayfs.LayerEntry, error) {
-	p := &planner{lower: f.Root(), merged: map[string]bool{"": true}}
+	p := &planner{lower: f.Root(), merged: map[string]bool{".": true}}
 	for _, e := range f.Layer() {
 		if e.Path == "." && e.Type == overlayfs.EntryDir {
 			p.root = &e
@@ -128,12 +128,20 @@ func specialPerm(m fs.FileMode) fs.FileMode {
 	return m & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 }
 
-func parentOf(rel string) string {
-	p := path.Dir(rel)
-	if p == "." {
-		return ""
+// Root-relative slash paths in this package spell the root ".", as io/fs
+// and package tape do; parentOf and joinRel are the package's one pair of
+// path helpers.
+
+// parentOf returns the directory of a root-relative path, "." for a
+// top-level name.
+func parentOf(rel string) string { return path.Dir(rel) }
+
+// joinRel joins a root-relative directory ("." for the root) and a name.
+func joinRel(dir, name string) string {
+	if dir == "." {
+		return name
 	}
-	return p
+	return dir + "/" + name
 }
 
 func validRel(rel string) bool {

@@ -61,11 +61,7 @@ func viewTree(f *overlayfs.Fs) (tree, error) {
 			}
 			n.data = string(b)
 		}
-		if rel != "" {
-			t[rel] = n
-		} else {
-			t["."] = n
-		}
+		t[rel] = n
 		if !fi.IsDir() {
 			return nil
 		}
@@ -86,7 +82,7 @@ func viewTree(f *overlayfs.Fs) (tree, error) {
 		}
 		return nil
 	}
-	return t, walk("")
+	return t, walk(".")
 }
 
 // dirTree reads a real directory tree with os.

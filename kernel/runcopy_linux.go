@@ -54,7 +54,7 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	}
 	before := f.LowerState()
 	vc := &viewCopy{f: f, dst: cp, inode: map[string]uint64{}, ownerLost: map[string]bool{}, absent: map[string]bool{}}
-	if err := vc.copyDir(""); err != nil {
+	if err := vc.copyDir("."); err != nil {
 		return err
 	}
 	c := cloneCmd(ctx, cmd)
@@ -139,13 +139,6 @@ func (vc *viewCopy) view(rel string) string {
 
 func (vc *viewCopy) real(rel string) string {
 	return filepath.Join(vc.dst, filepath.FromSlash(rel))
-}
-
-func joinRel(dir, name string) string {
-	if dir == "" {
-		return name
-	}
-	return dir + "/" + name
 }
 
 func (vc *viewCopy) viewNames(rel string) ([]string, error) {
@@ -278,7 +271,7 @@ func ownerOf(fi fs.FileInfo) (uid, gid int, ok bool) {
 // on the view, in the form Import applies.
 func (vc *viewCopy) diff() ([]upperEntry, error) {
 	var out []upperEntry
-	err := vc.diffDir("", true, false, &out)
+	err := vc.diffDir(".", true, false, &out)
 	return out, err
 }
 

@@ -1,0 +1,73 @@
+package kernel
+
+// NoLandlockEnv names an environment variable that, set to any non-empty
+// value, makes [Run] act as on a kernel without Landlock: the overlay
+// modes run unconfined and say so, the copy fallback refuses with
+// [ErrUnconfined]. It exists to test that path on kernels that have
+// Landlock.
+const NoLandlockEnv = "COWFS_NO_LANDLOCK"
+
+// RootEnv names the environment variable through which [Run] tells the
+// command where it sees the root: the root itself, or the copy.
+const RootEnv = "COWFS_ROOT"
+
+// RunOption configures [Run].
+type RunOption func(*runConfig)
+
+type runConfig struct {
+	forceCopy  bool
+	userNS     bool
+	userNSSet  bool
+	tempDir    string
+	writable   []string
+	unconfined bool
+	noLandlock bool // act as if the kernel had no Landlock (tests)
+	report     func(Mode)
+}
+
+// WithCopyFallback makes Run skip the kernel overlay and run the command in
+// a temporary copy of the merged view, importing the difference afterwards.
+// Run does this by itself when no overlay can be mounted.
+func WithCopyFallback() RunOption {
+	return func(c *runConfig) { c.forceCopy = true }
+}
+
+// WithUserNamespace chooses whether Run enters a new user namespace (and
+// mounts with userxattr). By default it does so exactly when the process
+// is not root in the initial user namespace.
+func WithUserNamespace(on bool) RunOption {
+	return func(c *runConfig) { c.userNS, c.userNSSet = on, true }
+}
+
+// WithTempDir sets where Run creates its upper and work directories (or
+// its copy of the root). It must be on a non-overlay filesystem that
+// supports the xattrs in use; the default is os.TempDir(), or /dev/shm
+// when that is on an overlay (as in many containers).
+func WithTempDir(dir string) RunOption {
+	return func(c *runConfig) { c.tempDir = dir }
+}
+
+// WithWritable lets the command write beneath paths (files or
+// directories, which must exist) besides the root, its private TMPDIR and
+// the standard character devices: a build cache, say. In the copy
+// fallback a path inside the root is mapped into the copy, and one that
+// holds the root is refused with [ErrUnconfined], since the real root must
+// stay read-only.
+func WithWritable(paths ...string) RunOption {
+	return func(c *runConfig) { c.writable = append(c.writable, paths...) }
+}
+
+// Unconfined runs the command without Landlock confinement: it may then
+// write anywhere its user may, and what it writes outside the root (as it
+// sees it) is neither captured nor undone. In the copy fallback that
+// includes the real root; Run still detects such a change afterwards and
+// refuses to import the run.
+func Unconfined() RunOption {
+	return func(c *runConfig) { c.unconfined = true }
+}
+
+// WithModeReport makes Run call fn with the mode it runs the command in,
+// once, just before the command starts.
+func WithModeReport(fn func(Mode)) RunOption {
+	return func(c *runConfig) { c.report = fn }
+}
