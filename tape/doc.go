@@ -123,7 +123,8 @@
 // format.go: the types of a tape ([Tape], [Header], [Record], [Trailer])
 // and canonical lines; recorder.go: [Recorder] and its options; encode.go:
 // the record encoder of the hot path; fs.go and file.go: the recording
-// [Fs] and its handles; hash.go: content hashes, with version*.go for
+// [Fs] and its handles; command.go: the records of a subprocess
+// ([Recorder.RecordCommand]); hash.go: content hashes, with version*.go for
 // reusing the hash of an unchanged file version;
 // chain.go: the chain hash, written and checked in one place;
 // outcome.go: the outcome of a failure ([ErrorOutcome]); final.go: the
