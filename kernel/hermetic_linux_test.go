@@ -333,36 +333,7 @@ func TestHermeticScenarios(t *testing.T) {
 	}
 	t.Run("self", func(t *testing.T) { runScenarios(t, kind) })
 	t.Run("uid65534", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("switching to uid 65534 needs root")
-		}
-		setpriv, err := exec.LookPath("setpriv")
-		if err != nil {
-			t.Skip("setpriv(1) is not installed (util-linux): cannot run the suite unprivileged")
-		}
-		self, err := os.Executable()
-		if err != nil {
-			t.Skip(err)
-		}
-		dir := t.TempDir()
-		if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		bin := filepath.Join(dir, "kernel.test")
-		if err := copyExecutable(self, bin); err != nil {
-			t.Fatal(err)
-		}
-		work := filepath.Join(dir, "work")
-		if err := os.Mkdir(work, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(work, 65534, 65534); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^TestHermeticScenarios$", "-test.v")
+		cmd, work := unprivChild(t, "TestHermeticScenarios", 0o755)
 		cmd.Dir = work
 		cmd.Env = append(os.Environ(), scenarioUnprivEnv+"="+work, "TMPDIR="+work, "HOME="+work)
 		out, err := cmd.CombinedOutput()

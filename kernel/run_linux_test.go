@@ -219,18 +219,18 @@ func TestRunContextCancel(t *testing.T) {
 	}
 }
 
-// runUnprivEnv makes the test binary run TestRunUnprivilegedChild.
-const runUnprivEnv = "COWFS_KERNEL_RUN_UNPRIV"
-
-// TestRunUnprivileged runs Run as uid 65534 with no capabilities: Run must
-// create the user namespace itself and mount with userxattr.
-func TestRunUnprivileged(t *testing.T) {
+// unprivChild returns a command that runs this test binary's test named
+// run as uid 65534 with no capabilities (setpriv), and the work directory,
+// owned by that user, beside the binary's copy in a directory of mode
+// dirPerm. It skips where that cannot be done.
+func unprivChild(t *testing.T, run string, dirPerm os.FileMode) (cmd *exec.Cmd, work string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("switching to uid 65534 needs root")
 	}
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
-		t.Skip("setpriv(1) is not installed (util-linux)")
+		t.Skip("setpriv(1) is not installed (util-linux): cannot run as uid 65534")
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -240,21 +240,30 @@ func TestRunUnprivileged(t *testing.T) {
 	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(dir, 0o777); err != nil {
+	if err := os.Chmod(dir, dirPerm); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "kernel.test")
 	if err := copyExecutable(self, bin); err != nil {
 		t.Fatal(err)
 	}
-	work := filepath.Join(dir, "work")
+	work = filepath.Join(dir, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chown(work, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^TestRunUnprivilegedChild$", "-test.v")
+	return exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^"+run+"$", "-test.v"), work
+}
+
+// runUnprivEnv makes the test binary run TestRunUnprivilegedChild.
+const runUnprivEnv = "COWFS_KERNEL_RUN_UNPRIV"
+
+// TestRunUnprivileged runs Run as uid 65534 with no capabilities: Run must
+// create the user namespace itself and mount with userxattr.
+func TestRunUnprivileged(t *testing.T) {
+	cmd, work := unprivChild(t, "TestRunUnprivilegedChild", 0o777)
 	cmd.Env = append(os.Environ(), runUnprivEnv+"="+work, "TMPDIR="+work)
 	out, err := cmd.CombinedOutput()
 	text := string(out)
