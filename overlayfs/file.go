@@ -20,6 +20,12 @@ var (
 	_ fs.ReadDirFile  = (*dir)(nil)
 	_ fs.ReadDirFile  = (*osFile)(nil)
 	_ io.StringWriter = (*file)(nil)
+	_ io.ReaderFrom   = (*file)(nil)
+	_ io.ReaderFrom   = (*dir)(nil)
+	_ io.ReaderFrom   = (*osFile)(nil)
+	_ io.WriterTo     = (*file)(nil)
+	_ io.WriterTo     = (*dir)(nil)
+	_ io.WriterTo     = (*osFile)(nil)
 )
 
 // file is a handle on a layer file. It refers to the file's identity, so it
@@ -527,8 +533,9 @@ type osFile struct {
 	*os.File
 	name string
 	fs   *Fs    // set for files inside the root
-	rel  string // root-relative path, inside the root
-	seen int64  // fs.copies when last checked
+	rel   string // root-relative path, inside the root
+	seen  int64  // fs.copies when last checked
+	appnd bool   // opened with O_APPEND, inside the root
 
 	mu  sync.Mutex
 	d   *dir  // listing state, once listed
@@ -747,4 +754,107 @@ func (o *osFile) asDir() (*dir, error) {
 		d.fs, d.rel = o.fs, o.rel
 	}
 	return d, nil
+}
+
+// io.Copy between handles does what it does between *os.File handles on
+// Linux. Unless the destination appends, its ReadFrom tries
+// copy_file_range, which fails before a byte is read when either handle is
+// closed (ErrClosed), either is a directory (EISDIR), the destination is
+// not writable or the source not readable (EBADF); otherwise, and from any
+// other reader, it is a plain copy, which fails at the first write.
+
+// copySource is a handle as the source of a copy: only its Read shows, and
+// what copy_file_range looks at.
+type copySource struct {
+	io.Reader
+	closed, isDir, readable bool
+}
+
+// copyCheck returns the error copy_file_range gives for a copy into a
+// handle from r, or nil where os copies (or falls back to a plain copy).
+func copyCheck(closed, isDir, writable, appnd bool, r io.Reader) error {
+	src, ok := r.(copySource)
+	switch {
+	case appnd || !ok:
+		return nil
+	case closed || src.closed:
+		return os.ErrClosed
+	case isDir || src.isDir:
+		return errIsDir
+	case !writable || !src.readable:
+		return errBadFd
+	}
+	return nil
+}
+
+// plainWriter hides a handle's ReadFrom from io.Copy.
+type plainWriter struct{ io.Writer }
+
+// plainReader hides a handle's WriteTo from io.Copy.
+type plainReader struct{ io.Reader }
+
+func (h *file) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+// ReadFrom implements io.ReaderFrom as *os.File does.
+func (h *file) ReadFrom(r io.Reader) (int64, error) {
+	if err := copyCheck(h.isClosed(), false, h.writable(), h.flag&os.O_APPEND != 0, r); err != nil {
+		return 0, pathErr("write", h.name, err)
+	}
+	return io.Copy(plainWriter{h}, r)
+}
+
+// WriteTo implements io.WriterTo as *os.File does.
+func (h *file) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, copySource{Reader: plainReader{h}, closed: h.isClosed(), readable: h.readable()})
+}
+
+func (d *dir) isClosed() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closed
+}
+
+// ReadFrom implements io.ReaderFrom as *os.File does on a directory.
+func (d *dir) ReadFrom(r io.Reader) (int64, error) {
+	if err := copyCheck(d.isClosed(), true, false, d.appnd, r); err != nil {
+		return 0, pathErr("write", d.name, err)
+	}
+	return io.Copy(plainWriter{d}, r)
+}
+
+// WriteTo implements io.WriterTo as *os.File does on a directory.
+func (d *dir) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, copySource{Reader: plainReader{d}, closed: d.isClosed(), isDir: true, readable: true})
+}
+
+// ReadFrom implements io.ReaderFrom: inside the root, a lower handle is
+// read-only.
+func (o *osFile) ReadFrom(r io.Reader) (int64, error) {
+	if o.fs == nil {
+		if src, ok := r.(copySource); ok {
+			r = src.Reader // a real file outside the root: os does it all
+		}
+		n, err := o.File.ReadFrom(r)
+		return n, fixErr(err, "", o.name)
+	}
+	fi, err := o.File.Stat()
+	closed := errors.Is(err, os.ErrClosed)
+	if err := copyCheck(closed, err == nil && fi.IsDir(), false, o.appnd, r); err != nil {
+		return 0, pathErr("write", o.name, err)
+	}
+	return io.Copy(plainWriter{o}, r)
+}
+
+// WriteTo implements io.WriterTo, reading through the handle's own Read
+// (which follows a copy-up made elsewhere).
+func (o *osFile) WriteTo(w io.Writer) (int64, error) {
+	if o.fs == nil {
+		return io.Copy(w, plainReader{o})
+	}
+	fi, err := o.File.Stat()
+	return io.Copy(w, copySource{Reader: plainReader{o}, closed: errors.Is(err, os.ErrClosed), isDir: err == nil && fi.IsDir(), readable: true})
 }

@@ -44,18 +44,43 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
-	l, ok, err := f.writeLoc("open", name, !excl)
+	var l loc
+	var ok bool
+	var err error
+	if flag&os.O_CREATE != 0 {
+		// As Linux: with O_CREAT, the last component is looked at before
+		// any final symlink is followed; a name ending in a slash, "." or
+		// ".." cannot be created.
+		l, ok, err = f.writeEntryLoc("open", name)
+		if ok && (l.slash || l.last != lastNorm) {
+			if l.last != lastNorm {
+				if err := f.dirCheck(l); err != nil {
+					return nil, nameErr("open", name, err)
+				}
+				if excl {
+					return nil, pathErr("open", name, errExist)
+				}
+			}
+			return nil, pathErr("open", name, errIsDir)
+		}
+		if ok && !excl {
+			l, ok, err = f.writeLoc("open", name, true)
+		}
+	} else {
+		l, ok, err = f.writeLoc("open", name, true)
+	}
 	if !ok {
 		if err == nil {
-			fh, err := os.OpenFile(name, flag, perm)
+			fh, err := os.OpenFile(l.host, flag, perm)
 			if err != nil {
-				return nil, err
+				return nil, fixErr(err, "", name)
 			}
 			return &osFile{File: fh, name: name}, nil
 		}
 		return nil, err
 	}
 	if l.dirOnly && flag&os.O_CREATE != 0 {
+		// A symlink whose target ends in a slash, to create through.
 		return nil, pathErr("open", name, errIsDir)
 	}
 	n, err := f.final(l)
@@ -96,6 +121,7 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 		}
 	} else {
 		m := f.newMeta(perm & permBits &^ f.umask)
+		f.inheritLocked(l.rel, &m, false)
 		ino = f.newBlobLocked(&blob{meta: m})
 		f.paths.Set(l.rel, entry{kind: kindFile, ino: ino})
 	}
@@ -116,9 +142,9 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		if !f.opts.outsideReads {
 			return nil, pathErr("open", name, ErrOutsideRoot)
 		}
-		fh, err := os.OpenFile(name, flag, 0)
+		fh, err := os.OpenFile(l.host, flag, 0)
 		if err != nil {
-			return nil, err
+			return nil, fixErr(err, "", name)
 		}
 		return &osFile{File: fh, name: name}, nil
 	}
@@ -126,7 +152,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		if _, inLayer := f.paths.Get(l.rel); !inLayer && l.visible {
 			fh, err := os.OpenFile(f.host(l.rel), flag|oNoFollow, 0)
 			if err == nil {
-				return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load()}, nil
+				return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load(), appnd: flag&os.O_APPEND != 0}, nil
 			}
 			if errno(err) != errLoop {
 				return nil, fixErr(err, "open", name)
@@ -170,7 +196,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 	if err != nil {
 		return nil, fixErr(err, "open", name)
 	}
-	return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load()}, nil
+	return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load(), appnd: flag&os.O_APPEND != 0}, nil
 }
 
 // hold counts an open handle on a file identity.

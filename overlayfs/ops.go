@@ -60,10 +60,15 @@ func (f *Fs) stat(op, name string, follow bool) (fs.FileInfo, error) {
 		if !f.opts.outsideReads {
 			return nil, pathErr(op, name, ErrOutsideRoot)
 		}
+		stat := os.Lstat
 		if follow {
-			return os.Stat(name)
+			stat = os.Stat
 		}
-		return os.Lstat(name)
+		fi, err := stat(l.host)
+		if err != nil {
+			return nil, fixErr(err, "", name)
+		}
+		return renameInfo(fi, infoName(name)), nil
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -124,9 +129,15 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 	l, ok, err := f.writeEntryLoc("mkdir", name)
 	if !ok {
 		if err == nil {
-			err = os.Mkdir(name, perm)
+			err = fixErr(os.Mkdir(l.host, perm), "", name)
 		}
 		return err
+	}
+	if l.last != lastNorm {
+		if err := f.dirCheck(l); err != nil {
+			return nameErr("mkdir", name, err)
+		}
+		return pathErr("mkdir", name, errExist)
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -135,8 +146,35 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 	if n.exists() {
 		return pathErr("mkdir", name, errExist)
 	}
-	f.paths.Set(l.rel, entry{kind: kindDir, meta: f.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ f.umask), opaque: true})
+	m := f.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ f.umask)
+	f.inheritLocked(l.rel, &m, true)
+	f.paths.Set(l.rel, entry{kind: kindDir, meta: m, opaque: true})
 	return nil
+}
+
+// inheritLocked applies what a new entry at rel takes from a setgid
+// parent directory, as Linux does: its group, and for a directory the
+// setgid bit itself.
+func (f *Fs) inheritLocked(rel string, m *meta, isDir bool) {
+	pn := f.nodeAtLocked(parent(rel))
+	var pm meta
+	switch {
+	case pn.kind != kindDir:
+		return
+	case pn.layer:
+		pm = pn.e.meta
+	case pn.fi != nil:
+		pm = metaOf(pn.fi)
+	default:
+		return
+	}
+	if pm.perm&fs.ModeSetgid == 0 {
+		return
+	}
+	m.gid = pm.gid
+	if isDir {
+		m.perm |= fs.ModeSetgid
+	}
 }
 
 // MkdirAll creates a directory and its missing parents, as os.MkdirAll.
@@ -180,9 +218,15 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 	l, ok, err := f.writeEntryLoc("symlink", newname)
 	if !ok {
 		if err == nil {
-			return os.Symlink(oldname, newname)
+			return asLinkErr("symlink", oldname, newname, os.Symlink(oldname, l.host))
 		}
 		return asLinkErr("symlink", oldname, newname, err)
+	}
+	if l.last != lastNorm {
+		if err := f.dirCheck(l); err != nil {
+			return asLinkErr("symlink", oldname, newname, err)
+		}
+		return linkErr("symlink", oldname, newname, errExist)
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -197,7 +241,9 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 	if oldname == "" {
 		return linkErr("symlink", oldname, newname, errNoEnt)
 	}
-	f.paths.Set(l.rel, entry{kind: kindSymlink, meta: f.newMeta(fs.ModePerm), target: oldname})
+	m := f.newMeta(fs.ModePerm)
+	f.inheritLocked(l.rel, &m, false)
+	f.paths.Set(l.rel, entry{kind: kindSymlink, meta: m, target: oldname})
 	return nil
 }
 
@@ -216,7 +262,8 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 		if !f.opts.outsideReads {
 			return "", pathErr("readlink", name, ErrOutsideRoot)
 		}
-		return os.Readlink(name)
+		t, err := os.Readlink(l.host)
+		return t, fixErr(err, "", name)
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -237,14 +284,14 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 // Chmod changes the mode of name, following symlinks. A lower entry's
 // metadata is copied up; its content is not read.
 func (f *Fs) Chmod(name string, mode fs.FileMode) error {
-	return f.setMeta("chmod", name, func() error { return os.Chmod(name, mode) }, func(m *meta) {
+	return f.setMeta("chmod", name, func(host string) error { return os.Chmod(host, mode) }, func(m *meta) {
 		m.perm = mode & permBits
 	})
 }
 
 // Chown changes the owner of name, following symlinks; -1 keeps a value.
 func (f *Fs) Chown(name string, uid, gid int) error {
-	return f.setMeta("chown", name, func() error { return os.Chown(name, uid, gid) }, func(m *meta) {
+	return f.setMeta("chown", name, func(host string) error { return os.Chown(host, uid, gid) }, func(m *meta) {
 		if uid != -1 {
 			m.uid = uid
 		}
@@ -257,14 +304,14 @@ func (f *Fs) Chown(name string, uid, gid int) error {
 // Chtimes changes the modification time of name, following symlinks. A
 // zero time leaves it unchanged, as in os. Access times are not kept.
 func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
-	return f.setMeta("chtimes", name, func() error { return os.Chtimes(name, atime, mtime) }, func(m *meta) {
+	return f.setMeta("chtimes", name, func(host string) error { return os.Chtimes(host, atime, mtime) }, func(m *meta) {
 		if !mtime.IsZero() {
 			m.mtime = mtime
 		}
 	})
 }
 
-func (f *Fs) setMeta(op, name string, outside func() error, set func(*meta)) error {
+func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(*meta)) error {
 	if g := f.route(name); g != nil {
 		return g.setMeta(op, name, outside, set)
 	}
@@ -273,7 +320,7 @@ func (f *Fs) setMeta(op, name string, outside func() error, set func(*meta)) err
 	l, ok, err := f.writeLoc(op, name, true)
 	if !ok {
 		if err == nil {
-			err = outside()
+			err = fixErr(outside(l.host), "", name)
 		}
 		return err
 	}
@@ -343,9 +390,20 @@ func (f *Fs) Remove(name string) error {
 	l, ok, err := f.writeEntryLoc("remove", name)
 	if !ok {
 		if err == nil {
-			err = os.Remove(name)
+			err = fixErr(os.Remove(l.host), "", name)
 		}
 		return err
+	}
+	if l.last != lastNorm {
+		// unlink says EISDIR; rmdir, whose error os reports, EINVAL for
+		// "." and ENOTEMPTY for "..".
+		if err := f.dirCheck(l); err != nil {
+			return nameErr("remove", name, err)
+		}
+		if l.last == lastDot {
+			return pathErr("remove", name, errInval)
+		}
+		return pathErr("remove", name, errNotEmpty)
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -397,13 +455,16 @@ func (f *Fs) RemoveAll(name string) error {
 	if !ok {
 		switch {
 		case err == nil:
-			return os.RemoveAll(name)
+			return fixErr(os.RemoveAll(l.host), "", name)
 		case errno(err) == errNoEnt:
 			return nil
 		case errno(err) != 0:
 			return f.removeAllFailedLocked(name, errno(err))
 		}
 		return err
+	}
+	if l.last == lastDotDot {
+		return f.removeAllDotDotLocked(name, l)
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -417,6 +478,32 @@ func (f *Fs) RemoveAll(name string) error {
 	}
 	f.unlinkLocked(l.rel, l.visible, n)
 	return nil
+}
+
+// removeAllDotDotLocked is os.RemoveAll of "x/..": os removes the
+// directory's entries from x's parent, then cannot remove ".." itself.
+func (f *Fs) removeAllDotDotLocked(name string, l loc) error {
+	if err := f.dirCheck(l); err != nil {
+		if errno(err) == errNoEnt {
+			return nil
+		}
+		if errno(err) != 0 {
+			return f.removeAllFailedLocked(name, errno(err))
+		}
+		return nameErr("unlinkat", name, err)
+	}
+	n, err := f.final(l)
+	if err != nil {
+		return fixErr(err, "unlinkat", name)
+	}
+	ents, err := f.listLocked(l.rel, n)
+	if err != nil {
+		return fixErr(err, "unlinkat", name)
+	}
+	for _, d := range ents {
+		f.unlinkLocked(join(l.rel, d.name), n.under, d.n)
+	}
+	return pathErr("unlinkat", name, errNotEmpty)
 }
 
 // removeAllFailedLocked gives the error os.RemoveAll gives when name cannot
