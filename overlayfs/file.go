@@ -531,8 +531,8 @@ func (f *Fs) isDir(rel string) bool {
 // sorted (and merged with the layer when fs is set).
 type osFile struct {
 	*os.File
-	name string
-	fs   *Fs    // set for files inside the root
+	name  string
+	fs    *Fs    // set for files inside the root
 	rel   string // root-relative path, inside the root
 	seen  int64  // fs.copies when last checked
 	appnd bool   // opened with O_APPEND, inside the root
