@@ -385,13 +385,26 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 	ents, err := d.next(n)
 	infos := make([]fs.FileInfo, 0, len(ents))
 	for i := range ents {
-		fi, err := ents[i].info()
-		if err != nil {
-			continue // vanished from the lower since listed, as os skips it
+		fi, ierr := d.info(ents[i])
+		switch {
+		case errors.Is(ierr, fs.ErrNotExist):
+			continue // vanished since listed, as os skips it
+		case ierr != nil:
+			return infos, ierr
 		}
 		infos = append(infos, fi)
 	}
 	return infos, err
+}
+
+// info returns the FileInfo of a listed entry as os finds it: by an Lstat
+// of the handle's name joined with the entry's, now (so relative to the
+// working directory of now, as os does).
+func (d *dir) info(e dirent) (fs.FileInfo, error) {
+	if d.fs == nil {
+		return e.info()
+	}
+	return d.fs.Lstat(d.name + "/" + e.name)
 }
 
 func (d *dir) Readdirnames(n int) ([]string, error) {
@@ -407,7 +420,7 @@ func (d *dir) ReadDir(n int) ([]fs.DirEntry, error) {
 	ents, err := d.next(n)
 	var out []fs.DirEntry
 	for _, e := range ents {
-		out = append(out, dirEntry{e})
+		out = append(out, dirEntry{e, d})
 	}
 	return out, err
 }
@@ -531,11 +544,11 @@ func (f *Fs) isDir(rel string) bool {
 // sorted (and merged with the layer when fs is set).
 type osFile struct {
 	*os.File
-	name  string
-	fs    *Fs    // set for files inside the root
-	rel   string // root-relative path, inside the root
-	seen  int64  // fs.copies when last checked
-	appnd bool   // opened with O_APPEND, inside the root
+	name string
+	fs   *Fs    // set for files inside the root
+	rel  string // root-relative path, inside the root
+	seen int64  // fs.copies when last checked
+	flag int    // the open flags
 
 	mu  sync.Mutex
 	d   *dir  // listing state, once listed
@@ -711,25 +724,20 @@ func (o *osFile) listing() ([]dirent, error) {
 		slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
 		return ents, nil
 	}
-	// Inside the root the lower handle is a merged directory: list it so.
+	// Inside the root the lower handle is a merged directory: list it so,
+	// where it was opened (the name may be relative to another directory
+	// by now).
 	f := o.fs
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l, err := f.resolve("readdirent", o.name, true)
-	if err != nil {
-		return nil, err
-	}
-	n, err := f.final(l)
-	if err != nil {
-		return nil, fixErr(err, "readdirent", o.name)
-	}
+	n := f.nodeAtLocked(o.rel)
 	switch {
 	case !n.exists():
 		return nil, pathErr("readdirent", o.name, errNoEnt) // removed since opened
 	case n.kind != kindDir:
 		return nil, pathErr("readdirent", o.name, errNotDir)
 	}
-	return f.listLocked(l.rel, n)
+	return f.listLocked(o.rel, n)
 }
 
 // osFile directories are rare (the fast path opens directories this way
@@ -831,19 +839,11 @@ func (d *dir) WriteTo(w io.Writer) (int64, error) {
 	return io.Copy(w, copySource{Reader: plainReader{d}, closed: d.isClosed(), isDir: true, readable: true})
 }
 
-// ReadFrom implements io.ReaderFrom: inside the root, a lower handle is
-// read-only.
+// ReadFrom implements io.ReaderFrom as *os.File does.
 func (o *osFile) ReadFrom(r io.Reader) (int64, error) {
-	if o.fs == nil {
-		if src, ok := r.(copySource); ok {
-			r = src.Reader // a real file outside the root: os does it all
-		}
-		n, err := o.File.ReadFrom(r)
-		return n, fixErr(err, "", o.name)
-	}
 	fi, err := o.File.Stat()
 	closed := errors.Is(err, os.ErrClosed)
-	if err := copyCheck(closed, err == nil && fi.IsDir(), false, o.appnd, r); err != nil {
+	if err := copyCheck(closed, err == nil && fi.IsDir(), o.flag&(os.O_WRONLY|os.O_RDWR) != 0, o.flag&os.O_APPEND != 0, r); err != nil {
 		return 0, pathErr("write", o.name, err)
 	}
 	return io.Copy(plainWriter{o}, r)
@@ -852,9 +852,7 @@ func (o *osFile) ReadFrom(r io.Reader) (int64, error) {
 // WriteTo implements io.WriterTo, reading through the handle's own Read
 // (which follows a copy-up made elsewhere).
 func (o *osFile) WriteTo(w io.Writer) (int64, error) {
-	if o.fs == nil {
-		return io.Copy(w, plainReader{o})
-	}
 	fi, err := o.File.Stat()
-	return io.Copy(w, copySource{Reader: plainReader{o}, closed: errors.Is(err, os.ErrClosed), isDir: err == nil && fi.IsDir(), readable: true})
+	readable := o.flag&(os.O_WRONLY|os.O_RDWR) != os.O_WRONLY
+	return io.Copy(w, copySource{Reader: plainReader{o}, closed: errors.Is(err, os.ErrClosed), isDir: err == nil && fi.IsDir(), readable: readable})
 }

@@ -75,7 +75,7 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 			if err != nil {
 				return nil, fixErr(err, "", name)
 			}
-			return &osFile{File: fh, name: name}, nil
+			return &osFile{File: fh, name: name, flag: flag}, nil
 		}
 		return nil, err
 	}
@@ -146,13 +146,13 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		if err != nil {
 			return nil, fixErr(err, "", name)
 		}
-		return &osFile{File: fh, name: name}, nil
+		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
 	if !l.have && !l.dirOnly {
 		if _, inLayer := f.paths.Get(l.rel); !inLayer && l.visible {
 			fh, err := os.OpenFile(f.host(l.rel), flag|oNoFollow, 0)
 			if err == nil {
-				return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load(), appnd: flag&os.O_APPEND != 0}, nil
+				return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load(), flag: flag}, nil
 			}
 			if errno(err) != errLoop {
 				return nil, fixErr(err, "open", name)
@@ -171,7 +171,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		if err != nil {
 			return nil, fixErr(err, "open", name)
 		}
-		return &osFile{File: fh, name: name}, nil
+		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -196,7 +196,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 	if err != nil {
 		return nil, fixErr(err, "open", name)
 	}
-	return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load(), appnd: flag&os.O_APPEND != 0}, nil
+	return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load(), flag: flag}, nil
 }
 
 // hold counts an open handle on a file identity.

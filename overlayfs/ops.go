@@ -1,6 +1,7 @@
 package overlayfs
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"strings"
@@ -284,14 +285,23 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 // Chmod changes the mode of name, following symlinks. A lower entry's
 // metadata is copied up; its content is not read.
 func (f *Fs) Chmod(name string, mode fs.FileMode) error {
-	return f.setMeta("chmod", name, func(host string) error { return os.Chmod(host, mode) }, func(m *meta) {
+	return f.setMeta("chmod", name, func(host string) error { return os.Chmod(host, mode) }, func(m *meta, _ bool) {
 		m.perm = mode & permBits
 	})
 }
 
 // Chown changes the owner of name, following symlinks; -1 keeps a value.
 func (f *Fs) Chown(name string, uid, gid int) error {
-	return f.setMeta("chown", name, func(host string) error { return os.Chown(host, uid, gid) }, func(m *meta) {
+	return f.setMeta("chown", name, func(host string) error { return os.Chown(host, uid, gid) }, func(m *meta, isDir bool) {
+		// As Linux: a chown, even by root, even to the same owner, clears
+		// the setuid bit of a non-directory, and its setgid bit when group
+		// execution is on (alone it marks mandatory locking).
+		if !isDir {
+			m.perm &^= fs.ModeSetuid
+			if m.perm&(fs.ModeSetgid|0o010) == fs.ModeSetgid|0o010 {
+				m.perm &^= fs.ModeSetgid
+			}
+		}
 		if uid != -1 {
 			m.uid = uid
 		}
@@ -304,14 +314,14 @@ func (f *Fs) Chown(name string, uid, gid int) error {
 // Chtimes changes the modification time of name, following symlinks. A
 // zero time leaves it unchanged, as in os. Access times are not kept.
 func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
-	return f.setMeta("chtimes", name, func(host string) error { return os.Chtimes(host, atime, mtime) }, func(m *meta) {
+	return f.setMeta("chtimes", name, func(host string) error { return os.Chtimes(host, atime, mtime) }, func(m *meta, _ bool) {
 		if !mtime.IsZero() {
 			m.mtime = mtime
 		}
 	})
 }
 
-func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(*meta)) error {
+func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(m *meta, isDir bool)) error {
 	if g := f.route(name); g != nil {
 		return g.setMeta(op, name, outside, set)
 	}
@@ -339,9 +349,9 @@ func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(
 		return fixErr(err, op, name)
 	}
 	if e.kind == kindFile {
-		set(&f.ownBlobLocked(e.ino).meta)
+		set(&f.ownBlobLocked(e.ino).meta, false)
 	} else {
-		set(&e.meta)
+		set(&e.meta, e.kind == kindDir)
 	}
 	f.paths.Set(l.rel, e)
 	return nil
@@ -527,12 +537,20 @@ func (f *Fs) removeAllFailedLocked(name string, e error) error {
 		}
 		return err
 	}
+	if !l.inside {
+		if _, err := os.Stat(l.host); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return pathErr("unlinkat", name, e)
+	}
 	n, err := f.final(l)
 	switch {
 	case err == nil && !n.exists():
 		return nil
 	case err == nil && l.dirOnly && n.kind != kindDir:
 		return pathErr("open", dir, errNotDir)
+	case err == nil && n.kind == kindSocket:
+		return pathErr("open", dir, errNoDevice)
 	}
 	return pathErr("unlinkat", name, e)
 }

@@ -823,7 +823,7 @@ func read(slot, n int) op {
 // kernel's offset check says EINVAL first. os's EINVAL there is taken as
 // EISDIR.
 func (e *env) dirReadErr(f afero.File, err error) error {
-	if errors.Is(err, syscall.EINVAL) && !e.cow {
+	if errors.Is(err, syscall.EINVAL) {
 		if fi, serr := f.Stat(); serr == nil && fi.IsDir() {
 			return &fs.PathError{Op: "read", Path: f.Name(), Err: syscall.EISDIR}
 		}

@@ -237,7 +237,9 @@ func (g *randGen) op1() op {
 	case 16:
 		return listOp(g.slot(), g.r.IntN(3), g.r.IntN(4)-1)
 	case 17:
-		return copyOp(g.slot(), g.slot())
+		dst, src := g.slot(), g.slot()
+		g.opens = fmt.Sprintf("\x03%d%d", dst, src)
+		return copyOp(dst, src)
 	case 18:
 		return readFromOp(g.slot(), g.pick(randData))
 	case 19:
@@ -251,7 +253,7 @@ func (g *randGen) op1() op {
 	case 25:
 		// os.RemoveAll opens the parent of a name it cannot remove.
 		n := g.name()
-		g.opens = filepath.Dir(strings.TrimRight(n, "/"))
+		g.opens = "\x02" + n
 		return removeAll(n)
 	case 26, 27:
 		from, to := g.name(), g.name()
@@ -390,6 +392,17 @@ func randRun(ops []op, opens []string, want, got *randSide, origIno map[string]u
 			if a, b := want.inRoot(from), want.inRoot(to); a != 0 && b != 0 && a != b {
 				continue // across the root's edge: the overlay is a file system of its own (EXDEV)
 			}
+			if want.holdsRoot(from) || want.holdsRoot(to) {
+				continue // would move the real root
+			}
+		} else if slots, ok := strings.CutPrefix(opens[i], "\x03"); ok {
+			if want.sameFile(int(slots[0]-'0'), int(slots[1]-'0')) {
+				continue // a copy of a file into itself never ends when it appends
+			}
+		} else if name, ok := strings.CutPrefix(opens[i], "\x02"); ok {
+			if want.isFIFO(filepath.Dir(strings.TrimRight(name, "/"))) || want.holdsRoot(name) {
+				continue // os would block on the FIFO, or remove the real root
+			}
 		} else if dir, ok := strings.CutPrefix(opens[i], "\x00"); ok {
 			if !sameIno(want.root, dir, origIno) {
 				// Not the original directory any more: absolute names.
@@ -454,6 +467,34 @@ func (s *randSide) inRoot(name string) int {
 	return 2
 }
 
+// holdsRoot reports whether name, on this side, is an ancestor of the root
+// (reached through ".." or links out of it): an outside write there would
+// reach into the real root.
+func (s *randSide) holdsRoot(name string) bool {
+	if s.env.cwd != nil {
+		os.Chdir(s.env.wd())
+	}
+	p, err := filepath.EvalSymlinks(strings.TrimRight(s.env.p(name), "/"))
+	if err != nil {
+		return false
+	}
+	if p, err = filepath.Abs(p); err != nil {
+		return false
+	}
+	return p == s.root || strings.HasPrefix(s.root, p+"/")
+}
+
+// sameFile reports whether two handle slots hold the same open regular file.
+func (s *randSide) sameFile(a, b int) bool {
+	fa, fb := s.env.handles[a], s.env.handles[b]
+	if fa == nil || fb == nil {
+		return false
+	}
+	ia, erra := fa.Stat()
+	ib, errb := fb.Stat()
+	return erra == nil && errb == nil && ia.Mode().IsRegular() && os.SameFile(ia, ib)
+}
+
 // sameIno reports whether root/rel is still the directory it was.
 func sameIno(root, rel string, orig map[string]uint64) bool {
 	fi, err := os.Lstat(filepath.Join(root, rel))
@@ -510,7 +551,7 @@ func randSequence(t testing.TB, baseA, baseB string, seed uint64, oracle bool) [
 	}
 	wantTree, err := walkTarget(osTarget{}, rootB)
 	if err != nil {
-		return append(errs, fmt.Errorf("walking the os copy: %v", err))
+		return append([]error{fmt.Errorf("seed %d, ops:\n\t%s", seed, opList(ops))}, append(errs, fmt.Errorf("walking the os copy: %v", err))...)
 	}
 	gotTree, err := walkTarget(gotFs, rootA)
 	if err != nil {

@@ -1,6 +1,7 @@
 package overlayfs
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,11 +23,19 @@ func (f *Fs) Rename(oldname, newname string) error {
 	if err := f.renameCheckLocked(oldname, newname); err != nil {
 		return err
 	}
+	// The kernel resolves the old name's parent (for "x/." x itself),
+	// then the new name's.
 	lo, err := f.resolveEntry("rename", oldname)
+	if err == nil && lo.last != lastNorm {
+		err = f.parentCheckLocked(lo)
+	}
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
 	ln, err := f.resolveEntry("rename", newname)
+	if err == nil && ln.last != lastNorm {
+		err = f.parentCheckLocked(ln)
+	}
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
@@ -45,14 +54,7 @@ func (f *Fs) Rename(oldname, newname string) error {
 		}
 		return asLinkErr("rename", oldname, newname, os.Rename(lo.host, ln.host))
 	}
-	// The kernel resolves both parents, then refuses "." and "..".
-	for _, l := range []loc{lo, ln} {
-		if l.last != lastNorm {
-			if err := f.dirCheck(l); err != nil {
-				return asLinkErr("rename", oldname, newname, err)
-			}
-		}
-	}
+	// Both parents resolved: the kernel refuses "." and "..".
 	if lo.last != lastNorm || ln.last != lastNorm || lo.rel == "" || ln.rel == "" {
 		return linkErr("rename", oldname, newname, syscall.EBUSY)
 	}
@@ -113,33 +115,44 @@ func (f *Fs) Rename(oldname, newname string) error {
 // with EEXIST, unless it is oldname itself; a bad oldname is named first.
 func (f *Fs) renameCheckLocked(oldname, newname string) error {
 	ln, err := f.resolve("rename", newname, false)
-	if err != nil || !ln.inside {
+	if err != nil {
 		return nil
 	}
-	nn, err := f.final(ln)
-	if err != nil || !nn.exists() || nn.kind != kindDir {
+	newFi, newNode, ok := f.lstatLoc(ln)
+	if !ok || !(newNode.kind == kindDir || newFi != nil && newFi.IsDir()) {
 		return nil
 	}
 	lo, err := f.resolve("rename", oldname, false)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
-	var no node
-	if lo.inside {
-		if no, err = f.final(lo); err != nil {
-			return asLinkErr("rename", oldname, newname, err)
-		}
-		switch {
-		case !no.exists():
-			return linkErr("rename", oldname, newname, errNoEnt)
-		case lo.dirOnly && no.kind != kindDir:
-			return linkErr("rename", oldname, newname, errNotDir)
-		}
+	oldFi, oldNode, ok := f.lstatLoc(lo)
+	switch {
+	case !ok && lo.inside:
+		return linkErr("rename", oldname, newname, errNoEnt)
+	case !ok:
+		_, err := os.Lstat(lo.host)
+		return asLinkErr("rename", oldname, newname, err)
+	case lo.inside && lo.dirOnly && oldNode.kind != kindDir:
+		return linkErr("rename", oldname, newname, errNotDir)
 	}
-	if newname == oldname || !lo.inside || lo.rel != ln.rel {
+	same := lo.inside && ln.inside && lo.rel == ln.rel ||
+		!lo.inside && !ln.inside && os.SameFile(oldFi, newFi)
+	if newname == oldname || !same {
 		return linkErr("rename", oldname, newname, errExist)
 	}
 	return nil
+}
+
+// lstatLoc is what Lstat finds at a resolved name: the node inside the
+// root, the FileInfo outside it; ok is false when nothing is there.
+func (f *Fs) lstatLoc(l loc) (fs.FileInfo, node, bool) {
+	if !l.inside {
+		fi, err := os.Lstat(l.host)
+		return fi, node{}, err == nil
+	}
+	n, err := f.final(l)
+	return nil, n, err == nil && n.exists()
 }
 
 // parentCheckLocked returns the error of resolving the directory in which
