@@ -295,7 +295,11 @@ func (g *randGen) pick2(s []fs.FileMode) fs.FileMode { return s[g.r.IntN(len(s))
 // randOps returns the sequence of a seed, 60 to 100 operations, and for
 // each the name it opens, if any.
 func randOps(seed uint64) ([]op, []string) {
-	r := rand.New(rand.NewPCG(seed, 12))
+	return randOpsFrom(rand.New(rand.NewPCG(seed, 12)))
+}
+
+// randOpsFrom draws a sequence of 60 to 100 operations from r.
+func randOpsFrom(r *rand.Rand) ([]op, []string) {
 	g := &randGen{r: r}
 	n := 60 + r.IntN(41)
 	ops, opens := make([]op, n), make([]string, n)
@@ -520,9 +524,16 @@ func dirInodes(root string) map[string]uint64 {
 func randSequence(t testing.TB, baseA, baseB string, seed uint64, oracle bool) []error {
 	t.Helper()
 	ops, opens := randOps(seed)
+	return randCompare(t, baseA, baseB, fmt.Sprint(seed), ops, opens, oracle)
+}
+
+// randCompare runs ops (and their notes from randOpsFrom) as randSequence
+// does; label names the run in reports and directories.
+func randCompare(t testing.TB, baseA, baseB, label string, ops []op, opens []string, oracle bool) []error {
+	t.Helper()
 	// Each side's tree sits a few levels down in a directory of its own,
 	// so that names climbing out of the root stay on their side.
-	topA, topB := filepath.Join(baseA, fmt.Sprint(seed, "A")), filepath.Join(baseB, fmt.Sprint(seed, "B"))
+	topA, topB := filepath.Join(baseA, label+"A"), filepath.Join(baseB, label+"B")
 	dirA, dirB := filepath.Join(topA, "1/2/3"), filepath.Join(topB, "1/2/3")
 	for _, d := range []string{dirA, dirB} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -551,7 +562,7 @@ func randSequence(t testing.TB, baseA, baseB string, seed uint64, oracle bool) [
 	}
 	wantTree, err := walkTarget(osTarget{}, rootB)
 	if err != nil {
-		return append([]error{fmt.Errorf("seed %d, ops:\n\t%s", seed, opList(ops))}, append(errs, fmt.Errorf("walking the os copy: %v", err))...)
+		return append([]error{fmt.Errorf("seed %s, ops:\n\t%s", label, opList(ops))}, append(errs, fmt.Errorf("walking the os copy: %v", err))...)
 	}
 	gotTree, err := walkTarget(gotFs, rootA)
 	if err != nil {
@@ -567,7 +578,7 @@ func randSequence(t testing.TB, baseA, baseB string, seed uint64, oracle bool) [
 		}
 	}
 	if len(errs) > 0 {
-		errs = append([]error{fmt.Errorf("seed %d, ops:\n\t%s", seed, opList(ops))}, errs...)
+		errs = append([]error{fmt.Errorf("seed %s, ops:\n\t%s", label, opList(ops))}, errs...)
 	}
 	return errs
 }
