@@ -159,8 +159,8 @@ func (h *file) Write(p []byte) (int, error) {
 	if err != nil {
 		return 0, fixErr(err, "write", h.name)
 	}
-	if h.flag&os.O_APPEND != 0 {
-		h.off = int64(len(b.data))
+	if h.flag&os.O_APPEND != 0 && len(p) > 0 {
+		h.off = int64(len(b.data)) // write(2) of nothing does not move to the end
 	}
 	h.off = h.fs.writeAt(b, p, h.off)
 	return len(p), nil
@@ -357,13 +357,13 @@ func (d *dir) next(n int) ([]dirent, error) {
 	if !d.read || d.pos == len(d.ents) {
 		// As getdents on Linux: a directory removed since it was opened
 		// lists nothing more, with ENOENT.
-		if d.fs != nil && !d.fs.isDir(d.rel) {
+		if d.fs != nil && !d.fs.isDir(&d.rel) {
 			return nil, pathErr("readdirent", d.name, errNoEnt)
 		}
 	}
 	if !d.read {
 		d.fs.mu.RLock()
-		ents, err := d.fs.listLocked(d.rel, d.n)
+		ents, err := d.fs.listLocked(d.rel, d.fs.nodeAtLocked(d.rel))
 		d.fs.mu.RUnlock()
 		if err != nil {
 			return nil, fixErr(err, "readdirent", d.name)
@@ -385,7 +385,7 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 	ents, err := d.next(n)
 	infos := make([]fs.FileInfo, 0, len(ents))
 	for i := range ents {
-		fi, ierr := d.info(ents[i])
+		fi, ierr := d.infoAt(ents[i])
 		switch {
 		case errors.Is(ierr, fs.ErrNotExist):
 			continue // vanished since listed, as os skips it
@@ -397,9 +397,25 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 	return infos, err
 }
 
-// info returns the FileInfo of a listed entry as os finds it: by an Lstat
-// of the handle's name joined with the entry's, now (so relative to the
-// working directory of now, as os does).
+// infoAt returns the FileInfo of a listed entry as os's Readdir finds it:
+// by an lstat in the handle's directory, now.
+func (d *dir) infoAt(e dirent) (fs.FileInfo, error) {
+	if d.fs == nil {
+		return e.info()
+	}
+	f := d.fs
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n := f.nodeAtLocked(join(d.rel, e.name))
+	if !n.exists() || d.rel == goneRel {
+		return nil, pathErr("lstat", e.name, fs.ErrNotExist)
+	}
+	return f.infoLocked(e.name, n), nil
+}
+
+// info returns the FileInfo of a listed entry as os's DirEntry.Info finds
+// it: by an Lstat of the handle's name joined with the entry's, now (so
+// relative to the working directory of now, as os does).
 func (d *dir) info(e dirent) (fs.FileInfo, error) {
 	if d.fs == nil {
 		return e.info()
@@ -434,13 +450,11 @@ func (d *dir) Stat() (fs.FileInfo, error) {
 	}
 	d.fs.mu.RLock()
 	defer d.fs.mu.RUnlock()
+	// The directory as it is now, wherever it went; once removed, as it
+	// was last seen (as fstat of a removed directory).
 	n := d.n
-	if n.fi == nil || n.layer {
-		if cur, err := d.fs.lookup(d.rel, d.fs.lowerVisible(parent(d.rel))); err == nil && cur.exists() {
-			n = cur
-		} else if d.rel == "" {
-			n, _ = d.fs.rootNode()
-		}
+	if cur := d.fs.nodeAtLocked(d.rel); cur.kind == kindDir {
+		n = cur
 	}
 	if !n.layer && n.fi == nil {
 		return nil, pathErr("stat", d.name, fs.ErrNotExist)
@@ -455,6 +469,9 @@ func (d *dir) Close() error {
 		return pathErr("close", d.name, os.ErrClosed)
 	}
 	d.closed = true
+	if d.fs != nil {
+		d.fs.unbind(&d.rel)
+	}
 	return nil
 }
 
@@ -532,11 +549,11 @@ func (d *dir) fail(op string, err error) error {
 	return pathErr(op, d.name, err)
 }
 
-// isDir reports whether the view has a directory at rel.
-func (f *Fs) isDir(rel string) bool {
+// isDir reports whether the view has a directory at *rel.
+func (f *Fs) isDir(rel *string) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.nodeAtLocked(rel).kind == kindDir
+	return f.nodeAtLocked(*rel).kind == kindDir
 }
 
 // osFile is a real file opened read-only from the lower, or any real file
@@ -549,6 +566,7 @@ type osFile struct {
 	rel  string // root-relative path, inside the root
 	seen int64  // fs.copies when last checked
 	flag int    // the open flags
+	at   string // where the handle is now, inside the root (bound: follows renames)
 
 	mu  sync.Mutex
 	d   *dir  // listing state, once listed
@@ -632,6 +650,23 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 	if h := o.layer(); h != nil {
 		return h.Stat()
 	}
+	if o.fs != nil {
+		// A lower directory whose metadata the layer changed since.
+		f := o.fs
+		f.mu.RLock()
+		n := f.nodeAtLocked(o.at)
+		var fi fs.FileInfo
+		if n.layer && n.kind == kindDir {
+			fi = f.infoLocked(infoName(o.name), n)
+		}
+		f.mu.RUnlock()
+		if fi != nil {
+			if _, err := o.File.Stat(); errors.Is(err, os.ErrClosed) {
+				return nil, fixErr(err, "", o.name)
+			}
+			return fi, nil
+		}
+	}
 	fi, err := o.File.Stat()
 	if err != nil {
 		return nil, fixErr(err, "", o.name)
@@ -697,12 +732,13 @@ func (o *osFile) Truncate(size int64) error { return fixErr(o.File.Truncate(size
 func (o *osFile) Sync() error               { return fixErr(o.File.Sync(), "", o.name) }
 func (o *osFile) Close() error {
 	err := fixErr(o.File.Close(), "", o.name)
+	if o.fs != nil && err == nil {
+		o.fs.unbind(&o.at)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.d != nil && err == nil {
-		o.d.mu.Lock()
-		o.d.closed = true
-		o.d.mu.Unlock()
+		o.d.Close()
 	}
 	if o.cow != nil && err == nil {
 		o.cow.Close()
@@ -730,14 +766,14 @@ func (o *osFile) listing() ([]dirent, error) {
 	f := o.fs
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	n := f.nodeAtLocked(o.rel)
+	n := f.nodeAtLocked(o.at)
 	switch {
 	case !n.exists():
 		return nil, pathErr("readdirent", o.name, errNoEnt) // removed since opened
 	case n.kind != kindDir:
 		return nil, pathErr("readdirent", o.name, errNotDir)
 	}
-	return f.listLocked(o.rel, n)
+	return f.listLocked(o.at, n)
 }
 
 // osFile directories are rare (the fast path opens directories this way
@@ -759,7 +795,10 @@ func (o *osFile) asDir() (*dir, error) {
 	}
 	d := &dir{name: o.name, ents: ents, read: true}
 	if o.fs != nil {
-		d.fs, d.rel = o.fs, o.rel
+		o.fs.mu.RLock()
+		d.fs, d.rel = o.fs, o.at
+		o.fs.mu.RUnlock()
+		o.fs.bind(&d.rel)
 	}
 	return d, nil
 }

@@ -43,6 +43,7 @@ type Fs struct {
 
 	hmu    sync.Mutex
 	opened map[uint64]int  // open handle count per file identity
+	bound  map[*string]struct{} // where open directory handles are (the strings change under mu)
 	orphan map[uint64]bool // identities unlinked while open
 
 	// dirs caches root-relative paths known to be real lower directories
@@ -143,6 +144,7 @@ func (f *Fs) resetLocked() {
 	f.copied = make(map[string]uint64)
 	f.copyIno = make(map[uint64]bool)
 	f.hmu.Lock()
+	f.bound = make(map[*string]struct{})
 	f.opened = make(map[uint64]int)
 	f.orphan = make(map[uint64]bool)
 	f.hmu.Unlock()

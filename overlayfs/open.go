@@ -114,11 +114,6 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 			b.data, b.lazy, b.src, b.size = nil, false, "", 0
 			b.mtime = f.now()
 		}
-		if !n.layer {
-			f.copied[l.rel] = ino
-			f.copyIno[ino] = true
-			f.copies.Add(1)
-		}
 	} else {
 		m := f.newMeta(perm & permBits &^ f.umask)
 		f.inheritLocked(l.rel, &m, false)
@@ -152,7 +147,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		if _, inLayer := f.paths.Get(l.rel); !inLayer && l.visible {
 			fh, err := os.OpenFile(f.host(l.rel), flag|oNoFollow, 0)
 			if err == nil {
-				return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load(), flag: flag}, nil
+				return f.lowerHandle(fh, name, l.rel, flag), nil
 			}
 			if errno(err) != errLoop {
 				return nil, fixErr(err, "open", name)
@@ -183,7 +178,9 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 	case l.dirOnly && n.kind != kindDir:
 		return nil, pathErr("open", name, errNotDir)
 	case n.kind == kindDir:
-		return &dir{fs: f, name: name, rel: l.rel, n: n, appnd: flag&os.O_APPEND != 0}, nil
+		d := &dir{fs: f, name: name, rel: l.rel, n: n, appnd: flag&os.O_APPEND != 0}
+		f.bind(&d.rel)
+		return d, nil
 	case n.kind == kindSocket:
 		return nil, pathErr("open", name, errNoDevice)
 	case n.kind == kindFIFO && n.layer:
@@ -196,7 +193,14 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 	if err != nil {
 		return nil, fixErr(err, "open", name)
 	}
-	return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load(), flag: flag}, nil
+	return f.lowerHandle(fh, name, l.rel, flag), nil
+}
+
+// lowerHandle wraps a handle opened on the lower at rel.
+func (f *Fs) lowerHandle(fh *os.File, name, rel string, flag int) *osFile {
+	o := &osFile{File: fh, name: name, fs: f, rel: rel, at: rel, seen: f.copies.Load(), flag: flag}
+	f.bind(&o.at)
+	return o
 }
 
 // hold counts an open handle on a file identity.

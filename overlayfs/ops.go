@@ -380,6 +380,11 @@ func (f *Fs) copyUpLocked(rel string, n node) (entry, error) {
 		e.ino = f.newBlobLocked(&blob{meta: e.meta, lazy: true, src: rel, size: n.fi.Size()})
 		e.meta = meta{}
 		f.dependLocked(rel, n.fi)
+		// Read handles open on the lower file read this identity from now
+		// on (a metadata change, a truncation, a rename of it show).
+		f.copied[rel] = e.ino
+		f.copyIno[e.ino] = true
+		f.copies.Add(1)
 	case kindSymlink:
 		t, err := os.Readlink(f.host(rel))
 		if err != nil {
@@ -558,6 +563,9 @@ func (f *Fs) removeAllFailedLocked(name string, e error) error {
 // unlinkLocked removes rel and its subtree from the view: layer entries go,
 // and a whiteout hides the lower where it has something there.
 func (f *Fs) unlinkLocked(rel string, visible bool, n node) {
+	if n.kind == kindDir {
+		f.goneLocked(rel)
+	}
 	f.deleteTreeLocked(rel)
 	f.whiteoutLocked(rel, visible, n)
 }

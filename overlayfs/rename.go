@@ -107,6 +107,9 @@ func (f *Fs) Rename(oldname, newname string) error {
 	for _, m := range moved {
 		f.paths.Set(join(ln.rel, m.sub), m.e)
 	}
+	if no.kind == kindDir {
+		f.movedLocked(lo.rel, ln.rel)
+	}
 	return nil
 }
 
