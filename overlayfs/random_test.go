@@ -671,3 +671,69 @@ func runRandom(t *testing.T, baseA, baseB string, oracle bool) {
 	}
 	t.Logf("%d sequences, seeds %d..%d: %d diverged", n, first, first+n-1, failed)
 }
+
+// TestCornerClasses pins each class of divergence the random differential
+// found (issue 12), with the issue's own examples, against os on a copy of
+// the random differential's fixture. Not parallel: some change directory.
+func TestCornerClasses(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(wd)
+	classes := []struct {
+		name string
+		ops  []op
+	}{
+		{"dot-names", []op{
+			mkdir("empty/n/.", 0o755), mkdir("a/.", 0o755), mkdir("d/.", 0o755), symlink("x", "a/."),
+			rename("ro", "newdir/."), rename("ro", "d/."), rename("g/.", "dir/sub"), rename("g/.", "nowhere"),
+			remove("g/."), remove("empty/."), remove("empty/.."), removeAll("g/.."), lstat("g"),
+			openFile(0, "b/.", creat|wronly, 0o644), openFile(0, "d/.", creat|wronly, 0o644),
+			openFile(0, "d/..", creat|excl|wronly, 0o644), openFile(0, "empty/n/.", creat|wronly, 0o644),
+		}},
+		{"trailing-slashes", []op{
+			openFile(0, "self/", wronly|creat|excl, 0o644), openFile(0, "m/new//", creat|wronly, 0o644),
+			openFile(0, "d/new//", creat|wronly, 0o644), rename("m//", "g"), rename("a", "dl//"),
+			rename("a", "ld//"), rename("l/", "x"), remove("l/"), mkdir("m/", 0o755), lstat("m"),
+		}},
+		{"setgid", []op{
+			mkdir("sg/n", 0o755), lstat("sg/n"), owner("sg/n"), writeFile("sg/nf", "x", 0o755|fs.ModeSetgid), lstat("sg/nf"),
+			chmod("d", 0o2755), mkdir("d/n", 0o700), mkdir("d/n/m", 0o700), lstat("d/n/m"), chmod("g", 0),
+			mkdir("g/z", 0o755), lstat("g/z"), chmod("st", 0o1777), writeFile("st/f", "s", 0o644), lstat("st/f"),
+			chmod("x", 0o755|fs.ModeSetuid|fs.ModeSetgid), chownOp("x", -1, -1), lstat("x"),
+		}},
+		{"links-out-over-lower", []op{
+			remove("x"), symlink("..", "x"), stat("x"), readFile("x/outside.txt"), remove("b"),
+			symlink("../outside.txt", "b"), stat("b"), readFile("b"), remove("d/b"), symlink("../..", "d/b"),
+			stat("d/b"), create(0, "ld/b"), lstat("ld/b/root"),
+		}},
+		{"handles-after-chdir", []op{
+			chdirOp("d"), open(0, "../g"), chdirOp("dir/sub"), readdirnames(0, -1), readdir(0, -1), readDirH(0, -1),
+			rename("../../g", "../../g2"), listOp(0, 0, -1), fstat(0), chdirOp("-"),
+		}},
+		{"fresh-metadata", []op{
+			open(0, "a"), chmod("a", 0o600), openFile(1, "a", wronly, 0), truncH(1, 2), fstat(0),
+			seek(0, 0, io.SeekEnd), open(2, "d"), chmod("d", 0o700), fstat(2), open(0, "b"),
+			openFile(1, "b", wronly|trunc, 0), read(0, 10), write(1, "new"), read(0, 10), fstat(0),
+		}},
+		{"io-copy", []op{
+			open(0, "a"), open(1, "b"), copyOp(1, 0), fstat(0), read(0, 3), closeH(1), copyOp(1, 0),
+			readFromOp(1, ""), readFromOp(1, "x"), openFile(2, "p", rdwr|appnd, 0), copyOp(2, 0), copyOp(0, 2),
+			open(1, "d"), copyOp(2, 1), copyOp(1, 2), writeString(2, "tail"), seek(2, 30, io.SeekStart), write(2, "hole"),
+		}},
+		{"special-files", []op{
+			chmod("pipe", 0o600), lstat("pipe"), rename("sock", "d/s2"), lstat("d/s2"), chtimesStat("pipe", time.Unix(1e9, 0)),
+			remove("d/pipe"), openFile(0, "sock", rdonly, 0),
+		}},
+	}
+	for _, c := range classes {
+		t.Run(c.name, func(t *testing.T) {
+			base := t.TempDir()
+			if err := errors.Join(randCompare(t, base, base, c.name, c.ops, make([]string, len(c.ops)), false)...); err != nil {
+				t.Error(err)
+			}
+			os.Chdir(wd)
+		})
+	}
+}
