@@ -42,9 +42,9 @@ type Fs struct {
 	copies  atomic.Int64              // copy-ups ever made: read handles' cheap check
 
 	hmu    sync.Mutex
-	opened map[uint64]int  // open handle count per file identity
+	opened map[uint64]int       // open handle count per file identity
 	bound  map[*string]struct{} // where open directory handles are (the strings change under mu)
-	orphan map[uint64]bool // identities unlinked while open
+	orphan map[uint64]bool      // identities unlinked while open
 
 	// dirs caches root-relative paths known to be real lower directories
 	// (not symlinks); names caches the entry names of lower directories in
