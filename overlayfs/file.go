@@ -651,6 +651,9 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 		return h.Stat()
 	}
 	if o.fs != nil {
+		if fi, err := o.File.Stat(); err != nil || !fi.IsDir() {
+			return o.lowerStat()
+		}
 		// A lower directory whose metadata the layer changed since.
 		f := o.fs
 		f.mu.RLock()
@@ -661,12 +664,14 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 		}
 		f.mu.RUnlock()
 		if fi != nil {
-			if _, err := o.File.Stat(); errors.Is(err, os.ErrClosed) {
-				return nil, fixErr(err, "", o.name)
-			}
 			return fi, nil
 		}
 	}
+	return o.lowerStat()
+}
+
+// lowerStat is the fstat of the handle's own file.
+func (o *osFile) lowerStat() (fs.FileInfo, error) {
 	fi, err := o.File.Stat()
 	if err != nil {
 		return nil, fixErr(err, "", o.name)

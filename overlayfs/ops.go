@@ -546,7 +546,7 @@ func (f *Fs) removeAllFailedLocked(name string, e error) error {
 		if _, err := os.Stat(l.host); errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		return pathErr("unlinkat", name, e)
+		return pathErr("unlinkat", strings.TrimRight(name, "/"), e)
 	}
 	n, err := f.final(l)
 	switch {
@@ -557,15 +557,17 @@ func (f *Fs) removeAllFailedLocked(name string, e error) error {
 	case err == nil && n.kind == kindSocket:
 		return pathErr("open", dir, errNoDevice)
 	}
+	// os names the parent and the base, without trailing slashes.
+	if t := strings.TrimRight(name, "/"); t != "" {
+		name = t
+	}
 	return pathErr("unlinkat", name, e)
 }
 
 // unlinkLocked removes rel and its subtree from the view: layer entries go,
 // and a whiteout hides the lower where it has something there.
 func (f *Fs) unlinkLocked(rel string, visible bool, n node) {
-	if n.kind == kindDir {
-		f.goneLocked(rel)
-	}
+	f.goneLocked(rel)
 	f.deleteTreeLocked(rel)
 	f.whiteoutLocked(rel, visible, n)
 }
