@@ -415,7 +415,7 @@ func randRun(ops []op, opens []string, want, got *randSide, origIno map[string]u
 				continue // a copy of a file into itself never ends when it appends
 			}
 		} else if name, ok := strings.CutPrefix(opens[i], "\x02"); ok {
-			if want.isFIFO(filepath.Dir(strings.TrimRight(name, "/"))) || want.holdsRoot(name) {
+			if want.isFIFO(rawDir(strings.TrimRight(name, "/"))) || want.holdsRoot(name) {
 				continue // os would block on the FIFO, or remove the real root
 			}
 		} else if dir, ok := strings.CutPrefix(opens[i], "\x00"); ok {
@@ -468,7 +468,7 @@ func (s *randSide) inRoot(name string) int {
 		os.Chdir(s.env.wd())
 	}
 	p := strings.TrimRight(s.env.p(name), "/")
-	dir := filepath.Dir(p)
+	dir := rawDir(p)
 	if b := filepath.Base(p); b == "." || b == ".." {
 		dir = p
 	}
@@ -483,6 +483,19 @@ func (s *randSide) inRoot(name string) int {
 		return 1
 	}
 	return 2
+}
+
+// rawDir is the name without its last component, not cleaned
+// (filepath.Dir would take "link/.." for nothing).
+func rawDir(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	switch {
+	case i < 0:
+		return "."
+	case i == 0:
+		return "/"
+	}
+	return p[:i]
 }
 
 // holdsRoot reports whether name, on this side, is an ancestor of the root
