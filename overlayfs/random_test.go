@@ -429,11 +429,16 @@ func randRun(ops []op, opens []string, want, got *randSide, origIno map[string]u
 		}
 		var out [2]string
 		for j, s := range []*randSide{want, got} {
+			// With absolute names each side still works from a directory
+			// of its own: a handle opened by a relative name earlier is
+			// looked up by name again by os's DirEntry.Info.
+			wd := s.root
 			if s.env.cwd != nil {
-				if err := os.Chdir(s.env.wd()); err != nil {
-					out[j] = "chdir: " + err.Error()
-					continue
-				}
+				wd = s.env.wd()
+			}
+			if err := os.Chdir(wd); err != nil {
+				out[j] = "chdir: " + err.Error()
+				continue
 			}
 			out[j] = o.run(s.env)
 		}
