@@ -327,6 +327,9 @@ const goneRel = "\x00"
 // changes under f.mu held for writing.
 func (f *Fs) bind(rel *string) {
 	f.hmu.Lock()
+	if f.bound == nil { // a fork or a snapshot's view
+		f.bound = make(map[*string]struct{})
+	}
 	f.bound[rel] = struct{}{}
 	f.hmu.Unlock()
 }
