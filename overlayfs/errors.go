@@ -69,9 +69,16 @@ func linkErr(op, oldname, newname string, err error) error {
 
 // renameErr turns a resolver error into the LinkError rename reports.
 func asLinkErr(op, oldname, newname string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
 		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
 	}
 	return linkErr(op, oldname, newname, err)
 }
@@ -90,6 +97,16 @@ func fixErr(err error, op, name string) error {
 		return &fs.PathError{Op: op, Path: name, Err: pe.Err}
 	}
 	return err
+}
+
+// nameErr reports err, a bare errno or an error of os for a host path, as
+// a *fs.PathError for the caller's name.
+func nameErr(op, name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: op, Path: name, Err: pe.Err}
+	}
+	return pathErr(op, name, err)
 }
 
 // errno returns the syscall.Errno inside err, or 0.

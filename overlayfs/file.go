@@ -20,6 +20,12 @@ var (
 	_ fs.ReadDirFile  = (*dir)(nil)
 	_ fs.ReadDirFile  = (*osFile)(nil)
 	_ io.StringWriter = (*file)(nil)
+	_ io.ReaderFrom   = (*file)(nil)
+	_ io.ReaderFrom   = (*dir)(nil)
+	_ io.ReaderFrom   = (*osFile)(nil)
+	_ io.WriterTo     = (*file)(nil)
+	_ io.WriterTo     = (*dir)(nil)
+	_ io.WriterTo     = (*osFile)(nil)
 )
 
 // file is a handle on a layer file. It refers to the file's identity, so it
@@ -153,8 +159,8 @@ func (h *file) Write(p []byte) (int, error) {
 	if err != nil {
 		return 0, fixErr(err, "write", h.name)
 	}
-	if h.flag&os.O_APPEND != 0 {
-		h.off = int64(len(b.data))
+	if h.flag&os.O_APPEND != 0 && len(p) > 0 {
+		h.off = int64(len(b.data)) // write(2) of nothing does not move to the end
 	}
 	h.off = h.fs.writeAt(b, p, h.off)
 	return len(p), nil
@@ -351,13 +357,13 @@ func (d *dir) next(n int) ([]dirent, error) {
 	if !d.read || d.pos == len(d.ents) {
 		// As getdents on Linux: a directory removed since it was opened
 		// lists nothing more, with ENOENT.
-		if d.fs != nil && !d.fs.isDir(d.rel) {
+		if d.fs != nil && !d.fs.isDir(&d.rel) {
 			return nil, pathErr("readdirent", d.name, errNoEnt)
 		}
 	}
 	if !d.read {
 		d.fs.mu.RLock()
-		ents, err := d.fs.listLocked(d.rel, d.n)
+		ents, err := d.fs.listLocked(d.rel, d.fs.nodeAtLocked(d.rel))
 		d.fs.mu.RUnlock()
 		if err != nil {
 			return nil, fixErr(err, "readdirent", d.name)
@@ -379,13 +385,42 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 	ents, err := d.next(n)
 	infos := make([]fs.FileInfo, 0, len(ents))
 	for i := range ents {
-		fi, err := ents[i].info()
-		if err != nil {
-			continue // vanished from the lower since listed, as os skips it
+		fi, ierr := d.infoAt(ents[i])
+		switch {
+		case errors.Is(ierr, fs.ErrNotExist):
+			continue // vanished since listed, as os skips it
+		case ierr != nil:
+			return infos, ierr
 		}
 		infos = append(infos, fi)
 	}
 	return infos, err
+}
+
+// infoAt returns the FileInfo of a listed entry as os's Readdir finds it:
+// by an lstat in the handle's directory, now.
+func (d *dir) infoAt(e dirent) (fs.FileInfo, error) {
+	if d.fs == nil {
+		return e.info()
+	}
+	f := d.fs
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n := f.nodeAtLocked(join(d.rel, e.name))
+	if !n.exists() || d.rel == goneRel {
+		return nil, pathErr("lstat", e.name, fs.ErrNotExist)
+	}
+	return f.infoLocked(e.name, n), nil
+}
+
+// info returns the FileInfo of a listed entry as os's DirEntry.Info finds
+// it: by an Lstat of the handle's name joined with the entry's, now (so
+// relative to the working directory of now, as os does).
+func (d *dir) info(e dirent) (fs.FileInfo, error) {
+	if d.fs == nil {
+		return e.info()
+	}
+	return d.fs.Lstat(d.name + "/" + e.name)
 }
 
 func (d *dir) Readdirnames(n int) ([]string, error) {
@@ -401,7 +436,7 @@ func (d *dir) ReadDir(n int) ([]fs.DirEntry, error) {
 	ents, err := d.next(n)
 	var out []fs.DirEntry
 	for _, e := range ents {
-		out = append(out, dirEntry{e})
+		out = append(out, dirEntry{e, d})
 	}
 	return out, err
 }
@@ -415,13 +450,11 @@ func (d *dir) Stat() (fs.FileInfo, error) {
 	}
 	d.fs.mu.RLock()
 	defer d.fs.mu.RUnlock()
+	// The directory as it is now, wherever it went; once removed, as it
+	// was last seen (as fstat of a removed directory).
 	n := d.n
-	if n.fi == nil || n.layer {
-		if cur, err := d.fs.lookup(d.rel, d.fs.lowerVisible(parent(d.rel))); err == nil && cur.exists() {
-			n = cur
-		} else if d.rel == "" {
-			n, _ = d.fs.rootNode()
-		}
+	if cur := d.fs.nodeAtLocked(d.rel); cur.kind == kindDir {
+		n = cur
 	}
 	if !n.layer && n.fi == nil {
 		return nil, pathErr("stat", d.name, fs.ErrNotExist)
@@ -436,6 +469,9 @@ func (d *dir) Close() error {
 		return pathErr("close", d.name, os.ErrClosed)
 	}
 	d.closed = true
+	if d.fs != nil {
+		d.fs.unbind(&d.rel)
+	}
 	return nil
 }
 
@@ -513,11 +549,11 @@ func (d *dir) fail(op string, err error) error {
 	return pathErr(op, d.name, err)
 }
 
-// isDir reports whether the view has a directory at rel.
-func (f *Fs) isDir(rel string) bool {
+// isDir reports whether the view has a directory at *rel.
+func (f *Fs) isDir(rel *string) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.nodeAtLocked(rel).kind == kindDir
+	return f.nodeAtLocked(*rel).kind == kindDir
 }
 
 // osFile is a real file opened read-only from the lower, or any real file
@@ -529,6 +565,8 @@ type osFile struct {
 	fs   *Fs    // set for files inside the root
 	rel  string // root-relative path, inside the root
 	seen int64  // fs.copies when last checked
+	flag int    // the open flags
+	at   string // where the handle is now, inside the root (bound: follows renames)
 
 	mu  sync.Mutex
 	d   *dir  // listing state, once listed
@@ -612,6 +650,28 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 	if h := o.layer(); h != nil {
 		return h.Stat()
 	}
+	if o.fs != nil {
+		if fi, err := o.File.Stat(); err != nil || !fi.IsDir() {
+			return o.lowerStat()
+		}
+		// A lower directory whose metadata the layer changed since.
+		f := o.fs
+		f.mu.RLock()
+		n := f.nodeAtLocked(o.at)
+		var fi fs.FileInfo
+		if n.layer && n.kind == kindDir {
+			fi = f.infoLocked(infoName(o.name), n)
+		}
+		f.mu.RUnlock()
+		if fi != nil {
+			return fi, nil
+		}
+	}
+	return o.lowerStat()
+}
+
+// lowerStat is the fstat of the handle's own file.
+func (o *osFile) lowerStat() (fs.FileInfo, error) {
 	fi, err := o.File.Stat()
 	if err != nil {
 		return nil, fixErr(err, "", o.name)
@@ -677,12 +737,13 @@ func (o *osFile) Truncate(size int64) error { return fixErr(o.File.Truncate(size
 func (o *osFile) Sync() error               { return fixErr(o.File.Sync(), "", o.name) }
 func (o *osFile) Close() error {
 	err := fixErr(o.File.Close(), "", o.name)
+	if o.fs != nil && err == nil {
+		o.fs.unbind(&o.at)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.d != nil && err == nil {
-		o.d.mu.Lock()
-		o.d.closed = true
-		o.d.mu.Unlock()
+		o.d.Close()
 	}
 	if o.cow != nil && err == nil {
 		o.cow.Close()
@@ -704,25 +765,20 @@ func (o *osFile) listing() ([]dirent, error) {
 		slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
 		return ents, nil
 	}
-	// Inside the root the lower handle is a merged directory: list it so.
+	// Inside the root the lower handle is a merged directory: list it so,
+	// where it was opened (the name may be relative to another directory
+	// by now).
 	f := o.fs
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l, err := f.resolve("readdirent", o.name, true)
-	if err != nil {
-		return nil, err
-	}
-	n, err := f.final(l)
-	if err != nil {
-		return nil, fixErr(err, "readdirent", o.name)
-	}
+	n := f.nodeAtLocked(o.at)
 	switch {
 	case !n.exists():
 		return nil, pathErr("readdirent", o.name, errNoEnt) // removed since opened
 	case n.kind != kindDir:
 		return nil, pathErr("readdirent", o.name, errNotDir)
 	}
-	return f.listLocked(l.rel, n)
+	return f.listLocked(o.at, n)
 }
 
 // osFile directories are rare (the fast path opens directories this way
@@ -744,7 +800,103 @@ func (o *osFile) asDir() (*dir, error) {
 	}
 	d := &dir{name: o.name, ents: ents, read: true}
 	if o.fs != nil {
-		d.fs, d.rel = o.fs, o.rel
+		o.fs.mu.RLock()
+		d.fs, d.rel = o.fs, o.at
+		o.fs.mu.RUnlock()
+		o.fs.bind(&d.rel)
 	}
 	return d, nil
+}
+
+// io.Copy between handles does what it does between *os.File handles on
+// Linux. Unless the destination appends, its ReadFrom tries
+// copy_file_range, which fails before a byte is read when either handle is
+// closed (ErrClosed), either is a directory (EISDIR), the destination is
+// not writable or the source not readable (EBADF); otherwise, and from any
+// other reader, it is a plain copy, which fails at the first write.
+
+// copySource is a handle as the source of a copy: only its Read shows, and
+// what copy_file_range looks at.
+type copySource struct {
+	io.Reader
+	closed, isDir, readable bool
+}
+
+// copyCheck returns the error copy_file_range gives for a copy into a
+// handle from r, or nil where os copies (or falls back to a plain copy).
+func copyCheck(closed, isDir, writable, appnd bool, r io.Reader) error {
+	src, ok := r.(copySource)
+	switch {
+	case appnd || !ok:
+		return nil
+	case closed || src.closed:
+		return os.ErrClosed
+	case isDir || src.isDir:
+		return errIsDir
+	case !writable || !src.readable:
+		return errBadFd
+	}
+	return nil
+}
+
+// plainWriter hides a handle's ReadFrom from io.Copy.
+type plainWriter struct{ io.Writer }
+
+// plainReader hides a handle's WriteTo from io.Copy.
+type plainReader struct{ io.Reader }
+
+func (h *file) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+// ReadFrom implements io.ReaderFrom as *os.File does.
+func (h *file) ReadFrom(r io.Reader) (int64, error) {
+	if err := copyCheck(h.isClosed(), false, h.writable(), h.flag&os.O_APPEND != 0, r); err != nil {
+		return 0, pathErr("write", h.name, err)
+	}
+	return io.Copy(plainWriter{h}, r)
+}
+
+// WriteTo implements io.WriterTo as *os.File does.
+func (h *file) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, copySource{Reader: plainReader{h}, closed: h.isClosed(), readable: h.readable()})
+}
+
+func (d *dir) isClosed() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closed
+}
+
+// ReadFrom implements io.ReaderFrom as *os.File does on a directory.
+func (d *dir) ReadFrom(r io.Reader) (int64, error) {
+	if err := copyCheck(d.isClosed(), true, false, d.appnd, r); err != nil {
+		return 0, pathErr("write", d.name, err)
+	}
+	return io.Copy(plainWriter{d}, r)
+}
+
+// WriteTo implements io.WriterTo as *os.File does on a directory.
+func (d *dir) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, copySource{Reader: plainReader{d}, closed: d.isClosed(), isDir: true, readable: true})
+}
+
+// ReadFrom implements io.ReaderFrom as *os.File does.
+func (o *osFile) ReadFrom(r io.Reader) (int64, error) {
+	fi, err := o.File.Stat()
+	closed := errors.Is(err, os.ErrClosed)
+	if err := copyCheck(closed, err == nil && fi.IsDir(), o.flag&(os.O_WRONLY|os.O_RDWR) != 0, o.flag&os.O_APPEND != 0, r); err != nil {
+		return 0, pathErr("write", o.name, err)
+	}
+	return io.Copy(plainWriter{o}, r)
+}
+
+// WriteTo implements io.WriterTo, reading through the handle's own Read
+// (which follows a copy-up made elsewhere).
+func (o *osFile) WriteTo(w io.Writer) (int64, error) {
+	fi, err := o.File.Stat()
+	readable := o.flag&(os.O_WRONLY|os.O_RDWR) != os.O_WRONLY
+	return io.Copy(w, copySource{Reader: plainReader{o}, closed: errors.Is(err, os.ErrClosed), isDir: err == nil && fi.IsDir(), readable: readable})
 }

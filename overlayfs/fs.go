@@ -42,8 +42,9 @@ type Fs struct {
 	copies  atomic.Int64              // copy-ups ever made: read handles' cheap check
 
 	hmu    sync.Mutex
-	opened map[uint64]int  // open handle count per file identity
-	orphan map[uint64]bool // identities unlinked while open
+	opened map[uint64]int       // open handle count per file identity
+	bound  map[*string]struct{} // where open directory handles are (the strings change under mu)
+	orphan map[uint64]bool      // identities unlinked while open
 
 	// dirs caches root-relative paths known to be real lower directories
 	// (not symlinks); names caches the entry names of lower directories in
@@ -153,6 +154,7 @@ func (f *Fs) resetLocked() {
 	f.copied = make(map[string]uint64)
 	f.copyIno = make(map[uint64]bool)
 	f.hmu.Lock()
+	f.bound = make(map[*string]struct{})
 	f.opened = make(map[uint64]int)
 	f.orphan = make(map[uint64]bool)
 	f.hmu.Unlock()

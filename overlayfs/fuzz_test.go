@@ -127,7 +127,10 @@ func decodeOps(data []byte) []op {
 var knownFuzzOps = map[string]string{}
 
 // FuzzOps runs a decoded op sequence on os (a fresh copy of the "small"
-// fixture) and on cowfs, and compares every step, the trees and Changes().
+// fixture) and on cowfs, and compares every step, the trees and Changes();
+// then a sequence of the random differential drawn from the same bytes.
+// It changes the working directory while it runs (never in parallel with
+// another test: fuzz targets are not).
 func FuzzOps(f *testing.F) {
 	// The seed corpus is in testdata/fuzz/FuzzOps (seed-* files, one op
 	// sequence each, decoded by decodeOps; indices into fuzzPaths: a=0 x=1
@@ -150,6 +153,20 @@ func FuzzOps(f *testing.F) {
 		}
 		if err := errors.Join(errs...); err != nil {
 			t.Errorf("ops:\n\t%s\nmismatches:\n%v", opList(ops), err)
+		}
+		// The same bytes drive the random differential's generator
+		// (random_test.go): decorated names, three handles, Chdir and
+		// relative names, setgid and sticky dirs, links out of the root,
+		// FIFOs and sockets, io.Copy and ReadFrom.
+		wd, err := os.Getwd()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.Chdir(wd)
+		rops, notes := randOpsFrom(lcFuzzRand(data))
+		base := t.TempDir()
+		if err := errors.Join(randCompare(t, base, base, "fuzz", rops, notes, false)...); err != nil {
+			t.Errorf("random differential:\n%v", err)
 		}
 	})
 }

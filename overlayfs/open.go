@@ -44,18 +44,43 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
-	l, ok, err := f.writeLoc("open", name, !excl)
+	var l loc
+	var ok bool
+	var err error
+	if flag&os.O_CREATE != 0 {
+		// As Linux: with O_CREAT, the last component is looked at before
+		// any final symlink is followed; a name ending in a slash, "." or
+		// ".." cannot be created.
+		l, ok, err = f.writeEntryLoc("open", name)
+		if ok && (l.slash || l.last != lastNorm) {
+			if l.last != lastNorm {
+				if err := f.dirCheck(l); err != nil {
+					return nil, nameErr("open", name, err)
+				}
+				if excl {
+					return nil, pathErr("open", name, errExist)
+				}
+			}
+			return nil, pathErr("open", name, errIsDir)
+		}
+		if ok && !excl {
+			l, ok, err = f.writeLoc("open", name, true)
+		}
+	} else {
+		l, ok, err = f.writeLoc("open", name, true)
+	}
 	if !ok {
 		if err == nil {
-			fh, err := os.OpenFile(name, flag, perm)
+			fh, err := os.OpenFile(l.host, flag, perm)
 			if err != nil {
-				return nil, err
+				return nil, fixErr(err, "", name)
 			}
-			return &osFile{File: fh, name: name}, nil
+			return &osFile{File: fh, name: name, flag: flag}, nil
 		}
 		return nil, err
 	}
 	if l.dirOnly && flag&os.O_CREATE != 0 {
+		// A symlink whose target ends in a slash, to create through.
 		return nil, pathErr("open", name, errIsDir)
 	}
 	n, err := f.final(l)
@@ -89,13 +114,9 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 			b.data, b.lazy, b.src, b.size = nil, false, "", 0
 			b.mtime = f.now()
 		}
-		if !n.layer {
-			f.copied[l.rel] = ino
-			f.copyIno[ino] = true
-			f.copies.Add(1)
-		}
 	} else {
 		m := f.newMeta(perm & permBits &^ f.umask)
+		f.inheritLocked(l.rel, &m, false)
 		ino = f.newBlobLocked(&blob{meta: m})
 		f.paths.Set(l.rel, entry{kind: kindFile, ino: ino})
 	}
@@ -116,17 +137,17 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		if !f.opts.outsideReads {
 			return nil, pathErr("open", name, ErrOutsideRoot)
 		}
-		fh, err := os.OpenFile(name, flag, 0)
+		fh, err := os.OpenFile(l.host, flag, 0)
 		if err != nil {
-			return nil, err
+			return nil, fixErr(err, "", name)
 		}
-		return &osFile{File: fh, name: name}, nil
+		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
 	if !l.have && !l.dirOnly {
 		if _, inLayer := f.paths.Get(l.rel); !inLayer && l.visible {
 			fh, err := os.OpenFile(f.host(l.rel), flag|oNoFollow, 0)
 			if err == nil {
-				return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load()}, nil
+				return f.lowerHandle(fh, name, l.rel, flag), nil
 			}
 			if errno(err) != errLoop {
 				return nil, fixErr(err, "open", name)
@@ -145,7 +166,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		if err != nil {
 			return nil, fixErr(err, "open", name)
 		}
-		return &osFile{File: fh, name: name}, nil
+		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -157,7 +178,9 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 	case l.dirOnly && n.kind != kindDir:
 		return nil, pathErr("open", name, errNotDir)
 	case n.kind == kindDir:
-		return &dir{fs: f, name: name, rel: l.rel, n: n, appnd: flag&os.O_APPEND != 0}, nil
+		d := &dir{fs: f, name: name, rel: l.rel, n: n, appnd: flag&os.O_APPEND != 0}
+		f.bind(&d.rel)
+		return d, nil
 	case n.kind == kindSocket:
 		return nil, pathErr("open", name, errNoDevice)
 	case n.kind == kindFIFO && n.layer:
@@ -170,7 +193,14 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 	if err != nil {
 		return nil, fixErr(err, "open", name)
 	}
-	return &osFile{File: fh, name: name, fs: f, rel: l.rel, seen: f.copies.Load()}, nil
+	return f.lowerHandle(fh, name, l.rel, flag), nil
+}
+
+// lowerHandle wraps a handle opened on the lower at rel.
+func (f *Fs) lowerHandle(fh *os.File, name, rel string, flag int) *osFile {
+	o := &osFile{File: fh, name: name, fs: f, rel: rel, at: rel, seen: f.copies.Load(), flag: flag}
+	f.bind(&o.at)
+	return o
 }
 
 // hold counts an open handle on a file identity.

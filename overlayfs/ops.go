@@ -1,6 +1,7 @@
 package overlayfs
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"strings"
@@ -60,10 +61,15 @@ func (f *Fs) stat(op, name string, follow bool) (fs.FileInfo, error) {
 		if !f.opts.outsideReads {
 			return nil, pathErr(op, name, ErrOutsideRoot)
 		}
+		stat := os.Lstat
 		if follow {
-			return os.Stat(name)
+			stat = os.Stat
 		}
-		return os.Lstat(name)
+		fi, err := stat(l.host)
+		if err != nil {
+			return nil, fixErr(err, "", name)
+		}
+		return renameInfo(fi, infoName(name)), nil
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -124,9 +130,15 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 	l, ok, err := f.writeEntryLoc("mkdir", name)
 	if !ok {
 		if err == nil {
-			err = os.Mkdir(name, perm)
+			err = fixErr(os.Mkdir(l.host, perm), "", name)
 		}
 		return err
+	}
+	if l.last != lastNorm {
+		if err := f.dirCheck(l); err != nil {
+			return nameErr("mkdir", name, err)
+		}
+		return pathErr("mkdir", name, errExist)
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -135,8 +147,35 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 	if n.exists() {
 		return pathErr("mkdir", name, errExist)
 	}
-	f.paths.Set(l.rel, entry{kind: kindDir, meta: f.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ f.umask), opaque: true})
+	m := f.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ f.umask)
+	f.inheritLocked(l.rel, &m, true)
+	f.paths.Set(l.rel, entry{kind: kindDir, meta: m, opaque: true})
 	return nil
+}
+
+// inheritLocked applies what a new entry at rel takes from a setgid
+// parent directory, as Linux does: its group, and for a directory the
+// setgid bit itself.
+func (f *Fs) inheritLocked(rel string, m *meta, isDir bool) {
+	pn := f.nodeAtLocked(parent(rel))
+	var pm meta
+	switch {
+	case pn.kind != kindDir:
+		return
+	case pn.layer:
+		pm = pn.e.meta
+	case pn.fi != nil:
+		pm = metaOf(pn.fi)
+	default:
+		return
+	}
+	if pm.perm&fs.ModeSetgid == 0 {
+		return
+	}
+	m.gid = pm.gid
+	if isDir {
+		m.perm |= fs.ModeSetgid
+	}
 }
 
 // MkdirAll creates a directory and its missing parents, as os.MkdirAll.
@@ -180,9 +219,15 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 	l, ok, err := f.writeEntryLoc("symlink", newname)
 	if !ok {
 		if err == nil {
-			return os.Symlink(oldname, newname)
+			return asLinkErr("symlink", oldname, newname, os.Symlink(oldname, l.host))
 		}
 		return asLinkErr("symlink", oldname, newname, err)
+	}
+	if l.last != lastNorm {
+		if err := f.dirCheck(l); err != nil {
+			return asLinkErr("symlink", oldname, newname, err)
+		}
+		return linkErr("symlink", oldname, newname, errExist)
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -197,7 +242,9 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 	if oldname == "" {
 		return linkErr("symlink", oldname, newname, errNoEnt)
 	}
-	f.paths.Set(l.rel, entry{kind: kindSymlink, meta: f.newMeta(fs.ModePerm), target: oldname})
+	m := f.newMeta(fs.ModePerm)
+	f.inheritLocked(l.rel, &m, false)
+	f.paths.Set(l.rel, entry{kind: kindSymlink, meta: m, target: oldname})
 	return nil
 }
 
@@ -216,7 +263,8 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 		if !f.opts.outsideReads {
 			return "", pathErr("readlink", name, ErrOutsideRoot)
 		}
-		return os.Readlink(name)
+		t, err := os.Readlink(l.host)
+		return t, fixErr(err, "", name)
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -237,14 +285,23 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 // Chmod changes the mode of name, following symlinks. A lower entry's
 // metadata is copied up; its content is not read.
 func (f *Fs) Chmod(name string, mode fs.FileMode) error {
-	return f.setMeta("chmod", name, func() error { return os.Chmod(name, mode) }, func(m *meta) {
+	return f.setMeta("chmod", name, func(host string) error { return os.Chmod(host, mode) }, func(m *meta, _ bool) {
 		m.perm = mode & permBits
 	})
 }
 
 // Chown changes the owner of name, following symlinks; -1 keeps a value.
 func (f *Fs) Chown(name string, uid, gid int) error {
-	return f.setMeta("chown", name, func() error { return os.Chown(name, uid, gid) }, func(m *meta) {
+	return f.setMeta("chown", name, func(host string) error { return os.Chown(host, uid, gid) }, func(m *meta, isDir bool) {
+		// As Linux: a chown, even by root, even to the same owner, clears
+		// the setuid bit of a non-directory, and its setgid bit when group
+		// execution is on (alone it marks mandatory locking).
+		if !isDir {
+			m.perm &^= fs.ModeSetuid
+			if m.perm&(fs.ModeSetgid|0o010) == fs.ModeSetgid|0o010 {
+				m.perm &^= fs.ModeSetgid
+			}
+		}
 		if uid != -1 {
 			m.uid = uid
 		}
@@ -257,14 +314,14 @@ func (f *Fs) Chown(name string, uid, gid int) error {
 // Chtimes changes the modification time of name, following symlinks. A
 // zero time leaves it unchanged, as in os. Access times are not kept.
 func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
-	return f.setMeta("chtimes", name, func() error { return os.Chtimes(name, atime, mtime) }, func(m *meta) {
+	return f.setMeta("chtimes", name, func(host string) error { return os.Chtimes(host, atime, mtime) }, func(m *meta, _ bool) {
 		if !mtime.IsZero() {
 			m.mtime = mtime
 		}
 	})
 }
 
-func (f *Fs) setMeta(op, name string, outside func() error, set func(*meta)) error {
+func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(m *meta, isDir bool)) error {
 	if g := f.route(name); g != nil {
 		return g.setMeta(op, name, outside, set)
 	}
@@ -273,7 +330,7 @@ func (f *Fs) setMeta(op, name string, outside func() error, set func(*meta)) err
 	l, ok, err := f.writeLoc(op, name, true)
 	if !ok {
 		if err == nil {
-			err = outside()
+			err = fixErr(outside(l.host), "", name)
 		}
 		return err
 	}
@@ -292,9 +349,9 @@ func (f *Fs) setMeta(op, name string, outside func() error, set func(*meta)) err
 		return fixErr(err, op, name)
 	}
 	if e.kind == kindFile {
-		set(&f.ownBlobLocked(e.ino).meta)
+		set(&f.ownBlobLocked(e.ino).meta, false)
 	} else {
-		set(&e.meta)
+		set(&e.meta, e.kind == kindDir)
 	}
 	f.paths.Set(l.rel, e)
 	return nil
@@ -323,6 +380,11 @@ func (f *Fs) copyUpLocked(rel string, n node) (entry, error) {
 		e.ino = f.newBlobLocked(&blob{meta: e.meta, lazy: true, src: rel, size: n.fi.Size()})
 		e.meta = meta{}
 		f.dependLocked(rel, n.fi)
+		// Read handles open on the lower file read this identity from now
+		// on (a metadata change, a truncation, a rename of it show).
+		f.copied[rel] = e.ino
+		f.copyIno[e.ino] = true
+		f.copies.Add(1)
 	case kindSymlink:
 		t, err := os.Readlink(f.host(rel))
 		if err != nil {
@@ -343,9 +405,20 @@ func (f *Fs) Remove(name string) error {
 	l, ok, err := f.writeEntryLoc("remove", name)
 	if !ok {
 		if err == nil {
-			err = os.Remove(name)
+			err = fixErr(os.Remove(l.host), "", name)
 		}
 		return err
+	}
+	if l.last != lastNorm {
+		// unlink says EISDIR; rmdir, whose error os reports, EINVAL for
+		// "." and ENOTEMPTY for "..".
+		if err := f.dirCheck(l); err != nil {
+			return nameErr("remove", name, err)
+		}
+		if l.last == lastDot {
+			return pathErr("remove", name, errInval)
+		}
+		return pathErr("remove", name, errNotEmpty)
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -397,13 +470,16 @@ func (f *Fs) RemoveAll(name string) error {
 	if !ok {
 		switch {
 		case err == nil:
-			return os.RemoveAll(name)
+			return fixErr(os.RemoveAll(l.host), "", name)
 		case errno(err) == errNoEnt:
 			return nil
 		case errno(err) != 0:
 			return f.removeAllFailedLocked(name, errno(err))
 		}
 		return err
+	}
+	if l.last == lastDotDot {
+		return f.removeAllDotDotLocked(name, l)
 	}
 	n, err := f.final(l)
 	if err != nil {
@@ -417,6 +493,32 @@ func (f *Fs) RemoveAll(name string) error {
 	}
 	f.unlinkLocked(l.rel, l.visible, n)
 	return nil
+}
+
+// removeAllDotDotLocked is os.RemoveAll of "x/..": os removes the
+// directory's entries from x's parent, then cannot remove ".." itself.
+func (f *Fs) removeAllDotDotLocked(name string, l loc) error {
+	if err := f.dirCheck(l); err != nil {
+		if errno(err) == errNoEnt {
+			return nil
+		}
+		if errno(err) != 0 {
+			return f.removeAllFailedLocked(name, errno(err))
+		}
+		return nameErr("unlinkat", name, err)
+	}
+	n, err := f.final(l)
+	if err != nil {
+		return fixErr(err, "unlinkat", name)
+	}
+	ents, err := f.listLocked(l.rel, n)
+	if err != nil {
+		return fixErr(err, "unlinkat", name)
+	}
+	for _, d := range ents {
+		f.unlinkLocked(join(l.rel, d.name), n.under, d.n)
+	}
+	return pathErr("unlinkat", name, errNotEmpty)
 }
 
 // removeAllFailedLocked gives the error os.RemoveAll gives when name cannot
@@ -440,12 +542,24 @@ func (f *Fs) removeAllFailedLocked(name string, e error) error {
 		}
 		return err
 	}
+	if !l.inside {
+		if _, err := os.Stat(l.host); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return pathErr("unlinkat", strings.TrimRight(name, "/"), e)
+	}
 	n, err := f.final(l)
 	switch {
 	case err == nil && !n.exists():
 		return nil
 	case err == nil && l.dirOnly && n.kind != kindDir:
 		return pathErr("open", dir, errNotDir)
+	case err == nil && n.kind == kindSocket:
+		return pathErr("open", dir, errNoDevice)
+	}
+	// os names the parent and the base, without trailing slashes.
+	if t := strings.TrimRight(name, "/"); t != "" {
+		name = t
 	}
 	return pathErr("unlinkat", name, e)
 }
@@ -453,6 +567,7 @@ func (f *Fs) removeAllFailedLocked(name string, e error) error {
 // unlinkLocked removes rel and its subtree from the view: layer entries go,
 // and a whiteout hides the lower where it has something there.
 func (f *Fs) unlinkLocked(rel string, visible bool, n node) {
+	f.goneLocked(rel)
 	f.deleteTreeLocked(rel)
 	f.whiteoutLocked(rel, visible, n)
 }

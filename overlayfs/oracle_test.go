@@ -651,19 +651,35 @@ type env struct {
 	root    string // absolute root; op paths are joined to it verbatim
 	cow     bool   // the side under test: also assert cowfs-only promises
 	handles map[int]afero.File
+	listed  map[afero.File]bool // handles listed before
+	cwd     *string             // set: names are relative to root/cwd, the working directory
 }
 
 func newEnv(fsys target, root string, cow bool) *env {
-	return &env{fs: fsys, root: root, cow: cow, handles: map[int]afero.File{}}
+	return &env{fs: fsys, root: root, cow: cow, handles: map[int]afero.File{}, listed: map[afero.File]bool{}}
 }
 
 // p joins rel to the root without cleaning, so "a/../b" and "a/" reach the
-// file system as written.
+// file system as written; with a working directory set, rel is passed as
+// it is, relative to it.
 func (e *env) p(rel string) string {
-	if rel == "" {
+	switch {
+	case e.cwd != nil && rel == "":
+		return "."
+	case e.cwd != nil:
+		return rel
+	case rel == "":
 		return e.root
 	}
 	return e.root + "/" + rel
+}
+
+// wd is the working directory of a side with one set.
+func (e *env) wd() string {
+	if *e.cwd == "" {
+		return e.root
+	}
+	return e.root + "/" + *e.cwd
 }
 
 func (e *env) closeAll() {
@@ -791,16 +807,21 @@ func read(slot, n int) op {
 	return withHandle(fmt.Sprintf("Read(%d)", n), slot, func(e *env, f afero.File) string {
 		buf := make([]byte, n)
 		k, err := f.Read(buf)
-		if errors.Is(err, syscall.EINVAL) && !e.cow {
-			// read(2) on a directory is EISDIR, except where a file system
-			// (ext4) leaves a listed directory's offset at its largest hash
-			// and the kernel's offset check says EINVAL first.
-			if fi, serr := f.Stat(); serr == nil && fi.IsDir() {
-				err = &fs.PathError{Op: "read", Path: f.Name(), Err: syscall.EISDIR}
-			}
-		}
-		return e.res(err, "n=%d data=%q", k, buf[:max(k, 0)])
+		return e.res(e.dirReadErr(f, err), "n=%d data=%q", k, buf[:max(k, 0)])
 	})
+}
+
+// dirReadErr: read(2) on a directory is EISDIR, except where a file system
+// (ext4) leaves a listed directory's offset at its largest hash and the
+// kernel's offset check says EINVAL first. os's EINVAL there is taken as
+// EISDIR.
+func (e *env) dirReadErr(f afero.File, err error) error {
+	if errors.Is(err, syscall.EINVAL) {
+		if fi, serr := f.Stat(); serr == nil && fi.IsDir() {
+			return &fs.PathError{Op: "read", Path: f.Name(), Err: syscall.EISDIR}
+		}
+	}
+	return err
 }
 
 func readAt(slot, n int, off int64) op {
@@ -835,8 +856,9 @@ func writeAt(slot int, data string, off int64) op {
 func seek(slot int, off int64, whence int) op {
 	return withHandle(fmt.Sprintf("Seek(%d, %d)", off, whence), slot, func(e *env, f afero.File) string {
 		n, err := f.Seek(off, whence)
-		if whence != io.SeekStart {
+		if whence != io.SeekStart || off != 0 {
 			if fi, serr := f.Stat(); serr == nil && fi.IsDir() {
+				e.listed[f] = true // its listing offset is a cookie now: a listing rewinds first
 				// A directory's offset after listing is a file system
 				// cookie (ext4 hashes), so relative seeks are not comparable.
 				return "directory seek relative to a file-system-specific offset"

@@ -80,8 +80,11 @@ func (d *dirent) info() (fs.FileInfo, error) {
 	return d.de.Info()
 }
 
-// dirEntry adapts a dirent to fs.DirEntry.
-type dirEntry struct{ d dirent }
+// dirEntry adapts a dirent of a directory handle to fs.DirEntry.
+type dirEntry struct {
+	d dirent
+	h *dir
+}
 
 func (e dirEntry) Name() string { return e.d.name }
 func (e dirEntry) IsDir() bool  { return e.d.n.kind == kindDir }
@@ -91,5 +94,5 @@ func (e dirEntry) Type() fs.FileMode {
 	}
 	return e.d.fi.Mode().Type()
 }
-func (e dirEntry) Info() (fs.FileInfo, error) { return e.d.info() }
+func (e dirEntry) Info() (fs.FileInfo, error) { return e.h.info(e.d) }
 func (e dirEntry) String() string             { return fs.FormatDirEntry(e) }

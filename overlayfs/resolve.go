@@ -20,11 +20,58 @@ type loc struct {
 	name    string // as the caller passed it; used in errors
 	inside  bool
 	rel     string // root-relative slash path, when inside
-	host    string // host path, when outside (inside: f.host(rel))
+	host    string // resolved host path, when outside (inside: f.host(rel)); os resolves the rest
 	visible bool   // the lower shows through rel's parent
-	dirOnly bool   // the name ended in a slash: it must be a directory
-	n       node   // the node at rel, when have is set
+	dirOnly bool   // the name ended in a slash or "." or "..": it must be a directory
+	slash   bool   // the name ends in a slash after a normal last component
+	last    lastKind
+	n       node // the node at rel, when have is set
 	have    bool
+}
+
+// lastKind is what the last component of a name is, as the kernel sorts
+// it: an operation on the entry itself (mkdir, unlink, rename) cannot act
+// on "." or "..".
+type lastKind uint8
+
+const (
+	lastNorm   lastKind = iota // a name
+	lastDot                    // "x/.", ".": the directory x itself
+	lastDotDot                 // "x/..", "..": x's parent
+)
+
+// lastOf returns the kind of name's last component and whether a slash
+// follows it.
+func lastOf(name string) (lastKind, bool) {
+	t := strings.TrimRight(name, "/")
+	slash := len(t) < len(name)
+	if t == "" {
+		return lastDot, false // "/": the root directory itself
+	}
+	switch t[strings.LastIndexByte(t, '/')+1:] {
+	case ".":
+		return lastDot, false
+	case "..":
+		return lastDotDot, false
+	}
+	return lastNorm, slash
+}
+
+// dirCheck is for a name ending in "." or "..", whose last component is
+// never acted on: the directory it names must exist. It returns the error
+// the kernel gives when it does not (resolving the name's "parent"), or
+// nil.
+func (f *Fs) dirCheck(l loc) error {
+	n, err := f.final(l)
+	switch {
+	case err != nil:
+		return err
+	case !n.exists():
+		return errNoEnt
+	case n.kind != kindDir:
+		return errNotDir
+	}
+	return nil
 }
 
 // resolve maps a caller's name to a location. Every operation goes through
@@ -39,6 +86,7 @@ func (f *Fs) resolve(op, name string, follow bool) (loc, error) {
 // resolveEntry resolves a name whose last component an operation creates
 // or removes (mkdir, rmdir, rename): a trailing slash does not make it
 // follow a final symlink, as in Linux; dirOnly still reports the slash.
+// Callers check l.last: the kernel never acts on a last "." or "..".
 func (f *Fs) resolveEntry(op, name string) (loc, error) {
 	return f.resolveName(op, name, false, false)
 }
@@ -61,8 +109,10 @@ func (f *Fs) resolveName(op, name string, follow, slashFollows bool) (loc, error
 		}
 		abs = wd + "/" + name
 	}
-	dirOnly := strings.HasSuffix(name, "/") || strings.HasSuffix(name, "/.") || name == "."
-	follow = follow || dirOnly && slashFollows
+	last, slash := lastOf(name)
+	dirOnly := slash || last != lastNorm
+	// "x/." walks x as a directory to look "." up in: x is always followed.
+	follow = follow || last == lastDot || slash && slashFollows
 	var l loc
 	var err error
 	if rest, ok := f.within(lexClean(abs)); ok {
@@ -70,7 +120,16 @@ func (f *Fs) resolveName(op, name string, follow, slashFollows bool) (loc, error
 	} else {
 		l, err = f.outside(op, name, abs, follow, 0)
 	}
-	l.name, l.dirOnly = name, l.dirOnly || dirOnly
+	l.name, l.dirOnly, l.slash, l.last = name, l.dirOnly || dirOnly, slash, last
+	if err == nil && !l.inside {
+		// The resolved host path, with what the name's end asks for.
+		switch {
+		case last == lastDot:
+			l.host += "/."
+		case slash || l.dirOnly && last == lastNorm:
+			l.host += "/"
+		}
+	}
 	return l, err
 }
 
@@ -97,31 +156,44 @@ func (f *Fs) within(p string) (string, bool) {
 func (f *Fs) outside(op, name, abs string, follow bool, hops int) (loc, error) {
 	pending := splitRel(abs)
 	cur := "/"
+	host := "" // set when the walk stops before the end
 	for len(pending) > 0 {
 		if rel, ok := f.within(cur); ok {
 			return f.walk(op, name, append(splitRel(rel), pending...), follow, hops)
 		}
 		c := pending[0]
 		pending = pending[1:]
-		switch c {
-		case "..":
+		if c == ".." {
+			if len(pending) == 0 {
+				host = joinRaw(cur, []string{c}) // a last "..": not to be acted on
+				break
+			}
 			cur = filepath.Dir(cur)
 			continue
 		}
 		next := filepath.Join(cur, c)
 		fi, err := os.Lstat(next)
 		if err != nil || fi.Mode()&fs.ModeSymlink == 0 || len(pending) == 0 && !follow {
-			if err != nil || !fi.IsDir() {
-				break // the kernel takes it from here, outside the root
+			switch {
+			case err == nil && fi.IsDir():
+				cur = next
+				continue
+			case len(pending) == 0:
+			case err != nil && isMissing(err):
+				// Something must follow: "missing/..", "file/x".
+				return loc{}, pathErr(op, name, errno(err))
+			case err == nil:
+				return loc{}, pathErr(op, name, errNotDir)
 			}
-			cur = next
-			continue
+			host = joinRaw(next, pending) // the kernel takes it from here, outside the root
+			break
 		}
 		if hops++; hops > maxHops {
 			return loc{}, pathErr(op, name, errLoop)
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
+			host = joinRaw(next, pending)
 			break
 		}
 		if filepath.IsAbs(target) {
@@ -129,10 +201,13 @@ func (f *Fs) outside(op, name, abs string, follow bool, hops int) (loc, error) {
 		}
 		pending = append(splitRel(target), pending...)
 	}
-	if rel, ok := f.within(cur); ok && len(pending) == 0 {
-		return f.walk(op, name, splitRel(rel), follow, hops)
+	if host == "" {
+		if rel, ok := f.within(cur); ok {
+			return f.walk(op, name, splitRel(rel), follow, hops)
+		}
+		host = cur
 	}
-	return loc{host: filepath.Clean(abs)}, nil
+	return loc{host: host}, nil
 }
 
 type frame struct {
@@ -156,8 +231,7 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 		top := stack[len(stack)-1]
 		if c == ".." {
 			if len(stack) == 1 {
-				out := filepath.Join(append([]string{filepath.Dir(f.root)}, pending...)...)
-				return f.outside(op, name, out, follow, hops)
+				return f.outside(op, name, joinRaw(filepath.Dir(f.root), pending), follow, hops)
 			}
 			stack = stack[:len(stack)-1]
 			continue
@@ -200,7 +274,7 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 				pending = append(splitRel(rest), pending...)
 				continue
 			}
-			return f.outside(op, name, filepath.Join(append([]string{target}, pending...)...), follow, hops)
+			return f.outside(op, name, joinRaw(target, pending), follow, hops)
 		case kindDir:
 			if last {
 				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
@@ -278,6 +352,15 @@ func lexClean(p string) string {
 		}
 	}
 	return "/" + strings.Join(out, "/")
+}
+
+// joinRaw joins a path and components with slashes, without cleaning:
+// "file/.." must still fail as the kernel fails it.
+func joinRaw(p string, rest []string) string {
+	if len(rest) == 0 {
+		return p
+	}
+	return strings.TrimRight(p, "/") + "/" + strings.Join(rest, "/")
 }
 
 // splitRel splits a slash path into its non-empty components.

@@ -1,0 +1,764 @@
+package overlayfs_test
+
+// The random differential: seeded sequences of 60–100 operations run on
+// cowfs and on os over a copy, compared step by step, then the final trees,
+// the trees beside the roots, and Changes().
+//
+// What a sequence holds: decorated names ("x/", "x/.", "x//", "a//b",
+// "./x", "d/../x", "nope/../x", "ld/../x"); up to three handles at once,
+// interleaved with path operations and used after Close; stretches run
+// after os.Chdir into the root or one of its directories, with names
+// relative to it; Chmod to setgid, sticky and 0 modes followed by creates
+// inside; symlink chains, self-loops and ".." links (some lead out of the
+// root: writes outside are allowed, and each side has its own outside tree
+// to write to); FIFOs and sockets in the fixture; io.Copy, ReadFrom and
+// WriteString; seeks past the end then writes (holes); Lstat; Chtimes then
+// Stat.
+//
+// What is not compared, because it differs between Linux file systems
+// (the generator is validated os against os on the disk's file system and
+// on a tmpfs, TestRandomOracleSelfCheck):
+//   - seeks on directories other than to 0 (offsets are file system cookies);
+//   - directory sizes;
+//   - listing order (listings are compared sorted);
+//   - whether entries added during paging appear: a handle lists a
+//     directory to its end in one step and a later listing rewinds first.
+//
+// And what is outside the overlay's contract, so never generated (or not
+// compared): the root's own entry listed from its parent outside the
+// root (the disk's, not the layer's); a rename between the root and
+// outside it (the overlay is a file system of its own: EXDEV, as across
+// mount points); an outside write on a directory holding the root; a
+// copy of a file into itself (never ends when it appends); a
+// working directory that was renamed or removed (a process's working
+// directory is an inode, the overlay names it by path: when the os side's
+// working directory is no longer the original directory, both sides go
+// back to absolute names); opening a FIFO (os blocks).
+//
+// COWFS_DIFF_SEQS sets the number of sequences (default 300; 100 for the
+// generator's self-check) and COWFS_DIFF_SEED the first seed (default 1);
+// COWFS_DIFF_TRACE=1 prints every step. go test (and so .ci/run) runs the
+// default slice; a long run: COWFS_DIFF_SEQS=10000 go test -run
+// TestRandomDifferential -timeout 1h ./overlayfs. Not parallel: it changes
+// the process's working directory.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
+
+	"github.com/cowfs/cowfs/overlayfs"
+)
+
+// randFixture builds the tree of the random differential under dir/root,
+// with dir/outside.txt and dir/outdir beside it.
+func randFixture(t testing.TB, dir string) string {
+	t.Helper()
+	root := filepath.Join(dir, "root")
+	files := map[string]string{
+		"a": "alpha\n", "b": "bravo", "x": "#!/bin/sh\n", "p": "private", "ro": "read only\n",
+		"d/b": "d bravo\n", "d/c": "charlie", "g/h": "golf hotel\n", "dir/sub/s": "sierra",
+		"sg/f": "in setgid\n",
+	}
+	dirs := []string{"d/e", "empty", "dir/sub", "g", "sg", "st"}
+	links := [][2]string{
+		{"l", "a"}, {"ld", "d"}, {"m", "missing"}, {"self", "self"}, {"c1", "c2"}, {"c2", "a"},
+		{"d/up", ".."}, {"dl", "d/"}, {"out", "../outdir"}, {"outf", "../outside.txt"}, {"lp", "pipe"},
+		{"dir/sub/top", "../.."}, {"loop1", "loop2"}, {"loop2", "loop1"},
+	}
+	modes := map[string]fs.FileMode{"x": 0o755, "p": 0o600, "ro": 0o444, "sg": 0o2775, "st": 0o1777, "g": 0o700}
+	must := func(err error) {
+		if err != nil {
+			t.Helper()
+			t.Fatal(err)
+		}
+	}
+	for _, d := range append([]string{""}, dirs...) {
+		must(os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	for p, data := range files {
+		must(os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755))
+		must(os.WriteFile(filepath.Join(root, p), []byte(data), 0o644))
+	}
+	for _, l := range links {
+		must(os.Symlink(l[1], filepath.Join(root, l[0])))
+	}
+	must(unix.Mkfifo(filepath.Join(root, "pipe"), 0o644))
+	must(unix.Mknod(filepath.Join(root, "sock"), unix.S_IFSOCK|0o755, 0))
+	must(unix.Mkfifo(filepath.Join(root, "d/pipe"), 0o600))
+	must(filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink != 0 {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		m, ok := modes[filepath.ToSlash(rel)]
+		switch {
+		case ok:
+		case d.IsDir():
+			m = 0o755
+		case d.Type() == 0:
+			m = 0o644
+		default:
+			return nil
+		}
+		return os.Chmod(p, m&fs.ModePerm|m&(fs.ModeSetgid|fs.ModeSticky))
+	}))
+	must(os.Chmod(filepath.Join(root, "sg"), 0o775|fs.ModeSetgid))
+	must(os.Chmod(filepath.Join(root, "st"), 0o777|fs.ModeSticky))
+	must(os.WriteFile(filepath.Join(dir, "outside.txt"), []byte("outside\n"), 0o644))
+	must(os.MkdirAll(filepath.Join(dir, "outdir"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "outdir/o"), []byte("o"), 0o644))
+	must(setTimes(dir))
+	return root
+}
+
+// randDirs are the fixture's directories a sequence may Chdir into.
+var randDirs = []string{"", "d", "d/e", "dir", "dir/sub", "g", "sg", "st", "empty"}
+
+// randBase are the names sequences work on, root-relative: fixture entries
+// of every kind and new names.
+var randBase = []string{
+	"a", "b", "x", "p", "ro", "d", "d/b", "d/c", "d/e", "d/e/f", "d/up", "d/pipe", "g", "g/h", "empty",
+	"empty/n", "dir", "dir/sub", "dir/sub/s", "dir/sub/top", "sg", "sg/f", "sg/new", "st", "st/new",
+	"l", "ld", "ld/b", "m", "self", "c1", "c2", "dl", "out", "out/o", "outf", "pipe", "sock", "lp",
+	"loop1", "new", "n", "n/f", "newdir", "newdir/f", "up/outside.txt", "d/up/a", "nope",
+}
+
+// randTargets are symlink targets: relative ones only, so both sides'
+// links read the same; some leave the root.
+var randTargets = []string{"a", "d", "d/", "..", "../outside.txt", "missing", "self", "new", "c1", "d/b", "up", ".", "sg", "../root/a", "./a"}
+
+var randData = []string{"", "Z", "hello", "0123456789abcdefghij", "alpha\n", "\x00\x01"}
+
+var randPerms = []fs.FileMode{0o644, 0o600, 0o755, 0o700, 0o444, 0, 0o777, 0o755 | fs.ModeSetgid, 0o775 | fs.ModeSetgid, 0o777 | fs.ModeSticky, 0o755 | fs.ModeSetuid, 0o1700, 0o2700}
+
+// randGen generates one sequence. cwd is the directory names are relative
+// to ("" with rel=false: absolute names).
+type randGen struct {
+	r     *rand.Rand
+	rel   bool
+	cwd   string
+	opens string // the name the last op opens; for a Chdir, "\x00" and the directory
+}
+
+// opening records that the op being made opens name.
+func (g *randGen) opening(name string) string {
+	g.opens = name
+	return name
+}
+
+func (g *randGen) pick(s []string) string { return s[g.r.IntN(len(s))] }
+
+// name returns a name for the current mode: root-relative for absolute
+// mode (joined to the root by env.p), or relative to the working
+// directory, decorated now and then.
+func (g *randGen) name() string {
+	n := g.pick(randBase)
+	if g.rel && g.r.IntN(3) > 0 {
+		// Reach it from the working directory.
+		up := strings.Repeat("../", strings.Count(g.cwd, "/")+1)
+		if g.cwd == "" {
+			up = ""
+		}
+		n = up + n
+	}
+	switch g.r.IntN(14) {
+	case 0:
+		n += "/"
+	case 1:
+		n += "/."
+	case 2:
+		n += "//"
+	case 3:
+		n = "./" + n
+	case 4:
+		n = "d/../" + n
+	case 5:
+		n = "nope/../" + n
+	case 6:
+		n = "ld/../" + n
+	case 7:
+		n = strings.Replace(n, "/", "//", 1)
+	case 8:
+		n += "/.."
+	}
+	return n
+}
+
+func (g *randGen) slot() int { return g.r.IntN(3) }
+
+func (g *randGen) flag() int {
+	f := []int{rdonly, wronly, rdwr}[g.r.IntN(3)]
+	for _, bit := range []int{creat, excl, trunc, appnd} {
+		if g.r.IntN(3) == 0 {
+			f |= bit
+		}
+	}
+	return f
+}
+
+// op returns the next operation and, for one that opens a name, the name.
+func (g *randGen) op() (op, string) {
+	o := g.op1()
+	return o, g.opens
+}
+
+func (g *randGen) op1() op {
+	g.opens = ""
+	switch g.r.IntN(44) {
+	case 0, 1, 2:
+		return openFile(g.slot(), g.opening(g.name()), g.flag(), g.pick2(randPerms))
+	case 3:
+		return open(g.slot(), g.opening(g.name()))
+	case 4:
+		return create(g.slot(), g.opening(g.name()))
+	case 5:
+		return closeH(g.slot())
+	case 6:
+		return read(g.slot(), g.r.IntN(24))
+	case 7:
+		return readAt(g.slot(), g.r.IntN(24), int64(g.r.IntN(40)-2))
+	case 8, 9:
+		return write(g.slot(), g.pick(randData))
+	case 10:
+		return writeString(g.slot(), g.pick(randData))
+	case 11:
+		return writeAt(g.slot(), g.pick(randData), int64(g.r.IntN(40)-2))
+	case 12, 13:
+		return seek(g.slot(), int64(g.r.IntN(60)-4), g.r.IntN(3))
+	case 14:
+		return truncH(g.slot(), int64(g.r.IntN(40)-2))
+	case 15:
+		return fstat(g.slot())
+	case 16:
+		return listOp(g.slot(), g.r.IntN(3), g.r.IntN(4)-1)
+	case 17:
+		dst, src := g.slot(), g.slot()
+		g.opens = fmt.Sprintf("\x03%d%d", dst, src)
+		return copyOp(dst, src)
+	case 18:
+		return readFromOp(g.slot(), g.pick(randData))
+	case 19:
+		return syncH(g.slot())
+	case 20, 21:
+		return mkdir(g.name(), g.pick2(randPerms))
+	case 22:
+		return mkdirAll(g.name(), g.pick2(randPerms))
+	case 23, 24:
+		return remove(g.name())
+	case 25:
+		// os.RemoveAll opens the parent of a name it cannot remove.
+		n := g.name()
+		g.opens = "\x02" + n
+		return removeAll(n)
+	case 26, 27:
+		from, to := g.name(), g.name()
+		g.opens = "\x01" + from + "\x00" + to
+		return rename(from, to)
+	case 28, 29:
+		return chmod(g.name(), g.pick2(randPerms))
+	case 30:
+		return chownOp(g.name(), g.r.IntN(3)-1, g.r.IntN(3)-1)
+	case 31:
+		return chtimesStat(g.name(), time.Unix(int64(1e9+g.r.IntN(1e6)), int64(g.r.IntN(1e9))))
+	case 32, 33:
+		return symlink(g.pick(randTargets), g.name())
+	case 34:
+		return readlink(g.name())
+	case 35, 36:
+		return lstat(g.name())
+	case 37, 38:
+		return stat(g.name())
+	case 39:
+		return readFile(g.opening(g.name()))
+	case 40:
+		return writeFile(g.opening(g.name()), g.pick(randData), g.pick2(randPerms))
+	case 41:
+		return owner(g.name())
+	case 42:
+		d := g.pick(randDirs)
+		g.rel, g.cwd = true, d
+		g.opens = "\x00" + d
+		return chdirOp(d)
+	default:
+		g.rel, g.cwd = false, ""
+		return chdirOp("-")
+	}
+}
+
+func (g *randGen) pick2(s []fs.FileMode) fs.FileMode { return s[g.r.IntN(len(s))] }
+
+// randOps returns the sequence of a seed, 60 to 100 operations, and for
+// each the name it opens, if any.
+func randOps(seed uint64) ([]op, []string) {
+	return randOpsFrom(rand.New(rand.NewPCG(seed, 12)))
+}
+
+// randOpsFrom draws a sequence of 60 to 100 operations from r.
+func randOpsFrom(r *rand.Rand) ([]op, []string) {
+	g := &randGen{r: r}
+	n := 60 + r.IntN(41)
+	ops, opens := make([]op, n), make([]string, n)
+	for i := range ops {
+		ops[i], opens[i] = g.op()
+	}
+	return ops, opens
+}
+
+// chdirOp makes later names relative to dir (root-relative), after
+// os.Chdir into it; "-" goes back to absolute names.
+func chdirOp(dir string) op {
+	if dir == "-" {
+		return op{"absolute names", func(e *env) string { e.cwd = nil; return "" }}
+	}
+	return op{fmt.Sprintf("Chdir(%q)", dir), func(e *env) string {
+		e.cwd = &dir
+		return e.res(os.Chdir(e.wd()), "")
+	}}
+}
+
+// listOp lists a directory handle to its end with one of the three listing
+// calls in chunks of n; a handle listed before is rewound first.
+func listOp(slot, how, n int) op {
+	inner := []func(int, int) op{readdirnames, readdir, readDirH}[how](slot, n)
+	return withHandle("rewound "+strings.TrimPrefix(inner.desc, fmt.Sprintf("#%d.", slot)), slot, func(e *env, f afero.File) string {
+		if e.listed[f] {
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return e.res(err, "rewind")
+			}
+		}
+		e.listed[f] = true
+		if fi, err := f.Stat(); err == nil {
+			if pfi, err := os.Stat(filepath.Dir(e.root)); err == nil && sameInode(fi, pfi) {
+				// The root's own entry, listed from outside, shows the disk.
+				return "listing of the root's parent: not compared"
+			}
+		}
+		return inner.run(e)
+	})
+}
+
+// copyOp is io.Copy(#dst, #src).
+func copyOp(dst, src int) op {
+	return op{fmt.Sprintf("io.Copy(#%d, #%d)", dst, src), func(e *env) string {
+		d, s := e.handles[dst], e.handles[src]
+		if d == nil || s == nil {
+			return noHandle
+		}
+		n, err := io.Copy(d, s)
+		return e.res(e.dirReadErr(s, err), "n=%d", n)
+	}}
+}
+
+// readFromOp is #slot.ReadFrom(strings.NewReader(data)).
+func readFromOp(slot int, data string) op {
+	return withHandle(fmt.Sprintf("ReadFrom(%q)", data), slot, func(e *env, f afero.File) string {
+		rf, ok := f.(io.ReaderFrom)
+		if !ok {
+			return fmt.Sprintf("%T has no ReadFrom method", f)
+		}
+		r := strings.NewReader(data)
+		n, err := rf.ReadFrom(r)
+		return e.res(err, "n=%d unread=%d", n, r.Len())
+	})
+}
+
+func chownOp(rel string, uid, gid int) op {
+	o := chown(rel, uid, gid)
+	return op{o.desc, func(e *env) string {
+		s := o.run(e)
+		return s + " " + owner(rel).run(e)
+	}}
+}
+
+// chtimesStat sets the times of rel and reads the modification time back.
+func chtimesStat(rel string, mt time.Time) op {
+	c, m := chtimes(rel, mt), mtime(rel)
+	return op{c.desc + "; " + m.desc, func(e *env) string { return c.run(e) + "; " + m.run(e) }}
+}
+
+// randSide is one side of a random run: its parent dir, root and env.
+type randSide struct {
+	dir, root string
+	env       *env
+}
+
+// randRun runs ops on want and got, keeping each side's working directory
+// for its own steps, and returns the mismatches.
+func randRun(ops []op, opens []string, want, got *randSide, origIno map[string]uint64) []error {
+	var errs []error
+	for i, o := range ops {
+		// A working directory renamed or removed on the os side is
+		// outside the contract: both go back to absolute names.
+		if cwd := want.env.cwd; cwd != nil && !sameIno(want.root, *cwd, origIno) {
+			want.env.cwd, got.env.cwd = nil, nil
+		}
+		if names, ok := strings.CutPrefix(opens[i], "\x01"); ok {
+			from, to, _ := strings.Cut(names, "\x00")
+			if a, b := want.inRoot(from), want.inRoot(to); a != 0 && b != 0 && a != b {
+				continue // across the root's edge: the overlay is a file system of its own (EXDEV)
+			}
+			if want.holdsRoot(from) || want.holdsRoot(to) {
+				continue // would move the real root
+			}
+		} else if slots, ok := strings.CutPrefix(opens[i], "\x03"); ok {
+			if want.sameFile(int(slots[0]-'0'), int(slots[1]-'0')) {
+				continue // a copy of a file into itself never ends when it appends
+			}
+		} else if name, ok := strings.CutPrefix(opens[i], "\x02"); ok {
+			if want.isFIFO(rawDir(strings.TrimRight(name, "/"))) || want.holdsRoot(name) {
+				continue // os would block on the FIFO, or remove the real root
+			}
+		} else if dir, ok := strings.CutPrefix(opens[i], "\x00"); ok {
+			if !sameIno(want.root, dir, origIno) {
+				// Not the original directory any more: absolute names.
+				want.env.cwd, got.env.cwd = nil, nil
+				continue
+			}
+		} else if opens[i] != "" && want.isFIFO(opens[i]) {
+			continue // os would block
+		}
+		var out [2]string
+		for j, s := range []*randSide{want, got} {
+			// With absolute names each side still works from a directory
+			// of its own: a handle opened by a relative name earlier is
+			// looked up by name again by os's DirEntry.Info.
+			wd := s.root
+			if s.env.cwd != nil {
+				wd = s.env.wd()
+			}
+			if err := os.Chdir(wd); err != nil {
+				out[j] = "chdir: " + err.Error()
+				continue
+			}
+			out[j] = o.run(s.env)
+		}
+		if trace {
+			fmt.Printf("op %d %s\n\twant %.200s\n\tgot  %.200s\n", i, o.desc, out[0], out[1])
+		}
+		if out[0] != out[1] {
+			errs = append(errs, fmt.Errorf("op %d %s:\n\twant %s\n\tgot  %s", i, o.desc, out[0], out[1]))
+			if len(errs) > 5 {
+				break
+			}
+		}
+	}
+	want.env.closeAll()
+	got.env.closeAll()
+	return errs
+}
+
+// isFIFO reports whether name, on this side, names a FIFO.
+func (s *randSide) isFIFO(name string) bool {
+	if s.env.cwd != nil {
+		os.Chdir(s.env.wd())
+	}
+	fi, err := os.Stat(s.env.p(name))
+	return err == nil && fi.Mode()&fs.ModeNamedPipe != 0
+}
+
+// inRoot says where the directory holding name's last component is on
+// this side: 1 inside the root, 2 outside, 0 unknown (it does not resolve).
+func (s *randSide) inRoot(name string) int {
+	if s.env.cwd != nil {
+		os.Chdir(s.env.wd())
+	}
+	p := strings.TrimRight(s.env.p(name), "/")
+	dir := rawDir(p)
+	if b := filepath.Base(p); b == "." || b == ".." {
+		dir = p
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return 0
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return 0
+	}
+	if real == s.root || strings.HasPrefix(real, s.root+"/") {
+		return 1
+	}
+	return 2
+}
+
+// rawDir is the name without its last component, not cleaned
+// (filepath.Dir would take "link/.." for nothing).
+func rawDir(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	switch {
+	case i < 0:
+		return "."
+	case i == 0:
+		return "/"
+	}
+	return p[:i]
+}
+
+// holdsRoot reports whether name, on this side, is an ancestor of the root
+// (reached through ".." or links out of it): an outside write there would
+// reach into the real root.
+func (s *randSide) holdsRoot(name string) bool {
+	if s.env.cwd != nil {
+		os.Chdir(s.env.wd())
+	}
+	p, err := filepath.EvalSymlinks(strings.TrimRight(s.env.p(name), "/"))
+	if err != nil {
+		return false
+	}
+	if p, err = filepath.Abs(p); err != nil {
+		return false
+	}
+	return p == s.root || strings.HasPrefix(s.root, p+"/")
+}
+
+// sameFile reports whether two handle slots hold the same open regular file.
+func (s *randSide) sameFile(a, b int) bool {
+	fa, fb := s.env.handles[a], s.env.handles[b]
+	if fa == nil || fb == nil {
+		return false
+	}
+	ia, erra := fa.Stat()
+	ib, errb := fb.Stat()
+	return erra == nil && errb == nil && ia.Mode().IsRegular() && os.SameFile(ia, ib)
+}
+
+// sameInode compares FileInfos by device and inode (cowfs renames infos).
+func sameInode(a, b fs.FileInfo) bool {
+	sa, ok1 := a.Sys().(*syscall.Stat_t)
+	sb, ok2 := b.Sys().(*syscall.Stat_t)
+	return ok1 && ok2 && sa.Dev == sb.Dev && sa.Ino == sb.Ino && a.IsDir()
+}
+
+// trace, from COWFS_DIFF_TRACE=1, prints every step's outcomes.
+var trace = os.Getenv("COWFS_DIFF_TRACE") == "1"
+
+// sameIno reports whether root/rel is still the directory it was.
+func sameIno(root, rel string, orig map[string]uint64) bool {
+	fi, err := os.Lstat(filepath.Join(root, rel))
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino == orig[rel]
+}
+
+func dirInodes(root string) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, d := range randDirs {
+		if fi, err := os.Lstat(filepath.Join(root, d)); err == nil {
+			m[d] = fi.Sys().(*syscall.Stat_t).Ino
+		}
+	}
+	return m
+}
+
+// randSequence runs seed's sequence with cowfs (or, with oracle set, os
+// again) over a tree under baseA against os on a copy under baseB, and
+// returns the mismatches.
+func randSequence(t testing.TB, baseA, baseB string, seed uint64, oracle bool) []error {
+	t.Helper()
+	ops, opens := randOps(seed)
+	return randCompare(t, baseA, baseB, fmt.Sprint(seed), ops, opens, oracle)
+}
+
+// randCompare runs ops (and their notes from randOpsFrom) as randSequence
+// does; label names the run in reports and directories.
+func randCompare(t testing.TB, baseA, baseB, label string, ops []op, opens []string, oracle bool) []error {
+	t.Helper()
+	// Each side's tree sits a few levels down in a directory of its own,
+	// so that names climbing out of the root stay on their side.
+	topA, topB := filepath.Join(baseA, label+"A"), filepath.Join(baseB, label+"B")
+	dirA, dirB := filepath.Join(topA, "1/2/3"), filepath.Join(topB, "1/2/3")
+	for _, d := range []string{dirA, dirB} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer os.RemoveAll(topA)
+	defer os.RemoveAll(topB)
+	rootA, rootB := randFixture(t, dirA), randFixture(t, dirB)
+	before := mustWalk(t, osTarget{}, rootA)
+	origIno := dirInodes(rootB)
+	sumA := hashTree(t, rootA)
+	want := &randSide{dir: dirB, root: rootB, env: newEnv(osTarget{}, rootB, false)}
+	var c *overlayfs.Fs
+	got := &randSide{dir: dirA, root: rootA}
+	if oracle {
+		got.env = newEnv(osTarget{}, rootA, false)
+	} else {
+		c = newCow(t, rootA, overlayfs.AllowOutsideWrites())
+		got.env = newEnv(c, c.Root(), true)
+	}
+	errs := randRun(ops, opens, want, got, origIno)
+	var gotFs target = osTarget{}
+	if c != nil {
+		gotFs = c
+	}
+	wantTree, err := walkTarget(osTarget{}, rootB)
+	if err != nil {
+		return append([]error{fmt.Errorf("seed %s, ops:\n\t%s", label, opList(ops))}, append(errs, fmt.Errorf("walking the os copy: %v", err))...)
+	}
+	gotTree, err := walkTarget(gotFs, rootA)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, diffTrees(wantTree, gotTree)...)
+	// Beside the roots: what writes through links leaving the root did.
+	errs = append(errs, diffTrees(besides(t, topB), besides(t, topA))...)
+	if c != nil {
+		errs = append(errs, checkChanges(c, before, wantTree)...)
+		if hashTree(t, rootA) != sumA {
+			errs = append(errs, errors.New("the real root was modified"))
+		}
+	}
+	if len(errs) > 0 {
+		errs = append([]error{fmt.Errorf("seed %s, ops:\n\t%s", label, opList(ops))}, errs...)
+	}
+	return errs
+}
+
+// besides walks dir without its root subtree.
+func besides(t testing.TB, dir string) map[string]entry {
+	m := mustWalk(t, osTarget{}, dir)
+	for k := range m {
+		if k == "1/2/3/root" || strings.HasPrefix(k, "1/2/3/root/") {
+			delete(m, k)
+		}
+	}
+	return m
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// TestRandomDifferential runs COWFS_DIFF_SEQS sequences (default 300) from
+// seed COWFS_DIFF_SEED (default 1) on cowfs and on os, and reports every
+// diverging seed (at most five in full).
+func TestRandomDifferential(t *testing.T) {
+	dir := t.TempDir()
+	runRandom(t, dir, dir, false)
+}
+
+// TestRandomOracleSelfCheck validates the generator: os against os on a
+// second copy, on the temp dir's file system and on a tmpfs, must never
+// diverge. Otherwise a sequence compares something file-system specific.
+func TestRandomOracleSelfCheck(t *testing.T) {
+	disk := t.TempDir()
+	var fsType unix.Statfs_t
+	unix.Statfs(disk, &fsType)
+	t.Logf("temp dir file system type %#x", fsType.Type)
+	t.Run("disk", func(t *testing.T) { runRandom(t, disk, disk, true) })
+	mem := t.TempDir()
+	if err := unix.Mount("tmpfs", mem, "tmpfs", 0, "size=64m"); err != nil {
+		t.Skipf("cannot mount a tmpfs on %s (%v): needs CAP_SYS_ADMIN", mem, err)
+	}
+	t.Cleanup(func() { unix.Unmount(mem, unix.MNT_DETACH) })
+	t.Run("tmpfs", func(t *testing.T) { runRandom(t, mem, mem, true) })
+	// One side on each: what differs between the two file systems shows.
+	t.Run("tmpfs-vs-disk", func(t *testing.T) { runRandom(t, mem, disk, true) })
+}
+
+func runRandom(t *testing.T, baseA, baseB string, oracle bool) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(wd) // restores the working directory at the end
+	def := 300
+	if oracle {
+		def = 100 // the generator's own check, on three pairs of file systems
+	}
+	n, first := envInt("COWFS_DIFF_SEQS", def), envInt("COWFS_DIFF_SEED", 1)
+	failed := 0
+	for seed := first; seed < first+n; seed++ {
+		errs := randSequence(t, baseA, baseB, uint64(seed), oracle)
+		if err := errors.Join(errs...); err != nil {
+			if failed++; failed <= 5 {
+				t.Errorf("%v", err)
+			}
+		}
+		os.Chdir(wd)
+	}
+	t.Logf("%d sequences, seeds %d..%d: %d diverged", n, first, first+n-1, failed)
+}
+
+// TestCornerClasses pins each class of divergence the random differential
+// found (issue 12), with the issue's own examples, against os on a copy of
+// the random differential's fixture. Not parallel: some change directory.
+func TestCornerClasses(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(wd)
+	classes := []struct {
+		name string
+		ops  []op
+	}{
+		{"dot-names", []op{
+			mkdir("empty/n/.", 0o755), mkdir("a/.", 0o755), mkdir("d/.", 0o755), symlink("x", "a/."),
+			rename("ro", "newdir/."), rename("ro", "d/."), rename("g/.", "dir/sub"), rename("g/.", "nowhere"),
+			remove("g/."), remove("empty/."), remove("empty/.."), removeAll("g/.."), lstat("g"),
+			openFile(0, "b/.", creat|wronly, 0o644), openFile(0, "d/.", creat|wronly, 0o644),
+			openFile(0, "d/..", creat|excl|wronly, 0o644), openFile(0, "empty/n/.", creat|wronly, 0o644),
+		}},
+		{"trailing-slashes", []op{
+			openFile(0, "self/", wronly|creat|excl, 0o644), openFile(0, "m/new//", creat|wronly, 0o644),
+			openFile(0, "d/new//", creat|wronly, 0o644), rename("m//", "g"), rename("a", "dl//"),
+			rename("a", "ld//"), rename("l/", "x"), remove("l/"), mkdir("m/", 0o755), lstat("m"),
+		}},
+		{"setgid", []op{
+			mkdir("sg/n", 0o755), lstat("sg/n"), owner("sg/n"), writeFile("sg/nf", "x", 0o755|fs.ModeSetgid), lstat("sg/nf"),
+			chmod("d", 0o2755), mkdir("d/n", 0o700), mkdir("d/n/m", 0o700), lstat("d/n/m"), chmod("g", 0),
+			mkdir("g/z", 0o755), lstat("g/z"), chmod("st", 0o1777), writeFile("st/f", "s", 0o644), lstat("st/f"),
+			chmod("x", 0o755|fs.ModeSetuid|fs.ModeSetgid), chownOp("x", -1, -1), lstat("x"),
+		}},
+		{"links-out-over-lower", []op{
+			remove("x"), symlink("..", "x"), stat("x"), readFile("x/outside.txt"), remove("b"),
+			symlink("../outside.txt", "b"), stat("b"), readFile("b"), remove("d/b"), symlink("../..", "d/b"),
+			stat("d/b"), create(0, "ld/b"), lstat("ld/b/root"),
+		}},
+		{"handles-after-chdir", []op{
+			chdirOp("d"), open(0, "../g"), chdirOp("dir/sub"), readdirnames(0, -1), readdir(0, -1), readDirH(0, -1),
+			rename("../../g", "../../g2"), listOp(0, 0, -1), fstat(0), chdirOp("-"),
+		}},
+		{"fresh-metadata", []op{
+			open(0, "a"), chmod("a", 0o600), openFile(1, "a", wronly, 0), truncH(1, 2), fstat(0),
+			seek(0, 0, io.SeekEnd), open(2, "d"), chmod("d", 0o700), fstat(2), open(0, "b"),
+			openFile(1, "b", wronly|trunc, 0), read(0, 10), write(1, "new"), read(0, 10), fstat(0),
+		}},
+		{"io-copy", []op{
+			open(0, "a"), open(1, "b"), copyOp(1, 0), fstat(0), read(0, 3), closeH(1), copyOp(1, 0),
+			readFromOp(1, ""), readFromOp(1, "x"), openFile(2, "p", rdwr|appnd, 0), copyOp(2, 0), copyOp(0, 2),
+			open(1, "d"), copyOp(2, 1), copyOp(1, 2), writeString(2, "tail"), seek(2, 30, io.SeekStart), write(2, "hole"),
+		}},
+		{"special-files", []op{
+			chmod("pipe", 0o600), lstat("pipe"), rename("sock", "d/s2"), lstat("d/s2"), chtimesStat("pipe", time.Unix(1e9, 0)),
+			remove("d/pipe"), openFile(0, "sock", rdonly, 0),
+		}},
+	}
+	for _, c := range classes {
+		t.Run(c.name, func(t *testing.T) {
+			base := t.TempDir()
+			if err := errors.Join(randCompare(t, base, base, c.name, c.ops, make([]string, len(c.ops)), false)...); err != nil {
+				t.Error(err)
+			}
+			os.Chdir(wd)
+		})
+	}
+}
