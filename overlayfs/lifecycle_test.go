@@ -239,6 +239,7 @@ func lcBuild(dir string, m map[string]entry) error {
 		e, p := m[k], filepath.Join(dir, filepath.FromSlash(k))
 		var err error
 		switch {
+		case k == ".": // made above; its mode is set below
 		case e.mode.IsDir():
 			err = os.Mkdir(p, 0o700)
 		case e.mode&fs.ModeSymlink != 0:

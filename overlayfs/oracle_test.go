@@ -540,9 +540,10 @@ func walkTarget(fsys target, root string) (map[string]entry, error) {
 			}
 			e.content = string(data)
 		}
-		if rel != "" {
-			out[rel] = e
+		if rel == "" {
+			rel = "." // the root's own mode is a change too, at "."
 		}
+		out[rel] = e
 	}
 	walk("")
 	return out, errors.Join(errs...)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package overlayfs_test
 
 // The random differential: seeded sequences of 60–100 operations run on
@@ -307,6 +309,20 @@ func randOps(seed uint64) ([]op, []string) {
 }
 
 // randOpsFrom draws a sequence of 60 to 100 operations from r.
+// fuzzRandom runs the random differential on a sequence drawn from data.
+func fuzzRandom(t *testing.T, data []byte) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	rops, notes := randOpsFrom(lcFuzzRand(data))
+	base := t.TempDir()
+	if err := errors.Join(randCompare(t, base, base, "fuzz", rops, notes, false)...); err != nil {
+		t.Errorf("random differential:\n%v", err)
+	}
+}
+
 func randOpsFrom(r *rand.Rand) ([]op, []string) {
 	g := &randGen{r: r}
 	n := 60 + r.IntN(41)
