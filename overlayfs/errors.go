@@ -67,7 +67,7 @@ func linkErr(op, oldname, newname string, err error) error {
 	return &os.LinkError{Op: op, Old: oldname, New: newname, Err: err}
 }
 
-// renameErr turns a resolver error into the LinkError rename reports.
+// asLinkErr turns a resolver error into the LinkError rename reports.
 func asLinkErr(op, oldname, newname string, err error) error {
 	if err == nil {
 		return nil
@@ -85,7 +85,7 @@ func asLinkErr(op, oldname, newname string, err error) error {
 
 // fixErr rewrites the path of an error returned by os for a host path into
 // the name the caller passed, so errors never leak the resolved host path.
-func fixErr(err error, op, name string) error {
+func fixErr(op, name string, err error) error {
 	if err == nil {
 		return nil
 	}

@@ -120,7 +120,7 @@ func (h *file) readLocked(p []byte, off int64) (int, error) {
 	}
 	b, err := h.content(false)
 	if err != nil {
-		return 0, fixErr(err, "read", h.name)
+		return 0, fixErr("read", h.name, err)
 	}
 	if off >= int64(len(b.data)) {
 		return 0, io.EOF
@@ -157,7 +157,7 @@ func (h *file) Write(p []byte) (int, error) {
 	}
 	b, err := h.content(true)
 	if err != nil {
-		return 0, fixErr(err, "write", h.name)
+		return 0, fixErr("write", h.name, err)
 	}
 	if h.flag&os.O_APPEND != 0 && len(p) > 0 {
 		h.off = int64(len(b.data)) // write(2) of nothing does not move to the end
@@ -186,7 +186,7 @@ func (h *file) WriteAt(p []byte, off int64) (int, error) {
 	}
 	b, err := h.content(true)
 	if err != nil {
-		return 0, fixErr(err, "write", h.name)
+		return 0, fixErr("write", h.name, err)
 	}
 	h.fs.writeAt(b, p, off)
 	return len(p), nil
@@ -227,7 +227,7 @@ func (h *file) Seek(offset int64, whence int) (int64, error) {
 	case io.SeekEnd:
 		b, err := h.content(false)
 		if err != nil {
-			return 0, fixErr(err, "seek", h.name)
+			return 0, fixErr("seek", h.name, err)
 		}
 		abs = int64(len(b.data)) + offset
 	default:
@@ -250,7 +250,7 @@ func (h *file) Truncate(size int64) error {
 	}
 	b, err := h.content(true)
 	if err != nil {
-		return fixErr(err, "truncate", h.name)
+		return fixErr("truncate", h.name, err)
 	}
 	b.resize(size)
 	b.mtime = h.fs.now()
@@ -366,7 +366,7 @@ func (d *dir) next(n int) ([]dirent, error) {
 		ents, err := d.fs.listLocked(d.rel, d.fs.nodeAtLocked(d.rel))
 		d.fs.mu.RUnlock()
 		if err != nil {
-			return nil, fixErr(err, "readdirent", d.name)
+			return nil, fixErr("readdirent", d.name, err)
 		}
 		d.ents, d.read = ents, true
 	}
@@ -674,7 +674,7 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 func (o *osFile) lowerStat() (fs.FileInfo, error) {
 	fi, err := o.File.Stat()
 	if err != nil {
-		return nil, fixErr(err, "", o.name)
+		return nil, fixErr("", o.name, err)
 	}
 	return renameInfo(fi, infoName(o.name)), nil
 }
@@ -685,7 +685,7 @@ func (o *osFile) Read(p []byte) (int, error) {
 	}
 	n, err := o.File.Read(p)
 	if err != nil && err != io.EOF {
-		err = fixErr(err, "", o.name)
+		err = fixErr("", o.name, err)
 	}
 	return n, err
 }
@@ -699,14 +699,14 @@ func (o *osFile) ReadAt(p []byte, off int64) (int, error) {
 		if off < 0 {
 			return n, pathErr("readat", o.name, errNegativeOffset)
 		}
-		err = fixErr(err, "", o.name)
+		err = fixErr("", o.name, err)
 	}
 	return n, err
 }
 
 func (o *osFile) Write(p []byte) (int, error) {
 	n, err := o.File.Write(p)
-	return n, fixErr(err, "", o.name)
+	return n, fixErr("", o.name, err)
 }
 
 func (o *osFile) WriteAt(p []byte, off int64) (int, error) {
@@ -715,7 +715,7 @@ func (o *osFile) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 && errors.As(err, &pe) && pe.Op == "writeat" {
 		return n, pathErr("writeat", o.name, errNegativeOffset)
 	}
-	return n, fixErr(err, "", o.name) // os's append-mode error passes as it is
+	return n, fixErr("", o.name, err) // os's append-mode error passes as it is
 }
 
 func (o *osFile) WriteString(s string) (int, error) { return o.Write([]byte(s)) }
@@ -730,13 +730,13 @@ func (o *osFile) Seek(offset int64, whence int) (int64, error) {
 		o.mu.Unlock()
 	}
 	n, err := o.File.Seek(offset, whence)
-	return n, fixErr(err, "", o.name)
+	return n, fixErr("", o.name, err)
 }
 
-func (o *osFile) Truncate(size int64) error { return fixErr(o.File.Truncate(size), "", o.name) }
-func (o *osFile) Sync() error               { return fixErr(o.File.Sync(), "", o.name) }
+func (o *osFile) Truncate(size int64) error { return fixErr("", o.name, o.File.Truncate(size)) }
+func (o *osFile) Sync() error               { return fixErr("", o.name, o.File.Sync()) }
 func (o *osFile) Close() error {
-	err := fixErr(o.File.Close(), "", o.name)
+	err := fixErr("", o.name, o.File.Close())
 	if o.fs != nil && err == nil {
 		o.fs.unbind(&o.at)
 	}
@@ -756,7 +756,7 @@ func (o *osFile) listing() ([]dirent, error) {
 	if o.fs == nil {
 		des, err := o.File.ReadDir(-1)
 		if err != nil {
-			return nil, fixErr(err, "", o.name)
+			return nil, fixErr("", o.name, err)
 		}
 		ents := make([]dirent, len(des))
 		for i, de := range des {
@@ -789,7 +789,7 @@ func (o *osFile) asDir() (*dir, error) {
 		return nil, pathErr("readdirent", o.name, errFileClosing)
 	}
 	if err != nil {
-		return nil, fixErr(err, "readdirent", o.name)
+		return nil, fixErr("readdirent", o.name, err)
 	}
 	if !fi.IsDir() {
 		return nil, pathErr("readdirent", o.name, errNotDir)

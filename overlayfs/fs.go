@@ -115,11 +115,11 @@ func New(root string, opts ...Option) (*Fs, error) {
 	}
 	canon, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil, fixErr(err, "overlayfs.New", root)
+		return nil, fixErr("overlayfs.New", root, err)
 	}
 	fi, err := os.Stat(canon)
 	if err != nil {
-		return nil, fixErr(err, "overlayfs.New", root)
+		return nil, fixErr("overlayfs.New", root, err)
 	}
 	if !fi.IsDir() {
 		return nil, pathErr("overlayfs.New", root, errNotDir)

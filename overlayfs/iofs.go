@@ -43,7 +43,7 @@ func (v ioFS) Open(name string) (fs.File, error) {
 	}
 	fh, err := v.f.Open(h)
 	if err != nil {
-		return nil, fixErr(err, "", name)
+		return nil, fixErr("", name, err)
 	}
 	return ioFile{fh.(fs.ReadDirFile), name}, nil
 }
@@ -55,11 +55,11 @@ func (v ioFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	}
 	fh, err := v.f.Open(h)
 	if err != nil {
-		return nil, fixErr(err, "readdir", name)
+		return nil, fixErr("readdir", name, err)
 	}
 	defer fh.Close()
 	des, err := fh.(fs.ReadDirFile).ReadDir(-1)
-	return des, fixErr(err, "readdir", name)
+	return des, fixErr("readdir", name, err)
 }
 
 func (v ioFS) ReadFile(name string) ([]byte, error) {
@@ -69,11 +69,11 @@ func (v ioFS) ReadFile(name string) ([]byte, error) {
 	}
 	fh, err := v.f.Open(h)
 	if err != nil {
-		return nil, fixErr(err, "readfile", name)
+		return nil, fixErr("readfile", name, err)
 	}
 	defer fh.Close()
 	data, err := io.ReadAll(fh)
-	return data, fixErr(err, "readfile", name)
+	return data, fixErr("readfile", name, err)
 }
 
 func (v ioFS) Stat(name string) (fs.FileInfo, error) {
@@ -83,7 +83,7 @@ func (v ioFS) Stat(name string) (fs.FileInfo, error) {
 	}
 	fi, err := v.f.Stat(h)
 	if err != nil {
-		return nil, fixErr(err, "stat", name)
+		return nil, fixErr("stat", name, err)
 	}
 	return renameInfo(fi, path.Base(name)), nil
 }
@@ -95,7 +95,7 @@ func (v ioFS) Lstat(name string) (fs.FileInfo, error) {
 	}
 	fi, err := v.f.Lstat(h)
 	if err != nil {
-		return nil, fixErr(err, "lstat", name)
+		return nil, fixErr("lstat", name, err)
 	}
 	return renameInfo(fi, path.Base(name)), nil
 }
@@ -106,7 +106,7 @@ func (v ioFS) ReadLink(name string) (string, error) {
 		return "", err
 	}
 	t, err := v.f.ReadlinkIfPossible(h)
-	return t, fixErr(err, "readlink", name)
+	return t, fixErr("readlink", name, err)
 }
 
 func (v ioFS) Sub(dir string) (fs.FS, error) {
@@ -128,7 +128,7 @@ type ioFile struct {
 func (h ioFile) Stat() (fs.FileInfo, error) {
 	fi, err := h.ReadDirFile.Stat()
 	if err != nil {
-		return nil, fixErr(err, "", h.name)
+		return nil, fixErr("", h.name, err)
 	}
 	return renameInfo(fi, path.Base(h.name)), nil
 }
@@ -136,7 +136,7 @@ func (h ioFile) Stat() (fs.FileInfo, error) {
 func (h ioFile) Read(p []byte) (int, error) {
 	n, err := h.ReadDirFile.Read(p)
 	if err != nil && err != io.EOF {
-		err = fixErr(err, "", h.name)
+		err = fixErr("", h.name, err)
 	}
 	return n, err
 }
@@ -144,12 +144,12 @@ func (h ioFile) Read(p []byte) (int, error) {
 func (h ioFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	des, err := h.ReadDirFile.ReadDir(n)
 	if err != nil && err != io.EOF {
-		err = fixErr(err, "", h.name)
+		err = fixErr("", h.name, err)
 	}
 	return des, err
 }
 
-func (h ioFile) Close() error { return fixErr(h.ReadDirFile.Close(), "", h.name) }
+func (h ioFile) Close() error { return fixErr("", h.name, h.ReadDirFile.Close()) }
 
 // renameInfo reports fi under name.
 func renameInfo(fi fs.FileInfo, name string) fs.FileInfo {

@@ -472,7 +472,7 @@ func Recover(root string) error {
 	}
 	canon, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return fixErr(err, "recover", root)
+		return fixErr("recover", root, err)
 	}
 	return recoverRoot(canon, nil)
 }
@@ -480,7 +480,7 @@ func Recover(root string) error {
 func recoverRoot(root string, hook faultHook) error {
 	rt, err := os.OpenRoot(root)
 	if err != nil {
-		return fixErr(err, "recover", root)
+		return fixErr("recover", root, err)
 	}
 	j := &journal{rt: rt, synced: map[string]bool{}, hook: hook}
 	if _, err := rt.Lstat(journalName); errors.Is(err, fs.ErrNotExist) {

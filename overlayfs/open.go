@@ -73,7 +73,7 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 		if err == nil {
 			fh, err := os.OpenFile(l.host, flag, perm)
 			if err != nil {
-				return nil, fixErr(err, "", name)
+				return nil, fixErr("", name, err)
 			}
 			return &osFile{File: fh, name: name, flag: flag}, nil
 		}
@@ -85,7 +85,7 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 	}
 	n, err := f.final(l)
 	if err != nil {
-		return nil, fixErr(err, "open", name)
+		return nil, fixErr("open", name, err)
 	}
 	switch {
 	case n.exists() && excl:
@@ -105,7 +105,7 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 	if n.exists() {
 		e, err := f.copyUpLocked(l.rel, n)
 		if err != nil {
-			return nil, fixErr(err, "open", name)
+			return nil, fixErr("open", name, err)
 		}
 		f.paths.Set(l.rel, e)
 		ino = e.ino
@@ -139,7 +139,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		}
 		fh, err := os.OpenFile(l.host, flag, 0)
 		if err != nil {
-			return nil, fixErr(err, "", name)
+			return nil, fixErr("", name, err)
 		}
 		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
@@ -150,7 +150,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 				return f.lowerHandle(fh, name, l.rel, flag), nil
 			}
 			if errno(err) != errLoop {
-				return nil, fixErr(err, "open", name)
+				return nil, fixErr("open", name, err)
 			}
 		}
 	}
@@ -164,13 +164,13 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		}
 		fh, err := os.OpenFile(l.host, flag, 0)
 		if err != nil {
-			return nil, fixErr(err, "open", name)
+			return nil, fixErr("open", name, err)
 		}
 		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
 	n, err := f.final(l)
 	if err != nil {
-		return nil, fixErr(err, "open", name)
+		return nil, fixErr("open", name, err)
 	}
 	switch {
 	case !n.exists():
@@ -191,7 +191,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 	}
 	fh, err := os.OpenFile(f.host(l.rel), flag, 0)
 	if err != nil {
-		return nil, fixErr(err, "open", name)
+		return nil, fixErr("open", name, err)
 	}
 	return f.lowerHandle(fh, name, l.rel, flag), nil
 }

@@ -67,13 +67,13 @@ func (f *Fs) stat(op, name string, follow bool) (fs.FileInfo, error) {
 		}
 		fi, err := stat(l.host)
 		if err != nil {
-			return nil, fixErr(err, "", name)
+			return nil, fixErr("", name, err)
 		}
 		return renameInfo(fi, infoName(name)), nil
 	}
 	n, err := f.final(l)
 	if err != nil {
-		return nil, fixErr(err, op, name)
+		return nil, fixErr(op, name, err)
 	}
 	if !n.exists() {
 		return nil, pathErr(op, name, errNoEnt)
@@ -130,7 +130,7 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 	l, ok, err := f.writeEntryLoc("mkdir", name)
 	if !ok {
 		if err == nil {
-			err = fixErr(os.Mkdir(l.host, perm), "", name)
+			err = fixErr("", name, os.Mkdir(l.host, perm))
 		}
 		return err
 	}
@@ -142,7 +142,7 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 	}
 	n, err := f.final(l)
 	if err != nil {
-		return fixErr(err, "mkdir", name)
+		return fixErr("mkdir", name, err)
 	}
 	if n.exists() {
 		return pathErr("mkdir", name, errExist)
@@ -264,11 +264,11 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 			return "", pathErr("readlink", name, ErrOutsideRoot)
 		}
 		t, err := os.Readlink(l.host)
-		return t, fixErr(err, "", name)
+		return t, fixErr("", name, err)
 	}
 	n, err := f.final(l)
 	if err != nil {
-		return "", fixErr(err, "readlink", name)
+		return "", fixErr("readlink", name, err)
 	}
 	switch {
 	case !n.exists():
@@ -279,7 +279,7 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 		return "", pathErr("readlink", name, errInval)
 	}
 	t, err := f.linkTarget(l.rel, n)
-	return t, fixErr(err, "readlink", name)
+	return t, fixErr("readlink", name, err)
 }
 
 // Chmod changes the mode of name, following symlinks. A lower entry's
@@ -330,13 +330,13 @@ func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(
 	l, ok, err := f.writeLoc(op, name, true)
 	if !ok {
 		if err == nil {
-			err = fixErr(outside(l.host), "", name)
+			err = fixErr("", name, outside(l.host))
 		}
 		return err
 	}
 	n, err := f.final(l)
 	if err != nil {
-		return fixErr(err, op, name)
+		return fixErr(op, name, err)
 	}
 	if !n.exists() {
 		return pathErr(op, name, errNoEnt)
@@ -346,7 +346,7 @@ func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(
 	}
 	e, err := f.copyUpLocked(l.rel, n)
 	if err != nil {
-		return fixErr(err, op, name)
+		return fixErr(op, name, err)
 	}
 	if e.kind == kindFile {
 		set(&f.ownBlobLocked(e.ino).meta, false)
@@ -405,7 +405,7 @@ func (f *Fs) Remove(name string) error {
 	l, ok, err := f.writeEntryLoc("remove", name)
 	if !ok {
 		if err == nil {
-			err = fixErr(os.Remove(l.host), "", name)
+			err = fixErr("", name, os.Remove(l.host))
 		}
 		return err
 	}
@@ -422,7 +422,7 @@ func (f *Fs) Remove(name string) error {
 	}
 	n, err := f.final(l)
 	if err != nil {
-		return fixErr(err, "remove", name)
+		return fixErr("remove", name, err)
 	}
 	switch {
 	case !n.exists():
@@ -433,7 +433,7 @@ func (f *Fs) Remove(name string) error {
 	if n.kind == kindDir {
 		ents, err := f.listLocked(l.rel, n)
 		if err != nil {
-			return fixErr(err, "remove", name)
+			return fixErr("remove", name, err)
 		}
 		if len(ents) > 0 {
 			return pathErr("remove", name, errNotEmpty)
@@ -470,7 +470,7 @@ func (f *Fs) RemoveAll(name string) error {
 	if !ok {
 		switch {
 		case err == nil:
-			return fixErr(os.RemoveAll(l.host), "", name)
+			return fixErr("", name, os.RemoveAll(l.host))
 		case errno(err) == errNoEnt:
 			return nil
 		case errno(err) != 0:
@@ -483,7 +483,7 @@ func (f *Fs) RemoveAll(name string) error {
 	}
 	n, err := f.final(l)
 	if err != nil {
-		return fixErr(err, "unlinkat", name)
+		return fixErr("unlinkat", name, err)
 	}
 	switch {
 	case !n.exists():
@@ -509,11 +509,11 @@ func (f *Fs) removeAllDotDotLocked(name string, l loc) error {
 	}
 	n, err := f.final(l)
 	if err != nil {
-		return fixErr(err, "unlinkat", name)
+		return fixErr("unlinkat", name, err)
 	}
 	ents, err := f.listLocked(l.rel, n)
 	if err != nil {
-		return fixErr(err, "unlinkat", name)
+		return fixErr("unlinkat", name, err)
 	}
 	for _, d := range ents {
 		f.unlinkLocked(join(l.rel, d.name), n.under, d.n)

@@ -246,7 +246,7 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 		}
 		n, err := f.step(rel, top.under, last)
 		if err != nil {
-			return loc{}, fixErr(err, op, name)
+			return loc{}, fixErr(op, name, err)
 		}
 		switch n.kind {
 		case kindNone:
@@ -260,7 +260,7 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 			}
 			target, err := f.linkTarget(rel, n)
 			if err != nil {
-				return loc{}, fixErr(err, op, name)
+				return loc{}, fixErr(op, name, err)
 			}
 			if last && (strings.HasSuffix(target, "/") || strings.HasSuffix(target, "/.") || target == ".") {
 				mustDir = true
@@ -297,7 +297,7 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 	if top.rel == "" {
 		n, err := f.rootNode()
 		if err != nil {
-			return loc{}, fixErr(err, op, name)
+			return loc{}, fixErr(op, name, err)
 		}
 		l.n, l.have = n, true
 	}
