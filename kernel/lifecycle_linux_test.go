@@ -538,14 +538,9 @@ func TestRunCancelLeavesNothing(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	for _, mode := range lifecycleModes() {
 		t.Run(mode.name, func(t *testing.T) {
-			if strings.HasPrefix(mode.name, "overlay") {
-				needMount(t)
-			}
+			mode.require(t)
 			root := t.TempDir()
-			f, err := overlayfs.New(root)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := newOverlay(t, root)
 			marker := newMarker(t)
 			ready := filepath.Join(t.TempDir(), "ready")
 			ctx, cancel := context.WithCancel(context.Background())
@@ -559,7 +554,7 @@ func TestRunCancelLeavesNothing(t *testing.T) {
 				cancel()
 			}()
 			cmd := markerCmd(marker, ready, root)
-			err = mode.run(ctx, f, cmd, WithWritable(filepath.Dir(ready)))
+			err := mode.run(ctx, f, cmd, WithWritable(filepath.Dir(ready)))
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 				t.Errorf("cancelled Run: %v, want killed", err)
@@ -580,14 +575,9 @@ func TestRunCancelLeavesNothing(t *testing.T) {
 func TestRunReturnKillsBackground(t *testing.T) {
 	for _, mode := range lifecycleModes() {
 		t.Run(mode.name, func(t *testing.T) {
-			if strings.HasPrefix(mode.name, "overlay") {
-				needMount(t)
-			}
+			mode.require(t)
 			root := t.TempDir()
-			f, err := overlayfs.New(root)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := newOverlay(t, root)
 			marker := newMarker(t)
 			// setsid and a double fork: a daemon leaves the process group and
 			// its parent; only a PID namespace or a subreaper still has it.
@@ -622,9 +612,7 @@ func TestRunExitStatusLikeOS(t *testing.T) {
 	}
 	for _, mode := range lifecycleModes() {
 		t.Run(mode.name, func(t *testing.T) {
-			if strings.HasPrefix(mode.name, "overlay") {
-				needMount(t)
-			}
+			mode.require(t)
 			for _, s := range scripts {
 				root := t.TempDir()
 				want := status(exec.Command("sh", "-c", s).Run())
@@ -786,9 +774,7 @@ func TestRunLeaksNoDescriptors(t *testing.T) {
 	}
 	for _, mode := range lifecycleModes() {
 		t.Run(mode.name, func(t *testing.T) {
-			if strings.HasPrefix(mode.name, "overlay") {
-				needMount(t)
-			}
+			mode.require(t)
 			f, err := overlayfs.New(t.TempDir())
 			if err != nil {
 				t.Fatal(err)

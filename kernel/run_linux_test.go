@@ -48,6 +48,25 @@ type runMode struct {
 	run  func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error
 }
 
+// require skips the test where the mode cannot run here: an overlay mode
+// where no overlay can be mounted.
+func (m runMode) require(t *testing.T) {
+	t.Helper()
+	if strings.HasPrefix(m.name, "overlay") {
+		needMount(t)
+	}
+}
+
+// newOverlay returns an overlay of root, failing the test if New does.
+func newOverlay(t *testing.T, root string) *overlayfs.Fs {
+	t.Helper()
+	f, err := overlayfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func runModes() []runMode {
 	cfg := runConfig{tempDir: os.TempDir()}
 	ns := cfg
@@ -116,9 +135,7 @@ func TestRunScript(t *testing.T) {
 
 	for _, mode := range runModes() {
 		t.Run(mode.name, func(t *testing.T) {
-			if strings.HasPrefix(mode.name, "overlay") {
-				needMount(t)
-			}
+			mode.require(t)
 			root := t.TempDir()
 			writeTree(t, root)
 			before, err := dirTree(root)
@@ -179,14 +196,9 @@ func TestRunContextCancel(t *testing.T) {
 	}
 	for _, mode := range runModes() {
 		t.Run(mode.name, func(t *testing.T) {
-			if strings.HasPrefix(mode.name, "overlay") {
-				needMount(t)
-			}
+			mode.require(t)
 			root := t.TempDir()
-			f, err := overlayfs.New(root)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := newOverlay(t, root)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			pr, pw, err := os.Pipe()
@@ -346,9 +358,7 @@ func TestRunExitStatusAndFailures(t *testing.T) {
 	}
 	for _, mode := range runModes() {
 		t.Run(mode.name, func(t *testing.T) {
-			if strings.HasPrefix(mode.name, "overlay") {
-				needMount(t)
-			}
+			mode.require(t)
 			root := t.TempDir()
 			writeTree(t, root)
 			f, err := overlayfs.New(root)
