@@ -13,26 +13,30 @@ import (
 // subtree into the layer; file contents are not read (they stay lazy
 // references to the lower). Cost: O(size of the moved subtree).
 func (f *Fs) Rename(oldname, newname string) error {
-	if ro, rn := f.route(oldname), f.route(newname); ro != rn {
+	g, absOld := f.pick(oldname)
+	h, absNew := f.pick(newname)
+	if g != h {
 		return linkErr("rename", oldname, newname, errXDev)
-	} else if ro != nil {
-		return ro.Rename(oldname, newname)
 	}
+	return g.rename(oldname, newname, absOld, absNew)
+}
+
+func (f *layer) rename(oldname, newname, absOld, absNew string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.renameCheckLocked(oldname, newname); err != nil {
+	if err := f.renameCheckLocked(oldname, newname, absOld, absNew); err != nil {
 		return err
 	}
 	// The kernel resolves the old name's parent (for "x/." x itself),
 	// then the new name's.
-	lo, err := f.resolveEntry("rename", oldname)
+	lo, err := f.resolveEntry("rename", oldname, absOld)
 	if err == nil && lo.last != lastNorm {
 		err = f.parentCheckLocked(lo)
 	}
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
-	ln, err := f.resolveEntry("rename", newname)
+	ln, err := f.resolveEntry("rename", newname, absNew)
 	if err == nil && ln.last != lastNorm {
 		err = f.parentCheckLocked(ln)
 	}
@@ -116,8 +120,8 @@ func (f *Fs) Rename(oldname, newname string) error {
 // renameCheckLocked is os.Rename's own check, made before the system call:
 // an existing directory (as Lstat sees newname) is refused as the target
 // with EEXIST, unless it is oldname itself; a bad oldname is named first.
-func (f *Fs) renameCheckLocked(oldname, newname string) error {
-	ln, err := f.resolve("rename", newname, false)
+func (f *layer) renameCheckLocked(oldname, newname, absOld, absNew string) error {
+	ln, err := f.resolve("rename", newname, absNew, false)
 	if err != nil {
 		return nil
 	}
@@ -125,7 +129,7 @@ func (f *Fs) renameCheckLocked(oldname, newname string) error {
 	if !ok || !(newNode.kind == kindDir || newFi != nil && newFi.IsDir()) {
 		return nil
 	}
-	lo, err := f.resolve("rename", oldname, false)
+	lo, err := f.resolve("rename", oldname, absOld, false)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
@@ -149,7 +153,7 @@ func (f *Fs) renameCheckLocked(oldname, newname string) error {
 
 // lstatLoc is what Lstat finds at a resolved name: the node inside the
 // root, the FileInfo outside it; ok is false when nothing is there.
-func (f *Fs) lstatLoc(l loc) (fs.FileInfo, node, bool) {
+func (f *layer) lstatLoc(l loc) (fs.FileInfo, node, bool) {
 	if !l.inside {
 		fi, err := os.Lstat(l.host)
 		return fi, node{}, err == nil
@@ -161,7 +165,7 @@ func (f *Fs) lstatLoc(l loc) (fs.FileInfo, node, bool) {
 // parentCheckLocked returns the error of resolving the directory in which
 // the last component of l is looked up ("x" itself for "x/." or "x/.."),
 // or nil.
-func (f *Fs) parentCheckLocked(l loc) error {
+func (f *layer) parentCheckLocked(l loc) error {
 	if l.inside {
 		if l.last != lastNorm {
 			return f.dirCheck(l)
@@ -190,7 +194,7 @@ type movedEntry struct {
 // subtreeLocked returns the merged view of rel and everything below it as
 // layer entries, parents first. Directories become opaque: the moved tree
 // is exactly what is listed, nothing of the lower at the new place shows.
-func (f *Fs) subtreeLocked(rel string, n node) ([]movedEntry, error) {
+func (f *layer) subtreeLocked(rel string, n node) ([]movedEntry, error) {
 	var out []movedEntry
 	var add func(sub, rel string, n node) error
 	add = func(sub, rel string, n node) error {
