@@ -29,34 +29,16 @@ func (f *layer) rename(oldname, newname, absOld, absNew string) error {
 	}
 	// The kernel resolves the old name's parent (for "x/." x itself),
 	// then the new name's.
-	lo, err := f.resolveEntry("rename", oldname, absOld)
-	if err == nil && lo.last != lastNorm {
-		err = f.parentCheckLocked(lo)
-	}
+	lo, err := f.renameLocLocked(oldname, absOld)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
-	ln, err := f.resolveEntry("rename", newname, absNew)
-	if err == nil && ln.last != lastNorm {
-		err = f.parentCheckLocked(ln)
-	}
+	ln, err := f.renameLocLocked(newname, absNew)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
 	if !lo.inside || !ln.inside {
-		switch {
-		case !f.opts.outsideWrites:
-			return linkErr("rename", oldname, newname, ErrOutsideRoot)
-		case lo.inside != ln.inside:
-			// The kernel resolves both parents before it compares mounts.
-			for _, l := range []loc{lo, ln} {
-				if err := f.parentCheckLocked(l); err != nil {
-					return asLinkErr("rename", oldname, newname, err)
-				}
-			}
-			return linkErr("rename", oldname, newname, errXDev)
-		}
-		return asLinkErr("rename", oldname, newname, os.Rename(lo.host, ln.host))
+		return asLinkErr("rename", oldname, newname, f.renameOutsideLocked(lo, ln))
 	}
 	// Both parents resolved: the kernel refuses "." and "..".
 	if lo.last != lastNorm || ln.last != lastNorm || lo.rel == "" || ln.rel == "" {
@@ -70,33 +52,87 @@ func (f *layer) rename(oldname, newname, absOld, absNew string) error {
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
+	same, err := f.renameRuleLocked(lo, ln, no, nn)
+	if err != nil || same {
+		return asLinkErr("rename", oldname, newname, err)
+	}
+	return asLinkErr("rename", oldname, newname, f.moveLocked(lo, ln, no, nn))
+}
+
+// renameLocLocked resolves one name of a rename: its parent, or for "x/."
+// and "x/.." the directory x, must resolve.
+func (f *layer) renameLocLocked(name, abs string) (loc, error) {
+	l, err := f.resolveEntry("rename", name, abs)
+	if err == nil && l.last != lastNorm {
+		err = f.parentCheckLocked(l)
+	}
+	return l, err
+}
+
+// renameOutsideLocked renames where one name or both lie outside the root:
+// refused under the default policy, EXDEV across the root's edge, else
+// passed through to os.
+func (f *layer) renameOutsideLocked(lo, ln loc) error {
+	switch {
+	case !f.opts.outsideWrites:
+		return ErrOutsideRoot
+	case lo.inside != ln.inside:
+		// The kernel resolves both parents before it compares mounts.
+		for _, l := range []loc{lo, ln} {
+			if err := f.parentCheckLocked(l); err != nil {
+				return err
+			}
+		}
+		return errXDev
+	}
+	return os.Rename(lo.host, ln.host)
+}
+
+// renameRuleLocked applies POSIX's rules to moving node no at lo onto ln,
+// where nn is (or nothing is): the error the kernel gives, or same when
+// both names are one entry, which rename leaves alone.
+func (f *layer) renameRuleLocked(lo, ln loc, no, nn node) (same bool, err error) {
 	switch {
 	case !no.exists():
-		return linkErr("rename", oldname, newname, errNoEnt)
+		return false, errNoEnt
 	case no.kind != kindDir && (lo.slash || ln.slash):
-		return linkErr("rename", oldname, newname, errNotDir)
+		return false, errNotDir
 	case no.kind == kindDir && strings.HasPrefix(ln.rel, lo.rel+"/"):
-		return linkErr("rename", oldname, newname, errInval)
+		return false, errInval // a directory into its own subtree
 	case nn.exists() && strings.HasPrefix(lo.rel, ln.rel+"/"):
-		return linkErr("rename", oldname, newname, errNotEmpty)
+		return false, errNotEmpty // onto an ancestor
 	case lo.rel == ln.rel:
-		return nil
+		return true, nil
 	case no.kind == kindDir && nn.exists() && nn.kind != kindDir:
-		return linkErr("rename", oldname, newname, errNotDir)
+		return false, errNotDir
 	case no.kind != kindDir && nn.kind == kindDir:
-		return linkErr("rename", oldname, newname, errIsDir)
+		return false, errIsDir
 	case no.kind == kindDir && nn.kind == kindDir:
-		ents, err := f.listLocked(ln.rel, nn)
-		if err != nil {
-			return asLinkErr("rename", oldname, newname, err)
-		}
-		if len(ents) > 0 {
-			return linkErr("rename", oldname, newname, errNotEmpty)
-		}
+		return false, f.emptyDirLocked(ln.rel, nn)
 	}
+	return false, nil
+}
+
+// emptyDirLocked returns ENOTEMPTY unless the directory n at rel, which a
+// rename replaces, is empty in the view.
+func (f *layer) emptyDirLocked(rel string, n node) error {
+	ents, err := f.listLocked(rel, n)
+	if err != nil {
+		return err
+	}
+	if len(ents) > 0 {
+		return errNotEmpty
+	}
+	return nil
+}
+
+// moveLocked moves the view of no at lo, subtree and all, to ln, replacing
+// nn. The moved entries are copied up (file contents stay lazy); open
+// directory handles follow.
+func (f *layer) moveLocked(lo, ln loc, no, nn node) error {
 	moved, err := f.subtreeLocked(lo.rel, no)
 	if err != nil {
-		return asLinkErr("rename", oldname, newname, err)
+		return err
 	}
 	// Take the source out without dropping the contents being moved.
 	var keys []string
