@@ -51,8 +51,8 @@
 // # Concurrency
 //
 // An Fs is safe for concurrent use by many goroutines. Handles are too.
-// Mutations are serialized by one lock per Fs; lower reads run in
-// parallel. Two goroutines racing on the first write or append to a lower
+// Mutations are serialized by one lock per root (per Fs, without
+// [WithRoot]); lower reads run in parallel. Two goroutines racing on the first write or append to a lower
 // file never lose bytes: the copy-up happens once, under the lock.
 //
 // The lower must not change while an Fs uses it: its directories are cached
