@@ -31,6 +31,13 @@ func FuzzRead(f *testing.F) {
 	})
 	rec.Close()
 	f.Add(cmdTape.Bytes())
+	for _, golden := range []string{"sample.tape", "sample-1.1.tape", "sample-1.2.tape"} {
+		b, err := os.ReadFile(filepath.Join("testdata", golden))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tp, err := Read(bytes.NewReader(b))
 		if err != nil {
@@ -197,8 +204,12 @@ func runChecked(t *testing.T, fsys afero.Fs, root string, prog []byte) *Tape {
 		seen = len(tp.Records)
 	})
 	must(t, rec.Close())
+	ls := lines(buf.Bytes())
 	tp, err := Read(&buf)
 	must(t, err)
+	if want := specChain(t, ls[:len(ls)-1]); tp.Trailer == nil || tp.Trailer.Chain != want {
+		t.Fatalf("trailer %+v, chain by FORMAT.md %s", tp.Trailer, want)
+	}
 	return tp
 }
 

@@ -94,7 +94,7 @@ func Read(r io.Reader) (*Tape, error) {
 			if err := parseHeader(line, &t.Header); err != nil {
 				return nil, &ReadError{Line: 1, Err: err}
 			}
-			chain.start(line)
+			chain.start(t.Header.Minor, line)
 			if last {
 				break
 			}
