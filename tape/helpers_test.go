@@ -128,7 +128,6 @@ func (f countingFile) ReadAt(p []byte, off int64) (int, error) {
 
 var _ io.ReaderAt = countingFile{}
 
-
 // specChain computes a tape's chain hash from its lines (header first,
 // trailer excluded, no newlines) as FORMAT.md defines it for the header's
 // minor version, with one-shot BLAKE3 calls over the bytes and nothing of
