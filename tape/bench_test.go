@@ -213,3 +213,37 @@ func BenchmarkCompare(b *testing.B) {
 		}
 	}
 }
+
+// statStub is an afero.Fs whose Stat returns one FileInfo at no cost, so
+// BenchmarkRecordStat measures what recording adds to a Stat and nothing
+// else.
+type statStub struct {
+	afero.Fs
+	fi os.FileInfo
+}
+
+func (s statStub) Stat(string) (os.FileInfo, error) { return s.fi, nil }
+
+// BenchmarkRecordStat: the cost of recording one successful Stat of a
+// regular file (path mapping, encoding, chain hash, lock, write to
+// io.Discard), over an inner Fs that costs nothing.
+func BenchmarkRecordStat(b *testing.B) {
+	dir := b.TempDir()
+	name := filepath.Join(dir, "file4k")
+	if err := os.WriteFile(name, make([]byte, 4096), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := NewRecorder(io.Discard)
+	defer rec.Close()
+	fsys := rec.Wrap(statStub{fi: fi}, dir)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := fsys.Stat(name); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
