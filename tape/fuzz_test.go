@@ -214,19 +214,52 @@ func runChecked(t *testing.T, fsys afero.Fs, root string, prog []byte) *Tape {
 	return tp
 }
 
-// memFs is afero's MemMapFs with a Remove that refuses a directory
-// holding entries, as every kernel does. MemMapFs removes it and leaves the
-// entries without a parent; a later Rename of one of them panics inside
-// afero while it holds a lock, a fatal error no recover can catch.
+// memFs is afero's MemMapFs with Remove and Rename refusing what every
+// kernel refuses: removing a directory that holds entries, renaming over a
+// directory (unless a directory over an empty one), renaming a name whose
+// parent is not a directory. MemMapFs does the first two, leaving entries
+// without a parent or under a file; a later Rename of one of them panics
+// inside afero while it holds a lock, a fatal error no recover can catch.
 type memFs struct{ *afero.MemMapFs }
 
 func (m memFs) Remove(name string) error {
-	if fi, err := m.MemMapFs.Stat(name); err == nil && fi.IsDir() {
-		if names, err := afero.ReadDir(m.MemMapFs, name); err == nil && len(names) > 0 {
-			return &os.PathError{Op: "remove", Path: name, Err: syscall.ENOTEMPTY}
-		}
+	if m.nonEmptyDir(name) {
+		return &os.PathError{Op: "remove", Path: name, Err: syscall.ENOTEMPTY}
 	}
 	return m.MemMapFs.Remove(name)
+}
+
+func (m memFs) Rename(oldname, newname string) error {
+	fail := func(errno syscall.Errno) error {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: errno}
+	}
+	from, err := m.MemMapFs.Stat(oldname)
+	if err != nil {
+		return fail(syscall.ENOENT)
+	}
+	for _, n := range []string{oldname, newname} {
+		if dir, err := m.MemMapFs.Stat(filepath.Dir(n)); err != nil || !dir.IsDir() {
+			return fail(syscall.ENOTDIR)
+		}
+	}
+	if to, err := m.MemMapFs.Stat(newname); err == nil && to.IsDir() {
+		switch {
+		case !from.IsDir():
+			return fail(syscall.EISDIR)
+		case m.nonEmptyDir(newname):
+			return fail(syscall.ENOTEMPTY)
+		}
+	}
+	return m.MemMapFs.Rename(oldname, newname)
+}
+
+func (m memFs) nonEmptyDir(name string) bool {
+	fi, err := m.MemMapFs.Stat(name)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	names, err := afero.ReadDir(m.MemMapFs, name)
+	return err == nil && len(names) > 0
 }
 
 // FuzzRoundTrip runs random operation programs on afero's in-memory fs:
