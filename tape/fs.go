@@ -180,7 +180,7 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 		f.rec.emit(&rec)
 		return nil, err
 	}
-	h := newFile(f, inner, name, flag, rec)
+	h := newFile(f, inner, name, flag, &rec)
 	f.rec.track(h)
 	return h, nil
 }
