@@ -64,7 +64,13 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 			return nil, pathErr("open", name, errIsDir)
 		}
 		if ok && !excl {
-			l, ok, err = f.writeLoc("open", name, true)
+			// Following the last component changes nothing unless it is
+			// a symlink: look it up once rather than resolve again.
+			if n, ferr := f.final(l); ferr == nil && n.kind != kindSymlink {
+				l.n, l.have = n, true
+			} else {
+				l, ok, err = f.writeLoc("open", name, true)
+			}
 		}
 	} else {
 		l, ok, err = f.writeLoc("open", name, true)
@@ -102,26 +108,47 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 		return nil, pathErr("open", name, ErrSpecialFile)
 	}
 	var ino uint64
+	var b *blob
 	if n.exists() {
 		e, err := f.copyUpLocked(l.rel, n)
 		if err != nil {
 			return nil, fixErr("open", name, err)
 		}
-		f.paths.Set(l.rel, e)
+		if !n.layer {
+			f.paths.Set(l.rel, e)
+		}
 		ino = e.ino
 		if flag&os.O_TRUNC != 0 {
-			b := f.ownBlobLocked(ino)
-			b.data, b.lazy, b.src, b.size = nil, false, "", 0
-			b.mtime = f.now()
+			b = f.truncBlobLocked(ino)
+		} else {
+			b = f.blobLocked(ino)
 		}
 	} else {
 		m := f.newMeta(perm & permBits &^ f.umask)
 		f.inheritLocked(l.rel, &m, false)
-		ino = f.newBlobLocked(&blob{meta: m})
+		b = &blob{meta: m}
+		ino = f.newBlobLocked(b)
 		f.paths.Set(l.rel, entry{kind: kindFile, ino: ino})
 	}
 	f.hold(ino)
-	return &file{fs: f, name: name, ino: ino, flag: flag, last: f.blobLocked(ino)}, nil
+	return &file{fs: f, name: name, ino: ino, flag: flag, last: b}, nil
+}
+
+// truncBlobLocked empties the content of ino for an open with O_TRUNC,
+// which never reads the old bytes. A blob only this layer holds (its gen is
+// the layer's: no snapshot, fork or frozen reader shares it) keeps its
+// buffer, so writing the file again copies into memory already there; a
+// shared one is replaced, its content not copied. Handles on ino read the
+// blob of the layer, so none still sees the old bytes, as with one inode.
+func (f *Fs) truncBlobLocked(ino uint64) *blob {
+	b := f.blobLocked(ino)
+	if b.gen != f.gen {
+		b = &blob{meta: b.meta, gen: f.gen}
+		f.blobs.Set(ino, b)
+	}
+	b.data, b.lazy, b.src, b.size, b.ext = b.data[:0], false, "", 0, nil
+	b.mtime = f.now()
+	return b
 }
 
 // openRead opens name read-only. Lower files are opened directly with
