@@ -286,7 +286,7 @@ func (f *Fs) loadRenamedLocked() error {
 		return true
 	})
 	for _, ino := range renamed {
-		if err := f.ownBlobLocked(ino).load(f); err != nil {
+		if err := f.ownBlobLocked(ino).load(f, 0); err != nil {
 			return err
 		}
 	}

@@ -23,12 +23,9 @@ var (
 // Fs is a copy-on-write overlay of a real directory tree. See the package
 // documentation for the contract.
 type Fs struct {
-	root  string // canonical absolute root
-	opts  options
-	umask fs.FileMode
-	uid   int
-	gid   int
-	fam   *family
+	root string // canonical absolute root
+	opts options
+	fam  *family
 
 	subs []*Fs // layers of the extra roots (WithRoot), sharing fam
 
@@ -61,11 +58,15 @@ func (f *Fs) dropCaches() {
 	f.names.Clear()
 }
 
-// family is shared by an Fs and its forks: generations must be unique
-// across all of them because they share blobs.
+// family is shared by an Fs, its forks and its extra roots: generations
+// must be unique across all of them because they share blobs, and they
+// create entries with one umask and owner.
 type family struct {
 	gen atomic.Uint64
 	ino atomic.Uint64
+
+	once sync.Once
+	proc creator // the process's umask and ids, read at the first creation
 }
 
 type options struct {
@@ -90,7 +91,11 @@ func AllowOutsideWrites() Option { return func(o *options) { o.outsideWrites = t
 func DenyOutsideReads() Option { return func(o *options) { o.outsideReads = false } }
 
 // WithUmask sets the umask applied to the permission bits of new files and
-// directories. The default is the process umask at the time of New.
+// directories. Without it, an Fs applies the process umask as it is when
+// the Fs, one of its forks or one of its extra roots first creates a file
+// or directory: it is read then, once, and kept for all of them (os reads
+// it at every creation; a test that changes the umask after its Fs has
+// created something should pass WithUmask).
 func WithUmask(m fs.FileMode) Option {
 	return func(o *options) { o.umask, o.umaskSet = m&fs.ModePerm, true }
 }
@@ -98,7 +103,7 @@ func WithUmask(m fs.FileMode) Option {
 // New returns an overlay of the directory root. The root is made absolute and
 // its symlinks are resolved once, here; it must exist and be a directory.
 // An empty root is an error wrapping [fs.ErrInvalid], not the working
-// directory.
+// directory. New does not read the umask (see [WithUmask]).
 func New(root string, opts ...Option) (*Fs, error) {
 	o := options{outsideReads: true, now: time.Now}
 	for _, opt := range opts {
@@ -109,35 +114,32 @@ func New(root string, opts ...Option) (*Fs, error) {
 		// would silently overlay the package directory.
 		return nil, pathErr("overlayfs.New", root, fmt.Errorf("empty root: %w", fs.ErrInvalid))
 	}
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return nil, pathErr("overlayfs.New", root, err)
+	abs := root
+	if !filepath.IsAbs(root) {
+		wd, err := getwd()
+		if err != nil {
+			return nil, pathErr("overlayfs.New", root, err)
+		}
+		abs = filepath.Join(wd, root)
 	}
 	canon, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return nil, fixErr("overlayfs.New", root, err)
 	}
-	fi, err := os.Stat(canon)
+	isDir, err := checkJournal("overlayfs.New", root, canon)
 	if err != nil {
-		return nil, fixErr("overlayfs.New", root, err)
-	}
-	if !fi.IsDir() {
-		return nil, pathErr("overlayfs.New", root, errNotDir)
-	}
-	if err := checkJournal("overlayfs.New", root, canon); err != nil {
 		return nil, err
 	}
-	f := &Fs{
-		root: canon,
-		opts: o,
-		uid:  os.Getuid(),
-		gid:  os.Getgid(),
-		fam:  new(family),
+	if !isDir {
+		fi, err := os.Stat(canon)
+		if err != nil {
+			return nil, fixErr("overlayfs.New", root, err)
+		}
+		if !fi.IsDir() {
+			return nil, pathErr("overlayfs.New", root, errNotDir)
+		}
 	}
-	f.umask = o.umask
-	if !o.umaskSet {
-		f.umask = processUmask()
-	}
+	f := &Fs{root: canon, opts: o, fam: new(family)}
 	f.resetLocked()
 	if err := f.addRoots(o.extra); err != nil {
 		return nil, err
@@ -151,12 +153,9 @@ func (f *Fs) resetLocked() {
 	f.blobs = btree.NewMap[uint64, *blob](32)
 	f.gen = f.fam.gen.Add(1)
 	f.deps = btree.NewMap[string, dep](32)
-	f.copied = make(map[string]uint64)
-	f.copyIno = make(map[uint64]bool)
+	f.copied, f.copyIno = nil, nil // made at the first copy-up
 	f.hmu.Lock()
-	f.bound = make(map[*string]struct{})
-	f.opened = make(map[uint64]int)
-	f.orphan = make(map[uint64]bool)
+	f.bound, f.opened, f.orphan = nil, nil, nil // made at the first use
 	f.hmu.Unlock()
 }
 

@@ -229,17 +229,18 @@ func (b *blob) clone(gen uint64) *blob {
 	return &nb
 }
 
-// load reads lazy content from the lower. b must be owned by the caller.
-func (b *blob) load(f *Fs) error {
+// load reads lazy content from the lower, into a buffer with room for
+// spare more bytes. b must be owned by the caller.
+func (b *blob) load(f *Fs, spare int) error {
 	if !b.lazy {
 		return nil
 	}
 	var data []byte
 	var err error
 	if b.external() {
-		data, err = b.loadExt()
+		data, err = b.loadExt(spare)
 	} else {
-		data, err = readFileSized(f.host(b.src), b.size)
+		data, err = readFileSized(f.host(b.src), b.size, spare)
 	}
 	if err != nil {
 		return err
@@ -256,6 +257,9 @@ func (f *Fs) dropBlobLocked(ino uint64) {
 	// A read handle opened on the lower file before its copy-up reads this
 	// content once it exists, even after an unlink, as with one inode.
 	if f.opened[ino] > 0 || f.copyIno[ino] {
+		if f.orphan == nil {
+			f.orphan = make(map[uint64]bool)
+		}
 		f.orphan[ino] = true
 		return
 	}
@@ -335,7 +339,7 @@ const goneRel = "\x00"
 // changes under f.mu held for writing.
 func (f *Fs) bind(rel *string) {
 	f.hmu.Lock()
-	if f.bound == nil { // a fork or a snapshot's view
+	if f.bound == nil { // made at the first use
 		f.bound = make(map[*string]struct{})
 	}
 	f.bound[rel] = struct{}{}

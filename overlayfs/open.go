@@ -124,7 +124,7 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 			b = f.blobLocked(ino)
 		}
 	} else {
-		m := f.newMeta(perm & permBits &^ f.umask)
+		m := f.newMeta(perm & permBits &^ f.creatorLocked().umask)
 		f.inheritLocked(l.rel, &m, false)
 		b = &blob{meta: m}
 		ino = f.newBlobLocked(b)
@@ -233,6 +233,9 @@ func (f *Fs) lowerHandle(fh *os.File, name, rel string, flag int) *osFile {
 // hold counts an open handle on a file identity.
 func (f *Fs) hold(ino uint64) {
 	f.hmu.Lock()
+	if f.opened == nil {
+		f.opened = make(map[uint64]int)
+	}
 	f.opened[ino]++
 	f.hmu.Unlock()
 }
@@ -242,7 +245,8 @@ func (f *Fs) hold(ino uint64) {
 func (f *Fs) releaseLocked(ino uint64) {
 	f.hmu.Lock()
 	defer f.hmu.Unlock()
-	if f.opened[ino]--; f.opened[ino] > 0 {
+	if n := f.opened[ino] - 1; n > 0 {
+		f.opened[ino] = n
 		return
 	}
 	delete(f.opened, ino)

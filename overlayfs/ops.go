@@ -147,7 +147,7 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 	if n.exists() {
 		return pathErr("mkdir", name, errExist)
 	}
-	m := f.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ f.umask)
+	m := f.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ f.creatorLocked().umask)
 	f.inheritLocked(l.rel, &m, true)
 	f.paths.Set(l.rel, entry{kind: kindDir, meta: m, opaque: true})
 	return nil
@@ -358,8 +358,10 @@ func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(
 }
 
 // newMeta is the metadata of something created now by this process.
+// Callers hold f.mu for writing.
 func (f *Fs) newMeta(perm fs.FileMode) meta {
-	return meta{perm: perm, mtime: f.now(), uid: f.uid, gid: f.gid}
+	c := f.creatorLocked()
+	return meta{perm: perm, mtime: f.now(), uid: c.uid, gid: c.gid}
 }
 
 // copyUpLocked returns the layer entry for a node, making one from the
@@ -382,6 +384,9 @@ func (f *Fs) copyUpLocked(rel string, n node) (entry, error) {
 		f.dependLocked(rel, n.fi)
 		// Read handles open on the lower file read this identity from now
 		// on (a metadata change, a truncation, a rename of it show).
+		if f.copied == nil {
+			f.copied, f.copyIno = make(map[string]uint64), make(map[uint64]bool)
+		}
 		f.copied[rel] = e.ino
 		f.copyIno[e.ino] = true
 		f.copies.Add(1)

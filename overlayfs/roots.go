@@ -25,7 +25,6 @@ func (f *Fs) addRoots(extra []string) error {
 	for _, dir := range extra {
 		opts := f.opts
 		opts.extra = nil
-		opts.umask, opts.umaskSet = f.umask, true
 		g, err := New(dir, func(o *options) { *o = opts })
 		if err != nil {
 			return err

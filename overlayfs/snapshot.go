@@ -77,20 +77,13 @@ func (f *Fs) Fork() *Fs {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	nf := &Fs{
-		root:    f.root,
-		opts:    f.opts,
-		umask:   f.umask,
-		uid:     f.uid,
-		gid:     f.gid,
-		fam:     f.fam,
-		paths:   f.paths.Copy(),
-		blobs:   f.blobs.Copy(),
-		deps:    f.deps.Copy(),
-		gen:     f.fam.gen.Add(1),
-		copied:  make(map[string]uint64),
-		copyIno: make(map[uint64]bool),
-		opened:  make(map[uint64]int),
-		orphan:  make(map[uint64]bool),
+		root:  f.root,
+		opts:  f.opts,
+		fam:   f.fam,
+		paths: f.paths.Copy(),
+		blobs: f.blobs.Copy(),
+		deps:  f.deps.Copy(),
+		gen:   f.fam.gen.Add(1),
 	}
 	f.gen = f.fam.gen.Add(1)
 	for _, g := range f.subs {

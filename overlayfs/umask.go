@@ -7,6 +7,33 @@ import (
 	"strconv"
 )
 
+// creator is what the process gives a file it creates: the permission
+// bits its umask clears, and its owner.
+type creator struct {
+	umask    fs.FileMode
+	uid, gid int
+}
+
+// creatorLocked returns the umask and owner of new entries: read from the
+// process when the family first creates something, then kept, so that
+// every fork and extra root applies the same ones; WithUmask overrides the
+// umask. Callers hold f.mu for writing.
+func (f *Fs) creatorLocked() creator {
+	c := f.fam.creator()
+	if f.opts.umaskSet {
+		c.umask = f.opts.umask
+	}
+	return c
+}
+
+// creator reads the process's umask and ids once.
+func (fam *family) creator() creator {
+	fam.once.Do(func() {
+		fam.proc = creator{umask: processUmask(), uid: os.Getuid(), gid: os.Getgid()}
+	})
+	return fam.proc
+}
+
 // processUmask reads the umask without changing it where the kernel says it
 // (Linux 4.7+ /proc/self/status); elsewhere it sets and restores it, which is
 // racy only against concurrent file creation in this process.
