@@ -14,14 +14,14 @@ type creator struct {
 	uid, gid int
 }
 
-// creatorLocked returns the umask and owner of new entries: read from the
+// creator returns the umask and owner of new entries: read from the
 // process when the family first creates something, then kept, so that
 // every fork and extra root applies the same ones; WithUmask overrides the
-// umask. Callers hold f.mu for writing.
-func (f *Fs) creatorLocked() creator {
-	c := f.fam.creator()
-	if f.opts.umaskSet {
-		c.umask = f.opts.umask
+// umask.
+func (s *shared) creator() creator {
+	c := s.fam.creator()
+	if s.opts.umaskSet {
+		c.umask = s.opts.umask
 	}
 	return c
 }
