@@ -20,7 +20,7 @@ type extFile struct {
 }
 
 // external reports whether a blob's content is an extFile, not yet read.
-func (b *blob) external() bool { return b.lazy && b.ext != nil }
+func (b *blob) external() bool { return b.lazy() && b.ext != nil }
 
 // reader streams the content of a lazy blob without reading it into
 // memory. It reads what the blob holds at the time of the call.

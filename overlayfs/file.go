@@ -69,7 +69,7 @@ func (h *file) content(write bool, spare int) (*blob, error) {
 	if b == nil {
 		return nil, pathErr("read", h.name, fs.ErrNotExist)
 	}
-	if b.lazy {
+	if b.lazy() {
 		if !h.detach && !write {
 			b = f.ownBlobLocked(h.ino)
 		}

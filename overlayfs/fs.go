@@ -62,12 +62,17 @@ type layer struct {
 	// so the caches are only dropped by Commit.
 	dirs  sync.Map // rel -> struct{}
 	names sync.Map // rel -> map[string]struct{}
+
+	// lowerDirs caches the metadata of lower directories in which entries
+	// were created (what a new entry inherits from a setgid directory).
+	lowerDirs sync.Map // rel -> meta
 }
 
 // dropCaches forgets what was seen of the lower.
 func (f *layer) dropCaches() {
 	f.dirs.Clear()
 	f.names.Clear()
+	f.lowerDirs.Clear()
 }
 
 // family is shared by an Fs, its forks and its extra roots: generations

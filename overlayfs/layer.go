@@ -36,30 +36,67 @@ type meta struct {
 // entry is a layer entry. A file's metadata and content live in its blob,
 // found by identity (ino), so that handles follow a file through renames
 // and snapshots share content; directories, symlinks, FIFOs and sockets
-// carry their meta.
+// carry their meta in attrs. The entry is small (24 bytes) because the
+// B-tree holds it by value, and most entries are files.
 type entry struct {
-	kind kind
-	meta
+	kind   kind
 	opaque bool   // directory: the lower at this path is hidden
-	target string // symlink
 	ino    uint64 // file
+	attrs  *attrs // not a file: never changed once set (snapshots share it)
+}
+
+// attrs is what an entry other than a file or a whiteout carries.
+type attrs struct {
+	meta
+	target string // symlink
+}
+
+// withAttrs returns an entry of kind k with metadata m and symlink target.
+func withAttrs(k kind, m meta, target string) entry {
+	return entry{kind: k, attrs: &attrs{meta: m, target: target}}
+}
+
+// meta returns the metadata of an entry that is not a file (zero for files,
+// whose metadata is in their blob, and for whiteouts).
+func (e entry) meta() meta {
+	if e.attrs == nil {
+		return meta{}
+	}
+	return e.attrs.meta
+}
+
+// target returns a symlink entry's target.
+func (e entry) target() string {
+	if e.attrs == nil {
+		return ""
+	}
+	return e.attrs.target
 }
 
 // blob is a layer file: its metadata and content. A lazy blob's content is
-// still the lower file src: renames and metadata copy-ups never read it;
-// or, with ext, a file outside the lower (see extFile).
+// still elsewhere (see lazySrc): renames and metadata copy-ups never read
+// it. A loaded blob holds no lazySrc, so that it takes 96 bytes.
 type blob struct {
 	meta
 	gen  uint64
 	data []byte
-	lazy bool
-	src  string   // root-relative lower path, while lazy
-	size int64    // size of src, while lazy
-	ext  *extFile // instead of src, while lazy
+	*lazySrc
 }
 
+// lazySrc is where the content of a lazy blob is: the lower file src, or
+// with ext, a file outside the lower (see extFile). It is never changed
+// once set (clones share it).
+type lazySrc struct {
+	src  string   // root-relative lower path
+	size int64    // size of src
+	ext  *extFile // instead of src
+}
+
+// lazy reports whether b's content is still elsewhere, not in data.
+func (b *blob) lazy() bool { return b.lazySrc != nil }
+
 func (b *blob) len() int64 {
-	if b.lazy {
+	if b.lazy() {
 		return b.size
 	}
 	return int64(len(b.data))
@@ -223,7 +260,7 @@ func (f *layer) ownBlobLocked(ino uint64) *blob {
 func (b *blob) clone(gen uint64) *blob {
 	nb := *b
 	nb.gen = gen
-	if !b.lazy {
+	if !b.lazy() {
 		nb.data = append([]byte(nil), b.data...)
 	}
 	return &nb
@@ -232,7 +269,7 @@ func (b *blob) clone(gen uint64) *blob {
 // load reads lazy content from the lower, into a buffer with room for
 // spare more bytes. b must be owned by the caller.
 func (b *blob) load(f *layer, spare int) error {
-	if !b.lazy {
+	if !b.lazy() {
 		return nil
 	}
 	var data []byte
@@ -245,7 +282,7 @@ func (b *blob) load(f *layer, spare int) error {
 	if err != nil {
 		return err
 	}
-	b.data, b.lazy, b.src, b.size, b.ext = data, false, "", 0, nil
+	b.data, b.lazySrc = data, nil
 	return nil
 }
 

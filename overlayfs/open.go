@@ -148,7 +148,7 @@ func (f *layer) truncBlobLocked(ino uint64) *blob {
 		b = &blob{meta: b.meta, gen: f.gen}
 		f.blobs.Set(ino, b)
 	}
-	b.data, b.lazy, b.src, b.size, b.ext = b.data[:0], false, "", 0, nil
+	b.data, b.lazySrc = b.data[:0], nil
 	b.mtime = f.now()
 	return b
 }

@@ -147,7 +147,9 @@ func (f *layer) mkdir(name, abs string, perm fs.FileMode) error {
 	}
 	m := f.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ f.creator().umask)
 	f.inheritLocked(l.rel, &m, true)
-	f.paths.Set(l.rel, entry{kind: kindDir, meta: m, opaque: true})
+	e := withAttrs(kindDir, m, "")
+	e.opaque = true
+	f.paths.Set(l.rel, e)
 	return nil
 }
 
@@ -155,25 +157,34 @@ func (f *layer) mkdir(name, abs string, perm fs.FileMode) error {
 // parent directory, as Linux does: its group, and for a directory the
 // setgid bit itself.
 func (f *layer) inheritLocked(rel string, m *meta, isDir bool) {
-	pn := f.nodeAtLocked(parent(rel))
-	var pm meta
-	switch {
-	case pn.kind != kindDir:
-		return
-	case pn.layer:
-		pm = pn.e.meta
-	case pn.fi != nil:
-		pm = metaOf(pn.fi)
-	default:
-		return
-	}
-	if pm.perm&fs.ModeSetgid == 0 {
+	pm, ok := f.dirMetaLocked(parent(rel))
+	if !ok || pm.perm&fs.ModeSetgid == 0 {
 		return
 	}
 	m.gid = pm.gid
 	if isDir {
 		m.perm |= fs.ModeSetgid
 	}
+}
+
+// dirMetaLocked returns the metadata of the directory dir of the view: its
+// layer entry, or the lower directory's, which is looked up once (the
+// lower must not change while the Fs is in use), so that creating many
+// entries in one lower directory costs no system call each.
+func (f *layer) dirMetaLocked(dir string) (meta, bool) {
+	if e, ok := f.paths.Get(dir); ok {
+		return e.meta(), e.kind == kindDir
+	}
+	if v, ok := f.lowerDirs.Load(dir); ok {
+		return v.(meta), true
+	}
+	n := f.nodeAtLocked(dir)
+	if n.kind != kindDir || n.fi == nil {
+		return meta{}, false
+	}
+	m := metaOf(n.fi)
+	f.lowerDirs.Store(dir, m)
+	return m, true
 }
 
 // MkdirAll creates a directory and its missing parents, as os.MkdirAll.
@@ -244,7 +255,7 @@ func (f *layer) symlink(oldname, newname, abs string) error {
 	}
 	m := f.newMeta(fs.ModePerm)
 	f.inheritLocked(l.rel, &m, false)
-	f.paths.Set(l.rel, entry{kind: kindSymlink, meta: m, target: oldname})
+	f.paths.Set(l.rel, withAttrs(kindSymlink, m, oldname))
 	return nil
 }
 
@@ -355,7 +366,12 @@ func (f *layer) setMeta(op, name, abs string, outside func(host string) error, s
 	if e.kind == kindFile {
 		set(&f.ownBlobLocked(e.ino).meta, false)
 	} else {
-		set(&e.meta, e.kind == kindDir)
+		var a attrs // a new one: snapshots share the old
+		if e.attrs != nil {
+			a = *e.attrs
+		}
+		set(&a.meta, e.kind == kindDir)
+		e.attrs = &a
 	}
 	f.paths.Set(l.rel, e)
 	return nil
@@ -379,11 +395,11 @@ func (f *layer) copyUpLocked(rel string, n node) (entry, error) {
 			return entry{}, err
 		}
 	}
-	e := entry{kind: n.kind, meta: metaOf(n.fi)}
+	m := metaOf(n.fi)
+	var e entry
 	switch n.kind {
 	case kindFile:
-		e.ino = f.newBlobLocked(&blob{meta: e.meta, lazy: true, src: rel, size: n.fi.Size()})
-		e.meta = meta{}
+		e = entry{kind: kindFile, ino: f.newBlobLocked(&blob{meta: m, lazySrc: &lazySrc{src: rel, size: n.fi.Size()}})}
 		f.dependLocked(rel, n.fi)
 		// Read handles open on the lower file read this identity from now
 		// on (a metadata change, a truncation, a rename of it show).
@@ -398,7 +414,9 @@ func (f *layer) copyUpLocked(rel string, n node) (entry, error) {
 		if err != nil {
 			return entry{}, err
 		}
-		e.target = t
+		e = withAttrs(kindSymlink, m, t)
+	default:
+		e = withAttrs(n.kind, m, "")
 	}
 	return e, nil
 }

@@ -7,12 +7,16 @@ package overlayfs_test
 import (
 	"bytes"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
+
+	"github.com/cowfs/cowfs/overlayfs"
 )
 
 // truncSeq writes name three times through fsys (longer, shorter, empty,
@@ -97,5 +101,56 @@ func TestTruncReuseKeepsFrozenCopies(t *testing.T) {
 	c.Restore(s)
 	if got, err := afero.ReadFile(c, name); err != nil || !bytes.Equal(got, old) {
 		t.Errorf("after a second Restore ReadFile = %q, %v; want %q", got, err, old)
+	}
+}
+
+// TestMetadataAfterSnapshot: directories and symlinks share their
+// metadata with the snapshots and forks taken before a Chmod or Chtimes of
+// them, which must not reach those copies. What is expected is what os
+// gives the same calls on a real tree.
+func TestMetadataAfterSnapshot(t *testing.T) {
+	root, osRoot := t.TempDir(), t.TempDir()
+	c := newCow(t, root, overlayfs.WithUmask(0o022))
+	old := setUmask(0o022)
+	defer setUmask(old)
+	then := time.Date(2001, 9, 9, 1, 46, 40, 0, time.UTC)
+	later := then.Add(time.Hour)
+	type state struct {
+		mode fs.FileMode
+		time time.Time
+	}
+	at := func(lstat func(string) (fs.FileInfo, error), p string) state {
+		t.Helper()
+		fi, err := lstat(p)
+		must(t, err)
+		return state{fi.Mode(), fi.ModTime().UTC()}
+	}
+	cowLstat := func(fsys *overlayfs.Fs) func(string) (fs.FileInfo, error) {
+		return func(p string) (fs.FileInfo, error) { return fsys.Lstat(filepath.Join(root, p)) }
+	}
+	osLstat := func(p string) (fs.FileInfo, error) { return os.Lstat(filepath.Join(osRoot, p)) }
+
+	must(t, c.Mkdir(filepath.Join(root, "d"), 0o755))
+	must(t, c.Chtimes(filepath.Join(root, "d"), then, then))
+	must(t, c.SymlinkIfPossible("d", filepath.Join(root, "l")))
+	must(t, os.Mkdir(filepath.Join(osRoot, "d"), 0o755))
+	must(t, os.Chtimes(filepath.Join(osRoot, "d"), then, then))
+	want := at(osLstat, "d")
+	s := c.Snapshot()
+	fork := c.Fork()
+
+	must(t, c.Chmod(filepath.Join(root, "l"), 0o700)) // through the symlink
+	must(t, c.Chtimes(filepath.Join(root, "d"), later, later))
+	must(t, os.Chmod(filepath.Join(osRoot, "d"), 0o700))
+	must(t, os.Chtimes(filepath.Join(osRoot, "d"), later, later))
+	if got, osGot := at(cowLstat(c), "d"), at(osLstat, "d"); got != osGot {
+		t.Errorf("after Chmod and Chtimes: %v; os gives %v", got, osGot)
+	}
+	if got := at(cowLstat(fork), "d"); got != want {
+		t.Errorf("fork: %v; want it as at Fork: %v", got, want)
+	}
+	c.Restore(s)
+	if got := at(cowLstat(c), "d"); got != want {
+		t.Errorf("restored: %v; want it as at Snapshot: %v", got, want)
 	}
 }
