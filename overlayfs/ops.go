@@ -383,44 +383,6 @@ func (f *layer) newMeta(perm fs.FileMode) meta {
 	return meta{perm: perm, mtime: f.now(), uid: c.uid, gid: c.gid}
 }
 
-// copyUpLocked returns the layer entry for a node, making one from the
-// lower's metadata if needed (files stay lazy: no content is read).
-func (f *layer) copyUpLocked(rel string, n node) (entry, error) {
-	if n.layer {
-		return n.e, nil
-	}
-	if n.fi == nil {
-		var err error
-		if n, err = f.lookup(rel, true); err != nil {
-			return entry{}, err
-		}
-	}
-	m := metaOf(n.fi)
-	var e entry
-	switch n.kind {
-	case kindFile:
-		e = entry{kind: kindFile, ino: f.newBlobLocked(&blob{meta: m, lazySrc: &lazySrc{src: rel, size: n.fi.Size()}})}
-		f.dependLocked(rel, n.fi)
-		// Read handles open on the lower file read this identity from now
-		// on (a metadata change, a truncation, a rename of it show).
-		if f.copied == nil {
-			f.copied, f.copyIno = make(map[string]uint64), make(map[uint64]bool)
-		}
-		f.copied[rel] = e.ino
-		f.copyIno[e.ino] = true
-		f.copies.Add(1)
-	case kindSymlink:
-		t, err := os.Readlink(f.host(rel))
-		if err != nil {
-			return entry{}, err
-		}
-		e = withAttrs(kindSymlink, m, t)
-	default:
-		e = withAttrs(n.kind, m, "")
-	}
-	return e, nil
-}
-
 // Remove removes a file, symlink or empty directory, as os.Remove.
 func (f *Fs) Remove(name string) error {
 	g, abs := f.pick(name)
