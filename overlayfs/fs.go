@@ -142,34 +142,55 @@ func newLayer(sh *shared, root string) (*layer, error) {
 		// would silently overlay the package directory.
 		return nil, pathErr("overlayfs.New", root, fmt.Errorf("empty root: %w", fs.ErrInvalid))
 	}
-	abs := root
-	if !filepath.IsAbs(root) {
-		wd, err := getwd()
-		if err != nil {
-			return nil, pathErr("overlayfs.New", root, err)
-		}
-		abs = filepath.Join(wd, root)
-	}
-	canon, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fixErr("overlayfs.New", root, err)
-	}
-	isDir, err := checkJournal("overlayfs.New", root, canon)
+	canon, err := canonRoot(root)
 	if err != nil {
 		return nil, err
-	}
-	if !isDir {
-		fi, err := os.Stat(canon)
-		if err != nil {
-			return nil, fixErr("overlayfs.New", root, err)
-		}
-		if !fi.IsDir() {
-			return nil, pathErr("overlayfs.New", root, errNotDir)
-		}
 	}
 	f := &layer{shared: sh, root: canon}
 	f.resetLocked()
 	return f, nil
+}
+
+// canonRoot returns the canonical absolute path of the directory root,
+// which must not hold an unfinished commit journal. Where no component of
+// the absolute path is a symlink, the cleaned path is canonical already:
+// three system calls say so, and check the rest (see plainDir).
+func canonRoot(root string) (string, error) {
+	abs := filepath.Clean(root)
+	if !filepath.IsAbs(root) {
+		wd, err := getwd()
+		if err != nil {
+			return "", pathErr("overlayfs.New", root, err)
+		}
+		abs = filepath.Join(wd, root)
+	}
+	if journal, ok := plainDir(abs, journalName); ok {
+		if journal {
+			return "", interruptedErr("overlayfs.New", root)
+		}
+		return abs, nil
+	}
+	canon, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if _, serr := os.Stat(abs); serr != nil {
+			err = serr // as os says it: EvalSymlinks says ELOOP in words only
+		}
+		return "", fixErr("overlayfs.New", root, err)
+	}
+	isDir, err := checkJournal("overlayfs.New", root, canon)
+	if err != nil {
+		return "", err
+	}
+	if !isDir {
+		fi, err := os.Stat(canon)
+		if err != nil {
+			return "", fixErr("overlayfs.New", root, err)
+		}
+		if !fi.IsDir() {
+			return "", pathErr("overlayfs.New", root, errNotDir)
+		}
+	}
+	return canon, nil
 }
 
 // resetLocked empties the layer.

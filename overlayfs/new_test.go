@@ -103,3 +103,43 @@ func TestUmaskAtFirstCreation(t *testing.T) {
 		assert.Equal(t, [2]uint32{ou, og}, [2]uint32{u, g}, "owner")
 	}
 }
+
+// TestNewRootForms: New canonicalizes the root as filepath.EvalSymlinks
+// does, and fails as os.Stat of it fails, whether or not the path holds a
+// symlink (New skips the per-component lstats only when none does).
+func TestNewRootForms(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "dir")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(base, "file"), nil, 0o644))
+	for link, target := range map[string]string{"link": "dir", "flink": "file", "dangling": "missing", "loop": "loop"} {
+		require.NoError(t, os.Symlink(target, filepath.Join(base, link)))
+	}
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	rel, err := filepath.Rel(wd, dir)
+	require.NoError(t, err)
+	for _, root := range []string{
+		dir, dir + "/", dir + "//sub/..", dir + "/./sub", rel, rel + "/sub/..",
+		filepath.Join(base, "link"), filepath.Join(base, "link", "sub"), base + "/link/sub/../sub",
+		filepath.Join(base, "file"), filepath.Join(base, "flink"), filepath.Join(base, "missing"),
+		filepath.Join(base, "dangling"), filepath.Join(base, "loop"), filepath.Join(base, "file", "x"),
+		filepath.Join(base, "missing", ".."),
+	} {
+		c, err := overlayfs.New(root)
+		fi, statErr := os.Stat(root)
+		switch {
+		case statErr != nil:
+			if assert.Error(t, err, "New(%q)", root) {
+				assert.Equal(t, errClass(statErr), errClass(err), "New(%q) = %v; os.Stat says %v", root, err, statErr)
+			}
+		case !fi.IsDir():
+			assert.ErrorIs(t, err, syscall.ENOTDIR, "New(%q)", root)
+		default:
+			require.NoError(t, err, "New(%q)", root)
+			abs, _ := filepath.Abs(root)
+			want, _ := filepath.EvalSymlinks(abs)
+			assert.Equal(t, want, c.Root(), "New(%q).Root()", root)
+		}
+	}
+}

@@ -167,10 +167,12 @@ func (f *layer) inheritLocked(rel string, m *meta, isDir bool) {
 	}
 }
 
-// dirMetaLocked returns the metadata of the directory dir of the view: its
-// layer entry, or the lower directory's, which is looked up once (the
-// lower must not change while the Fs is in use), so that creating many
-// entries in one lower directory costs no system call each.
+// dirMetaLocked returns the metadata of dir, the directory of the view an
+// entry is being created in: its layer entry, or the lower directory's,
+// which is looked up once (the lower must not change while the Fs is in
+// use), so that creating many entries in one lower directory costs no
+// system call each. dir is resolved (no symlink on the way), so when the
+// layer has no entry there it is the lower's directory at that path.
 func (f *layer) dirMetaLocked(dir string) (meta, bool) {
 	if e, ok := f.paths.Get(dir); ok {
 		return e.meta(), e.kind == kindDir
@@ -178,11 +180,11 @@ func (f *layer) dirMetaLocked(dir string) (meta, bool) {
 	if v, ok := f.lowerDirs.Load(dir); ok {
 		return v.(meta), true
 	}
-	n := f.nodeAtLocked(dir)
-	if n.kind != kindDir || n.fi == nil {
+	fi, err := os.Lstat(f.host(dir))
+	if err != nil || !fi.IsDir() {
 		return meta{}, false
 	}
-	m := metaOf(n.fi)
+	m := metaOf(fi)
 	f.lowerDirs.Store(dir, m)
 	return m, true
 }
