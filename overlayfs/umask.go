@@ -16,22 +16,17 @@ type creator struct {
 
 // creator returns the umask and owner of new entries: read from the
 // process when the family first creates something, then kept, so that
-// every fork and extra root applies the same ones; WithUmask overrides the
-// umask.
+// every fork and extra root applies the same ones (they share s). With
+// WithUmask the process's umask is never read.
 func (s *shared) creator() creator {
-	c := s.fam.creator()
-	if s.opts.umaskSet {
-		c.umask = s.opts.umask
-	}
-	return c
-}
-
-// creator reads the process's umask and ids once.
-func (fam *family) creator() creator {
-	fam.once.Do(func() {
-		fam.proc = creator{umask: processUmask(), uid: os.Getuid(), gid: os.Getgid()}
+	s.fam.once.Do(func() {
+		c := creator{umask: s.opts.umask, uid: os.Getuid(), gid: os.Getgid()}
+		if !s.opts.umaskSet {
+			c.umask = processUmask()
+		}
+		s.fam.proc = c
 	})
-	return fam.proc
+	return s.fam.proc
 }
 
 // processUmask reads the umask without changing it where the kernel says it
