@@ -109,31 +109,37 @@ func (f *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.Fi
 	case n.kind == kindFIFO:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	}
-	var ino uint64
-	var b *blob
-	if n.exists() {
-		e, err := f.copyUpLocked(l.rel, n)
-		if err != nil {
-			return nil, fixErr("open", name, err)
-		}
-		if !n.layer {
-			f.paths.Set(l.rel, e)
-		}
-		ino = e.ino
-		if flag&os.O_TRUNC != 0 {
-			b = f.truncBlobLocked(ino)
-		} else {
-			b = f.blobLocked(ino)
-		}
-	} else {
-		m := f.newMeta(perm & permBits &^ f.creator().umask)
-		f.inheritLocked(l.rel, &m, false)
-		b = &blob{meta: m}
-		ino = f.newBlobLocked(b)
-		f.paths.Set(l.rel, entry{kind: kindFile, ino: ino})
+	ino, b, err := f.fileLocked(l.rel, n, flag, perm)
+	if err != nil {
+		return nil, fixErr("open", name, err)
 	}
 	f.hold(ino)
 	return &file{fs: f, name: name, ino: ino, flag: flag, last: b}, nil
+}
+
+// fileLocked returns the identity and content of the file an open for
+// writing gets at rel, where the view has n: a new file, or n copied up
+// (lazily) and, with O_TRUNC, emptied.
+func (f *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint64, *blob, error) {
+	if !n.exists() {
+		m := f.newMeta(perm & permBits &^ f.creator().umask)
+		f.inheritLocked(rel, &m, false)
+		b := &blob{meta: m}
+		ino := f.newBlobLocked(b)
+		f.paths.Set(rel, entry{kind: kindFile, ino: ino})
+		return ino, b, nil
+	}
+	e, err := f.copyUpLocked(rel, n)
+	if err != nil {
+		return 0, nil, err
+	}
+	if !n.layer {
+		f.paths.Set(rel, e)
+	}
+	if flag&os.O_TRUNC != 0 {
+		return e.ino, f.truncBlobLocked(e.ino), nil
+	}
+	return e.ino, f.blobLocked(e.ino), nil
 }
 
 // truncBlobLocked empties the content of ino for an open with O_TRUNC,
