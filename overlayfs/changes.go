@@ -204,22 +204,22 @@ func (f *layer) lowerSide(rel string) side {
 func (f *layer) viewSide(e entry) side {
 	switch e.kind {
 	case kindDir:
-		return side{kind: kindDir, mode: fs.ModeDir | e.perm}
+		return side{kind: kindDir, mode: fs.ModeDir | e.meta().perm}
 	case kindSymlink:
-		return side{kind: kindSymlink, mode: fs.ModeSymlink | e.perm, target: e.target}
+		return side{kind: kindSymlink, mode: fs.ModeSymlink | e.meta().perm, target: e.target()}
 	case kindFIFO:
-		return side{kind: kindFIFO, mode: fs.ModeNamedPipe | e.perm}
+		return side{kind: kindFIFO, mode: fs.ModeNamedPipe | e.meta().perm}
 	case kindSocket:
-		return side{kind: kindSocket, mode: fs.ModeSocket | e.perm}
+		return side{kind: kindSocket, mode: fs.ModeSocket | e.meta().perm}
 	}
 	b := f.blobLocked(e.ino)
 	if b == nil {
 		return side{}
 	}
-	s := side{kind: kindFile, mode: b.perm, size: b.len(), lazy: b.lazy}
+	s := side{kind: kindFile, mode: b.perm, size: b.len(), lazy: b.lazy()}
 	if b.external() {
 		s.ext = b.ext
-	} else if b.lazy {
+	} else if b.lazy() {
 		s.host = f.host(b.src)
 	} else {
 		s.data = b.data
