@@ -1,8 +1,16 @@
 package overlayfs
 
+import (
+	"bytes"
+	"io"
+	"os"
+)
+
 // blob is a layer file: its metadata and content. A lazy blob's content is
 // still elsewhere (see lazySrc): renames and metadata copy-ups never read
-// it. A loaded blob holds no lazySrc, so that it takes 96 bytes.
+// it. A lazy blob's data is a tail appended after that content (appends at
+// the end need not read it); a loaded blob's data is all of it, and it
+// holds no lazySrc, so that it takes 96 bytes.
 type blob struct {
 	meta
 	gen  uint64
@@ -15,8 +23,50 @@ type blob struct {
 // once set (clones share it).
 type lazySrc struct {
 	src  string   // root-relative lower path
-	size int64    // size of src
+	size int64    // size of src (without the blob's tail)
 	ext  *extFile // instead of src
+}
+
+// appendLazyLocked appends p to the content of ino without reading it, when
+// that content is still lazy: p goes to the blob's tail. It reports whether
+// it did; the caller loads the content and writes otherwise.
+func (f *layer) appendLazyLocked(ino uint64, p []byte) (*blob, bool) {
+	if b := f.blobLocked(ino); b == nil || !b.lazy() {
+		return nil, false
+	}
+	b := f.ownBlobLocked(ino)
+	b.data = append(b.data, p...)
+	b.mtime = f.now()
+	return b, true
+}
+
+// lazyReader streams lazy content: the first size bytes of the file at host
+// (or of ext), then tail. Without a tail it is the file itself, so that a
+// copy can find the file and skip its holes.
+func lazyReader(host string, ext *extFile, size int64, tail []byte) (io.ReadCloser, error) {
+	if ext != nil && len(tail) == 0 {
+		return ext.section(size), nil
+	}
+	var fh *os.File
+	if ext != nil {
+		fh = ext.f
+	} else {
+		var err error
+		if fh, err = os.Open(host); err != nil || len(tail) == 0 {
+			return fh, err
+		}
+	}
+	r := io.MultiReader(io.NewSectionReader(fh, 0, size), bytes.NewReader(tail))
+	if ext != nil {
+		return io.NopCloser(r), nil
+	}
+	return readCloser{r, fh}, nil
+}
+
+// readCloser is a reader closed through another value.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // lazy reports whether b's content is still elsewhere, not in data.
@@ -24,7 +74,7 @@ func (b *blob) lazy() bool { return b.lazySrc != nil }
 
 func (b *blob) len() int64 {
 	if b.lazy() {
-		return b.size
+		return b.size + int64(len(b.data))
 	}
 	return int64(len(b.data))
 }
@@ -61,9 +111,7 @@ func (f *layer) ownBlobLocked(ino uint64) *blob {
 func (b *blob) clone(gen uint64) *blob {
 	nb := *b
 	nb.gen = gen
-	if !b.lazy() {
-		nb.data = append([]byte(nil), b.data...)
-	}
+	nb.data = append([]byte(nil), b.data...) // a lazy blob's tail too
 	return &nb
 }
 

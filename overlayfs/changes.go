@@ -51,7 +51,7 @@ type side struct {
 	target string      // symlink
 	host   string      // file content on disk, when lazy
 	ext    *extFile    // file content outside the lower, when lazy (instead of host)
-	data   []byte      // file content in memory, when !lazy
+	data   []byte      // file content in memory; when lazy, a tail after host's or ext's
 	lazy   bool
 	size   int64
 }
@@ -60,6 +60,13 @@ func (s side) content() ([]byte, error) {
 	switch {
 	case s.kind == kindSymlink:
 		return []byte(s.target), nil
+	case s.lazy && len(s.data) > 0:
+		r, err := s.open()
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		return io.ReadAll(r)
 	case s.ext != nil:
 		return io.ReadAll(io.NewSectionReader(s.ext.f, 0, s.size))
 	case s.lazy:
@@ -70,11 +77,8 @@ func (s side) content() ([]byte, error) {
 
 // open streams a file side's content.
 func (s side) open() (io.ReadCloser, error) {
-	switch {
-	case s.ext != nil:
-		return s.ext.section(s.size), nil
-	case s.lazy:
-		return os.Open(s.host)
+	if s.lazy {
+		return lazyReader(s.host, s.ext, s.size-int64(len(s.data)), s.data)
 	}
 	return io.NopCloser(bytes.NewReader(s.data)), nil
 }
@@ -217,12 +221,11 @@ func (f *layer) viewSide(e entry) side {
 		return side{}
 	}
 	s := side{kind: kindFile, mode: b.perm, size: b.len(), lazy: b.lazy()}
+	s.data = b.data // all of it, or a lazy blob's tail
 	if b.external() {
 		s.ext = b.ext
 	} else if b.lazy() {
 		s.host = f.host(b.src)
-	} else {
-		s.data = b.data
 	}
 	return s
 }
@@ -258,6 +261,11 @@ func compare(rel string, low, view side) (change, bool, error) {
 // lazy references to the same lower file are equal without a read.
 func sameContent(a, b side) (bool, error) {
 	switch {
+	case a.lazy && len(a.data) > 0 || b.lazy && len(b.data) > 0: // a tail
+		if a.size != b.size {
+			return false, nil
+		}
+		return equalStreams(a, b)
 	case a.ext != nil || b.ext != nil:
 		if a.size != b.size {
 			return false, nil

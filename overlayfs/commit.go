@@ -441,7 +441,7 @@ func (f *layer) stageFileLocked(st *stage, s slot, e entry) error {
 	if b == nil {
 		return pathErr("commit", s.k, fs.ErrNotExist)
 	}
-	if b.lazy() && !b.external() && b.src == s.k && s.low != nil && s.low.Mode().IsRegular() {
+	if b.lazy() && !b.external() && len(b.data) == 0 && b.src == s.k && s.low != nil && s.low.Mode().IsRegular() {
 		st.j.add(metaStep(s.k, b.meta, false)) // same bytes, already there
 		return nil
 	}

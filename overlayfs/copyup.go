@@ -41,13 +41,15 @@ func (f *layer) copyUpLocked(rel string, n node) (entry, error) {
 }
 
 // load reads lazy content from the lower, into a buffer with room for
-// spare more bytes. b must be owned by the caller.
+// spare more bytes, followed by the tail appended since. b must be owned by
+// the caller.
 func (b *blob) load(f *layer, spare int) error {
 	if !b.lazy() {
 		return nil
 	}
 	var data []byte
 	var err error
+	spare += len(b.data)
 	if b.external() {
 		data, err = b.loadExt(spare)
 	} else {
@@ -56,6 +58,6 @@ func (b *blob) load(f *layer, spare int) error {
 	if err != nil {
 		return err
 	}
-	b.data, b.lazySrc = data, nil
+	b.data, b.lazySrc = append(data, b.data...), nil
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"time"
 )
@@ -52,7 +51,7 @@ type LayerEntry struct {
 	Target   string      // symlink target
 	Size     int64       // file size
 
-	data []byte   // file content, when in memory
+	data []byte   // file content, when in memory; else a tail after host's or ext's
 	host string   // file content on the lower, when not
 	ext  *extFile // file content outside the lower, when not
 }
@@ -63,11 +62,8 @@ func (e LayerEntry) Open() (io.ReadCloser, error) {
 	if e.Type != EntryFile {
 		return nil, pathErr("open", e.Path, errInval)
 	}
-	if e.ext != nil {
-		return e.ext.section(e.Size), nil
-	}
-	if e.host != "" {
-		return os.Open(e.host)
+	if e.ext != nil || e.host != "" {
+		return lazyReader(e.host, e.ext, e.Size-int64(len(e.data)), e.data)
 	}
 	return io.NopCloser(bytes.NewReader(e.data)), nil
 }
@@ -101,13 +97,11 @@ func (f *layer) entries() []LayerEntry {
 			if b == nil {
 				return true
 			}
-			m, le.Size = b.meta, b.len()
+			m, le.Size, le.data = b.meta, b.len(), b.data
 			if b.external() {
 				le.ext = b.ext
 			} else if b.lazy() {
 				le.host = f.host(b.src)
-			} else {
-				le.data = b.data
 			}
 		case kindDir:
 			le.Type = EntryDir

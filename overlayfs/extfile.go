@@ -22,13 +22,15 @@ type extFile struct {
 // external reports whether a blob's content is an extFile, not yet read.
 func (b *blob) external() bool { return b.lazy() && b.ext != nil }
 
-// reader streams the content of a lazy blob without reading it into
-// memory. It reads what the blob holds at the time of the call.
+// reader streams the content of a lazy blob (its tail included) without
+// reading it into memory. It reads what the blob holds at the time of the
+// call.
 func (b *blob) reader(f *layer) (io.ReadCloser, error) {
-	if b.external() {
-		return b.ext.section(b.size), nil
+	host := ""
+	if !b.external() {
+		host = f.host(b.src)
 	}
-	return os.Open(f.host(b.src))
+	return lazyReader(host, b.ext, b.size, b.data)
 }
 
 // section returns the first size bytes of the file as a reader.
@@ -43,8 +45,8 @@ type sectionFile struct{ *io.SectionReader }
 
 func (sectionFile) Close() error { return nil }
 
-// loadExt reads the whole content of an external blob, into a buffer with
-// room for spare more bytes.
+// loadExt reads the content of an external blob (without its tail), into a
+// buffer with room for spare more bytes.
 func (b *blob) loadExt(spare int) ([]byte, error) {
 	data := make([]byte, b.size, b.size+int64(spare))
 	n, err := io.ReadFull(io.NewSectionReader(b.ext.f, 0, b.size), data)

@@ -52,6 +52,27 @@ func (h *file) writable() bool { return h.flag&(os.O_WRONLY|os.O_RDWR) != 0 }
 // h.fs.mu.
 func (h *file) content(write bool, spare int) (*blob, error) {
 	f := h.fs
+	b, err := h.current(write)
+	if err != nil {
+		return nil, err
+	}
+	if b.lazy() {
+		if !h.detach && !write {
+			b = f.ownBlobLocked(h.ino)
+		}
+		if err := b.load(f, spare); err != nil {
+			return nil, err
+		}
+	}
+	h.last = b
+	return b, nil
+}
+
+// current returns the blob of the handle's file as it is (perhaps lazy):
+// the layer's, owned if write, or the handle's private copy once the file
+// is gone. Callers hold h.mu and h.fs.mu.
+func (h *file) current(write bool) (*blob, error) {
+	f := h.fs
 	var b *blob
 	if !h.detach {
 		if write {
@@ -69,15 +90,6 @@ func (h *file) content(write bool, spare int) (*blob, error) {
 	if b == nil {
 		return nil, pathErr("read", h.name, fs.ErrNotExist)
 	}
-	if b.lazy() {
-		if !h.detach && !write {
-			b = f.ownBlobLocked(h.ino)
-		}
-		if err := b.load(f, spare); err != nil {
-			return nil, err
-		}
-	}
-	h.last = b
 	return b, nil
 }
 
@@ -157,6 +169,10 @@ func (h *file) Write(p []byte) (int, error) {
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
+	if end, ok := h.appendLazy(p, h.off, h.flag&os.O_APPEND != 0); ok {
+		h.off = end
+		return len(p), nil
+	}
 	b, err := h.content(true, len(p))
 	if err != nil {
 		return 0, fixErr("write", h.name, err)
@@ -166,6 +182,26 @@ func (h *file) Write(p []byte) (int, error) {
 	}
 	h.off = h.fs.writeAt(b, p, h.off)
 	return len(p), nil
+}
+
+// appendLazy appends p without reading the file's content when the write
+// lands at its end (appnd, or off is its size) and the content is still
+// lazy, returning the offset after it. Callers hold h.mu and h.fs.mu.
+func (h *file) appendLazy(p []byte, off int64, appnd bool) (int64, bool) {
+	if len(p) == 0 || h.detach {
+		return 0, false
+	}
+	if !appnd {
+		if b := h.fs.blobLocked(h.ino); b == nil || b.len() != off {
+			return 0, false
+		}
+	}
+	b, ok := h.fs.appendLazyLocked(h.ino, p)
+	if !ok {
+		return 0, false
+	}
+	h.last = b
+	return b.len(), true
 }
 
 func (h *file) WriteAt(p []byte, off int64) (int, error) {
@@ -185,6 +221,9 @@ func (h *file) WriteAt(p []byte, off int64) (int, error) {
 	defer h.unlock()
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
+	}
+	if _, ok := h.appendLazy(p, off, false); ok {
+		return len(p), nil
 	}
 	b, err := h.content(true, len(p))
 	if err != nil {
@@ -227,11 +266,11 @@ func (h *file) Seek(offset int64, whence int) (int64, error) {
 	case io.SeekCurrent:
 		abs = h.off + offset
 	case io.SeekEnd:
-		b, err := h.content(false, 0)
+		b, err := h.current(false) // the size is known without the content
 		if err != nil {
 			return 0, fixErr("seek", h.name, err)
 		}
-		abs = int64(len(b.data)) + offset
+		abs = b.len() + offset
 	default:
 		return 0, pathErr("seek", h.name, errInval)
 	}
