@@ -258,7 +258,9 @@ func (f *layer) releaseLocked(ino uint64) {
 		return
 	}
 	delete(f.opened, ino)
-	if f.orphan[ino] {
+	// A read handle opened on the lower before the copy-up may still come
+	// to read this identity (copyIno): the orphan stays until then.
+	if f.orphan[ino] && !f.copyIno[ino] {
 		delete(f.orphan, ino)
 		f.blobs.Delete(ino)
 	}

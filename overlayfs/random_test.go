@@ -7,7 +7,8 @@ package overlayfs_test
 // the trees beside the roots, and Changes().
 //
 // What a sequence holds: decorated names ("x/", "x/.", "x//", "a//b",
-// "./x", "d/../x", "nope/../x", "ld/../x"); up to three handles at once,
+// "./x", "d/../x", "nope/../x", "ld/../x"); up to three handles at once
+// (append-only ones on lower files among them),
 // interleaved with path operations and used after Close; stretches run
 // after os.Chdir into the root or one of its directories, with names
 // relative to it; Chmod to setgid, sticky and 0 modes followed by creates
@@ -142,6 +143,10 @@ var randBase = []string{
 // links read the same; some leave the root.
 var randTargets = []string{"a", "d", "d/", "..", "../outside.txt", "missing", "self", "new", "c1", "d/b", "up", ".", "sg", "../root/a", "./a"}
 
+// randLowerFiles are the fixture's regular files: an append-only handle on
+// one appends to content still on the lower.
+var randLowerFiles = []string{"a", "b", "x", "p", "ro", "d/b", "d/c", "g/h", "dir/sub/s", "sg/f"}
+
 var randData = []string{"", "Z", "hello", "0123456789abcdefghij", "alpha\n", "\x00\x01"}
 
 var randPerms = []fs.FileMode{0o644, 0o600, 0o755, 0o700, 0o444, 0, 0o777, 0o755 | fs.ModeSetgid, 0o775 | fs.ModeSetgid, 0o777 | fs.ModeSticky, 0o755 | fs.ModeSetuid, 0o1700, 0o2700}
@@ -166,8 +171,10 @@ func (g *randGen) pick(s []string) string { return s[g.r.IntN(len(s))] }
 // name returns a name for the current mode: root-relative for absolute
 // mode (joined to the root by env.p), or relative to the working
 // directory, decorated now and then.
-func (g *randGen) name() string {
-	n := g.pick(randBase)
+func (g *randGen) name() string { return g.nameOf(g.pick(randBase)) }
+
+// nameOf returns n, root-relative, as name does.
+func (g *randGen) nameOf(n string) string {
 	if g.rel && g.r.IntN(3) > 0 {
 		// Reach it from the working directory.
 		up := strings.Repeat("../", strings.Count(g.cwd, "/")+1)
@@ -219,7 +226,7 @@ func (g *randGen) op() (op, string) {
 
 func (g *randGen) op1() op {
 	g.opens = ""
-	switch g.r.IntN(44) {
+	switch g.r.IntN(46) {
 	case 0, 1, 2:
 		return openFile(g.slot(), g.opening(g.name()), g.flag(), g.pick2(randPerms))
 	case 3:
@@ -294,6 +301,10 @@ func (g *randGen) op1() op {
 		g.rel, g.cwd = true, d
 		g.opens = "\x00" + d
 		return chdirOp(d)
+	case 44:
+		// Appends to a lower file, the first perhaps before any read.
+		f := []int{wronly | appnd, wronly | appnd, rdwr | appnd, wronly}[g.r.IntN(4)]
+		return openFile(g.slot(), g.opening(g.nameOf(g.pick(randLowerFiles))), f, 0o644)
 	default:
 		g.rel, g.cwd = false, ""
 		return chdirOp("-")
