@@ -36,7 +36,7 @@ func (f *Fs) WriteDiffBetween(w io.Writer, a, b *Snapshot) error {
 // viewOf returns a read-only Fs over a snapshot's layer. Snapshot trees are
 // never changed, so it needs no lock.
 func (f *Fs) viewOf(s *Snapshot) *Fs {
-	return &Fs{root: f.root, opts: f.opts, fam: f.fam, paths: s.paths, blobs: s.blobs}
+	return &Fs{root: f.root, opts: f.opts, fam: f.fam, paths: newPathMap(s.paths), blobs: s.blobs}
 }
 
 func (f *Fs) between(a, b *Snapshot) ([]change, error) {

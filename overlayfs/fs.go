@@ -33,7 +33,7 @@ type Fs struct {
 	subs []*Fs // layers of the extra roots (WithRoot), sharing fam
 
 	mu      sync.RWMutex
-	paths   *btree.Map[string, entry] // root-relative slash path -> entry
+	paths   pathMap                   // root-relative slash path -> entry
 	blobs   *btree.Map[uint64, *blob] // file identity -> content
 	gen     uint64                    // blobs with another gen are shared: clone before writing
 	deps    *btree.Map[string, dep]   // lower paths the layer depends on (for Commit)
@@ -59,6 +59,7 @@ type Fs struct {
 func (f *Fs) dropCaches() {
 	f.dirs.Clear()
 	f.names.Clear()
+	f.paths.clean.clear()
 }
 
 // family is shared by an Fs and its forks: generations must be unique
@@ -147,7 +148,7 @@ func New(root string, opts ...Option) (*Fs, error) {
 
 // resetLocked gives f an empty layer.
 func (f *Fs) resetLocked() {
-	f.paths = btree.NewMap[string, entry](32)
+	f.paths = newPathMap(btree.NewMap[string, entry](32))
 	f.blobs = btree.NewMap[uint64, *blob](32)
 	f.gen = f.fam.gen.Add(1)
 	f.deps = btree.NewMap[string, dep](32)

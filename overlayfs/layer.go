@@ -95,6 +95,12 @@ func kindOfMode(m fs.FileMode) kind {
 // symlink. visible says whether the lower shows through rel's parent.
 // Callers hold f.mu.
 func (f *Fs) lookup(rel string, visible bool) (node, error) {
+	return f.lookupAt(rel, "", visible)
+}
+
+// lookupAt is lookup with rel's host path, when the caller has it at hand
+// ("" for f.host(rel)).
+func (f *Fs) lookupAt(rel, host string, visible bool) (node, error) {
 	if e, ok := f.paths.Get(rel); ok {
 		if e.kind == kindWhiteout {
 			return node{}, nil
@@ -104,23 +110,34 @@ func (f *Fs) lookup(rel string, visible bool) (node, error) {
 	if !visible {
 		return node{}, nil
 	}
-	dir := parent(rel)
-	if names, ok := f.names.Load(dir); ok {
+	if names, ok := f.names.Load(parent(rel)); ok {
 		if _, ok := names.(map[string]struct{})[base(rel)]; !ok {
 			return node{}, nil
 		}
 	}
-	fi, err := os.Lstat(f.host(rel))
+	return f.lowerLookup(rel, host)
+}
+
+// lowerLookup returns the lower's node at rel, a path the layer has no
+// entry at and whose parent shows the lower; host is rel's host path, or
+// "" for f.host(rel). It remembers what it learns of the lower.
+func (f *Fs) lowerLookup(rel, host string) (node, error) {
+	if host == "" {
+		host = f.host(rel)
+	}
+	fi, err := os.Lstat(host)
 	if err != nil {
 		if isMissing(err) {
-			f.cacheNames(dir)
+			f.cacheNames(parent(rel))
 			return node{}, nil
 		}
 		return node{}, err
 	}
 	k := kindOfMode(fi.Mode())
 	if k == kindDir {
-		f.dirs.Store(rel, struct{}{})
+		if _, ok := f.dirs.Load(rel); !ok {
+			f.dirs.Store(rel, struct{}{})
+		}
 	}
 	return node{kind: k, fi: fi, under: k == kindDir}, nil
 }

@@ -145,7 +145,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 	}
 	if !l.have && !l.dirOnly {
 		if _, inLayer := f.paths.Get(l.rel); !inLayer && l.visible {
-			fh, err := os.OpenFile(f.host(l.rel), flag|oNoFollow, 0)
+			fh, err := os.OpenFile(f.hostOf(l), flag|oNoFollow, 0)
 			if err == nil {
 				return f.lowerHandle(fh, name, l.rel, flag), nil
 			}
@@ -189,7 +189,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		f.hold(n.e.ino)
 		return &file{fs: f, name: name, ino: n.e.ino, flag: flag, last: f.blobLocked(n.e.ino)}, nil
 	}
-	fh, err := os.OpenFile(f.host(l.rel), flag, 0)
+	fh, err := os.OpenFile(f.hostOf(l), flag, 0)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}

@@ -53,7 +53,10 @@ func (f *Fs) fastStat(name string) (fs.FileInfo, bool, error) {
 func (f *Fs) stat(op, name string, follow bool) (fs.FileInfo, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l, err := f.resolve(op, name, follow)
+	if fi, ok, err := f.fastInfo(op, name, follow); ok {
+		return fi, err
+	}
+	l, err := f.resolveNode(op, name, follow)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +92,7 @@ func (f *Fs) final(l loc) (node, error) {
 	if l.have {
 		return l.n, nil
 	}
-	return f.lookup(l.rel, l.visible)
+	return f.lookupAt(l.rel, l.host, l.visible)
 }
 
 // writeEntryLoc is writeLoc for operations on the last component itself.

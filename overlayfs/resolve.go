@@ -20,13 +20,21 @@ type loc struct {
 	name    string // as the caller passed it; used in errors
 	inside  bool
 	rel     string // root-relative slash path, when inside
-	host    string // resolved host path, when outside (inside: f.host(rel)); os resolves the rest
+	host    string // resolved host path, when outside (os resolves the rest); inside: f.host(rel), or "" until needed
 	visible bool   // the lower shows through rel's parent
 	dirOnly bool   // the name ended in a slash or "." or "..": it must be a directory
 	slash   bool   // the name ends in a slash after a normal last component
 	last    lastKind
 	n       node // the node at rel, when have is set
 	have    bool
+}
+
+// hostOf returns the host path of an inside location.
+func (f *Fs) hostOf(l loc) string {
+	if l.host != "" {
+		return l.host
+	}
+	return f.host(l.rel)
 }
 
 // lastKind is what the last component of a name is, as the kernel sorts
@@ -80,7 +88,13 @@ func (f *Fs) dirCheck(l loc) error {
 // is followed only when follow is set or the name ends in a slash.
 // Callers hold f.mu (read or write).
 func (f *Fs) resolve(op, name string, follow bool) (loc, error) {
-	return f.resolveName(op, name, follow, true)
+	return f.resolveName(op, name, follow, true, follow)
+}
+
+// resolveNode is resolve for callers that need the node at the name even
+// when they do not follow it (lstat): the location comes with it.
+func (f *Fs) resolveNode(op, name string, follow bool) (loc, error) {
+	return f.resolveName(op, name, follow, true, true)
 }
 
 // resolveEntry resolves a name whose last component an operation creates
@@ -88,10 +102,10 @@ func (f *Fs) resolve(op, name string, follow bool) (loc, error) {
 // follow a final symlink, as in Linux; dirOnly still reports the slash.
 // Callers check l.last: the kernel never acts on a last "." or "..".
 func (f *Fs) resolveEntry(op, name string) (loc, error) {
-	return f.resolveName(op, name, false, false)
+	return f.resolveName(op, name, false, false, false)
 }
 
-func (f *Fs) resolveName(op, name string, follow, slashFollows bool) (loc, error) {
+func (f *Fs) resolveName(op, name string, follow, slashFollows, need bool) (loc, error) {
 	if name == "" {
 		return loc{}, pathErr(op, name, errNoEnt)
 	}
@@ -108,6 +122,9 @@ func (f *Fs) resolveName(op, name string, follow, slashFollows bool) (loc, error
 			return loc{}, pathErr(op, name, err)
 		}
 		abs = wd + "/" + name
+	}
+	if l, ok, err := f.fastLoc(op, name, abs, follow, need); ok {
+		return l, err
 	}
 	last, slash := lastOf(name)
 	dirOnly := slash || last != lastNorm

@@ -41,7 +41,7 @@ func (f *Fs) Restore(s *Snapshot) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.paths, f.blobs, f.deps = s.paths.Copy(), s.blobs.Copy(), s.deps.Copy()
+	f.paths, f.blobs, f.deps = newPathMap(s.paths.Copy()), s.blobs.Copy(), s.deps.Copy()
 	if s.fam != f.fam {
 		// Identities and generations of another family may collide with ours.
 		old := f.blobs
@@ -83,7 +83,7 @@ func (f *Fs) Fork() *Fs {
 		uid:     f.uid,
 		gid:     f.gid,
 		fam:     f.fam,
-		paths:   f.paths.Copy(),
+		paths:   newPathMap(f.paths.Copy()),
 		blobs:   f.blobs.Copy(),
 		deps:    f.deps.Copy(),
 		gen:     f.fam.gen.Add(1),

@@ -1,0 +1,286 @@
+package overlayfs
+
+import (
+	"io/fs"
+	"strings"
+	"sync"
+
+	"github.com/tidwall/btree"
+)
+
+// pathMap is a layer's entries: a copy-on-write B-tree from root-relative
+// slash path to entry, with the set of clean directories that the
+// resolver's fast path trusts (see fastLoc). Every insertion of a new
+// path goes through Set or Load here, which forget the clean
+// directories when the new path is one of them. Removing or replacing an
+// entry never makes a clean directory dirty: a clean directory and its
+// ancestors have no entry to remove or replace.
+type pathMap struct {
+	*btree.Map[string, entry]
+	clean *cleanDirs
+}
+
+// newPathMap wraps entries with an empty set of clean directories. A new
+// tree (Reset, Restore, Fork) starts with no directory known clean.
+func newPathMap(m *btree.Map[string, entry]) pathMap {
+	return pathMap{Map: m, clean: new(cleanDirs)}
+}
+
+// Set sets the entry at k.
+func (p pathMap) Set(k string, e entry) (entry, bool) {
+	prev, replaced := p.Map.Set(k, e)
+	if !replaced {
+		p.clean.inserted(k)
+	}
+	return prev, replaced
+}
+
+// Load sets the entry at k, fastest when k sorts last.
+func (p pathMap) Load(k string, e entry) (entry, bool) {
+	prev, replaced := p.Map.Load(k, e)
+	if !replaced {
+		p.clean.inserted(k)
+	}
+	return prev, replaced
+}
+
+// cleanDirs records directories the resolver may pass without walking
+// them, as a state per root-relative directory D:
+//
+//   - dirClean: D and every ancestor of D below the root has no layer entry
+//     and is a real lower directory (known from the cache of real lower
+//     directories, so not a symlink). Through such a D the merged view is
+//     the lower's: D/c is the layer entry at D/c if there is one, else
+//     the lower's D/c. The clean directories are closed under parent, so
+//     a new layer entry at any ancestor of one is itself clean, and
+//     inserting it forgets them all.
+//   - dirKnown: whether the layer has an entry directly in D is known, and
+//     dirBare says it has none: then D/c needs no look at the layer. The
+//     root ("") has only these bits. A new entry in D clears dirBare.
+//
+// Removing or replacing an entry never makes a recorded state wrong: a
+// clean directory and its ancestors have no entry to remove or replace,
+// and a removal only makes a directory barer than recorded.
+//
+// States are filled under the Fs's read lock, from many goroutines, and
+// changed on insertion under its write lock. The lower must not change
+// while the Fs is in use, so otherwise only Commit (which changes the
+// lower) forgets them.
+type cleanDirs struct {
+	m sync.Map // rel -> dirState
+}
+
+// dirState is what is known of a directory: see cleanDirs.
+type dirState uint8
+
+const (
+	dirClean dirState = 1 << iota
+	dirKnown
+	dirBare
+)
+
+func (c *cleanDirs) state(dir string) dirState {
+	v, ok := c.m.Load(dir)
+	if !ok {
+		return 0
+	}
+	return v.(dirState)
+}
+
+// inserted updates the states for a new layer entry at k.
+func (c *cleanDirs) inserted(k string) {
+	if k == "" || c.state(k)&dirClean != 0 {
+		c.clear()
+		return
+	}
+	p := parent(k)
+	if st := c.state(p); st&dirBare != 0 {
+		c.m.Store(p, st&^dirBare)
+	}
+}
+
+func (c *cleanDirs) clear() { c.m.Clear() }
+
+// markClean records dir as clean if it is: no layer entry at dir or an
+// ancestor, and each of them a known real lower directory. It reports
+// whether dir is clean; false may also mean "not yet known", until a full
+// walk has seen the lower directories. Callers hold f.mu (read or write).
+func (f *Fs) markClean(dir string) bool {
+	c := f.paths.clean
+	for p := dir; p != ""; p = parent(p) {
+		if c.state(p)&dirClean != 0 {
+			break
+		}
+		if _, ok := f.paths.Get(p); ok {
+			return false
+		}
+		if _, ok := f.dirs.Load(p); !ok {
+			return false
+		}
+	}
+	for p := dir; p != ""; p = parent(p) {
+		st := c.state(p)
+		if st&dirClean != 0 {
+			break
+		}
+		c.m.Store(p, st|dirClean)
+	}
+	return true
+}
+
+// markBare records whether the layer has an entry directly in dir, and
+// returns dir's new state. It seeks past each subtree of the layer under
+// dir whose top has no entry, so it costs one B-tree search per such
+// subtree. Callers hold f.mu (read or write).
+func (f *Fs) markBare(dir string, st dirState) dirState {
+	prefix := dir + "/"
+	if dir == "" {
+		prefix = ""
+	}
+	bare := true
+	for pivot := prefix; bare; {
+		next, found := "", false
+		f.paths.Ascend(pivot, func(k string, _ entry) bool {
+			if k == "" {
+				return true // the root's own entry
+			}
+			next, found = k, strings.HasPrefix(k, prefix)
+			return false
+		})
+		if !found {
+			break
+		}
+		child, _, deeper := strings.Cut(next[len(prefix):], "/")
+		if !deeper {
+			bare = false
+			break
+		}
+		pivot = prefix + child + "0" // '0' follows '/': past child's subtree
+	}
+	st |= dirKnown
+	if bare {
+		st |= dirBare
+	}
+	f.paths.clean.m.Store(dir, st)
+	return st
+}
+
+// fastRel is the test of the resolver's fast path: abs is an absolute
+// name inside the root, clean (no empty, "." or ".." component, no
+// trailing slash, no NUL, no component longer than a name may be, shorter
+// than a path may be), whose directory is clean (see cleanDirs). Then abs
+// is the root joined with rel (so it is rel's host path), and the merged
+// view resolves it as the lower does up to its last component. It returns
+// rel, the directory's state, and whether the fast path applies.
+// Callers hold f.mu (read or write).
+func (f *Fs) fastRel(abs string) (rel string, st dirState, ok bool) {
+	if f.paths.clean == nil || len(abs) >= pathMax || len(abs) < 2 || abs[0] != '/' {
+		return "", 0, false
+	}
+	rel, in := f.within(abs)
+	if !in {
+		return "", 0, false
+	}
+	dir, ok := cleanRel(rel)
+	if !ok {
+		return "", 0, false
+	}
+	st = f.paths.clean.state(dir)
+	if dir != "" && st&dirClean == 0 {
+		if !f.markClean(dir) {
+			return "", 0, false
+		}
+		st |= dirClean
+	}
+	return rel, st, true
+}
+
+// cleanRel reports whether rel is a non-empty slash path with no empty,
+// "." or ".." component, no NUL and no component longer than nameMax, and
+// returns its directory part.
+func cleanRel(rel string) (dir string, ok bool) {
+	start := 0
+	for i := 0; i <= len(rel); i++ {
+		if i < len(rel) {
+			switch rel[i] {
+			case 0:
+				return "", false
+			case '/':
+			default:
+				continue
+			}
+		}
+		switch n := i - start; {
+		case n == 0, n > nameMax:
+			return "", false
+		case n <= 2 && rel[start] == '.' && (n == 1 || rel[start+1] == '.'):
+			return "", false
+		}
+		if i < len(rel) {
+			dir = rel[:i]
+		}
+		start = i + 1
+	}
+	return dir, true
+}
+
+// fastNode returns the node at rel, where fastRel applies with state st;
+// host is rel's host path. It looks at the layer only when the directory
+// may hold an entry, and makes one lstat of the lower otherwise.
+func (f *Fs) fastNode(rel, host string, st dirState) (node, error) {
+	if st&dirKnown == 0 {
+		st = f.markBare(parent(rel), st)
+	}
+	if st&dirBare != 0 {
+		return f.lowerLookup(rel, host)
+	}
+	return f.lookupAt(rel, host, true)
+}
+
+// fastLoc resolves a name on the fast path (see fastRel), without walking
+// it: the result is what walk gives, at the cost of a map lookup or two,
+// and when need or follow is set one lstat of the final host path (which
+// walk makes too). With need, the node at the name (not followed) is
+// filled in. ok is false when the fast path does not apply, or the name
+// ends in a symlink to follow; the caller then walks.
+// Callers hold f.mu (read or write).
+func (f *Fs) fastLoc(op, name, abs string, follow, need bool) (l loc, ok bool, err error) {
+	rel, st, ok := f.fastRel(abs)
+	if !ok {
+		return loc{}, false, nil
+	}
+	l = loc{name: name, inside: true, rel: rel, host: abs, visible: true}
+	if !follow && !need {
+		return l, true, nil
+	}
+	n, err := f.fastNode(rel, abs, st)
+	if err != nil {
+		return loc{}, true, fixErr(op, name, err)
+	}
+	if follow && n.kind == kindSymlink {
+		return loc{}, false, nil
+	}
+	l.n, l.have = n, true
+	return l, true, nil
+}
+
+// fastInfo is stat on the fast path (see fastRel) for an absolute name:
+// the FileInfo of a lower entry or a layer entry, or the error, at the
+// cost of one lstat. ok is false when the fast path does not apply.
+// Callers hold f.mu (read or write).
+func (f *Fs) fastInfo(op, name string, follow bool) (fi fs.FileInfo, ok bool, err error) {
+	rel, st, ok := f.fastRel(name)
+	if !ok {
+		return nil, false, nil
+	}
+	n, err := f.fastNode(rel, name, st)
+	switch {
+	case err != nil:
+		return nil, true, fixErr(op, name, err)
+	case follow && n.kind == kindSymlink:
+		return nil, false, nil
+	case !n.exists():
+		return nil, true, pathErr(op, name, errNoEnt)
+	}
+	return f.infoLocked(base(rel), n), true, nil
+}
