@@ -105,7 +105,7 @@ func (c *cleanDirs) clear() { c.m.Clear() }
 // ancestor, and each of them a known real lower directory. It reports
 // whether dir is clean; false may also mean "not yet known", until a full
 // walk has seen the lower directories. Callers hold f.mu (read or write).
-func (f *Fs) markClean(dir string) bool {
+func (f *layer) markClean(dir string) bool {
 	c := f.paths.clean
 	for p := dir; p != ""; p = parent(p) {
 		if c.state(p)&dirClean != 0 {
@@ -132,7 +132,7 @@ func (f *Fs) markClean(dir string) bool {
 // returns dir's new state. It seeks past each subtree of the layer under
 // dir whose top has no entry, so it costs one B-tree search per such
 // subtree. Callers hold f.mu (read or write).
-func (f *Fs) markBare(dir string, st dirState) dirState {
+func (f *layer) markBare(dir string, st dirState) dirState {
 	prefix := dir + "/"
 	if dir == "" {
 		prefix = ""
@@ -173,7 +173,7 @@ func (f *Fs) markBare(dir string, st dirState) dirState {
 // view resolves it as the lower does up to its last component. It returns
 // rel, the directory's state, and whether the fast path applies.
 // Callers hold f.mu (read or write).
-func (f *Fs) fastRel(abs string) (rel string, st dirState, ok bool) {
+func (f *layer) fastRel(abs string) (rel string, st dirState, ok bool) {
 	if f.paths.clean == nil || len(abs) >= pathMax || len(abs) < 2 || abs[0] != '/' {
 		return "", 0, false
 	}
@@ -227,7 +227,7 @@ func cleanRel(rel string) (dir string, ok bool) {
 // fastNode returns the node at rel, where fastRel applies with state st;
 // host is rel's host path. It looks at the layer only when the directory
 // may hold an entry, and makes one lstat of the lower otherwise.
-func (f *Fs) fastNode(rel, host string, st dirState) (node, error) {
+func (f *layer) fastNode(rel, host string, st dirState) (node, error) {
 	if st&dirKnown == 0 {
 		st = f.markBare(parent(rel), st)
 	}
@@ -244,7 +244,7 @@ func (f *Fs) fastNode(rel, host string, st dirState) (node, error) {
 // filled in. ok is false when the fast path does not apply, or the name
 // ends in a symlink to follow; the caller then walks.
 // Callers hold f.mu (read or write).
-func (f *Fs) fastLoc(op, name, abs string, follow, need bool) (l loc, ok bool, err error) {
+func (f *layer) fastLoc(op, name, abs string, follow, need bool) (l loc, ok bool, err error) {
 	rel, st, ok := f.fastRel(abs)
 	if !ok {
 		return loc{}, false, nil
@@ -264,16 +264,20 @@ func (f *Fs) fastLoc(op, name, abs string, follow, need bool) (l loc, ok bool, e
 	return l, true, nil
 }
 
-// fastInfo is stat on the fast path (see fastRel) for an absolute name:
+// fastInfo is stat on the fast path (see fastRel) for an absolute name
+// (abs, or name when abs is ""):
 // the FileInfo of a lower entry or a layer entry, or the error, at the
 // cost of one lstat. ok is false when the fast path does not apply.
 // Callers hold f.mu (read or write).
-func (f *Fs) fastInfo(op, name string, follow bool) (fi fs.FileInfo, ok bool, err error) {
-	rel, st, ok := f.fastRel(name)
+func (f *layer) fastInfo(op, name, abs string, follow bool) (fi fs.FileInfo, ok bool, err error) {
+	if abs == "" {
+		abs = name
+	}
+	rel, st, ok := f.fastRel(abs)
 	if !ok {
 		return nil, false, nil
 	}
-	n, err := f.fastNode(rel, name, st)
+	n, err := f.fastNode(rel, abs, st)
 	switch {
 	case err != nil:
 		return nil, true, fixErr(op, name, err)

@@ -86,14 +86,11 @@ func (f *Fs) Commit() error { return f.commit(nil, nil) }
 // Parent directories that only the layer has are created as needed. It is
 // atomic as Commit is.
 func (f *Fs) CommitPaths(names ...string) error {
-	sel := make(map[*Fs][]string)
+	sel := make(map[*layer][]string)
 	for _, name := range names {
-		g := f.route(name)
-		if g == nil {
-			g = f
-		}
+		g, abs := f.pick(name)
 		g.mu.RLock()
-		l, err := g.resolve("commit", name, false)
+		l, err := g.resolve("commit", name, abs, false)
 		g.mu.RUnlock()
 		if err != nil {
 			return err
@@ -116,8 +113,8 @@ type plan struct {
 // commit applies the layer entries selected per root (all when sel is nil),
 // after checking every root for conflicts. Each root is staged, then each
 // is applied: a crash leaves each root old or new, not all roots alike.
-func (f *Fs) commit(sel map[*Fs][]string, hook faultHook) error {
-	roots := f.all()
+func (f *Fs) commit(sel map[*layer][]string, hook faultHook) error {
+	roots := f.layers
 	for _, g := range roots {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -215,7 +212,7 @@ func (f *Fs) commit(sel map[*Fs][]string, hook faultHook) error {
 
 // allKeys lists the keys of the plans, prefixed with their roots when
 // prefix is set (there are several roots).
-func allKeys(roots []*Fs, plans []plan, prefix bool) []string {
+func allKeys(roots []*layer, plans []plan, prefix bool) []string {
 	var out []string
 	for i, g := range roots {
 		if prefix {
@@ -241,7 +238,7 @@ func prefixAll(root string, rels []string) []string {
 // A selected name the layer hides only through an ancestor (an opaque or
 // replaced directory) gets a deletion step of its own. The root's own
 // entry (key "") comes first.
-func (f *Fs) planLocked(rels []string, partial bool) plan {
+func (f *layer) planLocked(rels []string, partial bool) plan {
 	p := plan{keep: make(map[string]bool)}
 	f.paths.Scan(func(k string, e entry) bool {
 		if k == "" && e.kind != kindDir {
@@ -275,7 +272,7 @@ func (f *Fs) planLocked(rels []string, partial bool) plan {
 // loadRenamedLocked reads into memory the bytes of every renamed file that
 // still refers to the lower under its old name: the commit may delete or
 // overwrite that name, whether or not the renamed file is committed now.
-func (f *Fs) loadRenamedLocked() error {
+func (f *layer) loadRenamedLocked() error {
 	var renamed []uint64
 	f.paths.Scan(func(k string, e entry) bool {
 		if e.kind == kindFile {
@@ -297,7 +294,7 @@ func (f *Fs) loadRenamedLocked() error {
 // and records the steps that put them in place. Nothing outside the
 // journal is written. A new directory is staged with its whole subtree, so
 // that one rename places it.
-func (f *Fs) stageLocked(j *journal, p plan) error {
+func (f *layer) stageLocked(j *journal, p plan) error {
 	staged := map[string]string{} // new directory in the tree -> its place in the stage
 	stagedAt := func(k string) (string, bool) {
 		for a := parent(k); a != ""; a = parent(a) {
@@ -415,7 +412,7 @@ func (f *Fs) stageLocked(j *journal, p plan) error {
 // settlePlanLocked brings the layer up to date with a plan now on disk:
 // what the lower shows as the layer did leaves the layer, and the lower's
 // new state is what later commits compare with.
-func (f *Fs) settlePlanLocked(p plan) {
+func (f *layer) settlePlanLocked(p plan) {
 	defer func() {
 		f.dropCaches()
 		clear(f.copied)
@@ -472,7 +469,7 @@ func selectedAbove(rel string, sel map[string]bool) bool {
 // settleLocked drops an applied entry from the layer once the lower shows
 // the same thing through it; under a directory the layer still hides, the
 // entry stays (it is now equal to the lower there, and harmless).
-func (f *Fs) settleLocked(k string, e entry) {
+func (f *layer) settleLocked(k string, e entry) {
 	if !f.lowerVisible(parent(k)) {
 		f.recordDepLocked(k)
 		return
@@ -498,7 +495,7 @@ func (f *Fs) settleLocked(k string, e entry) {
 
 // pruneLocked moves to the trash the lower children of an opaque
 // directory that the layer does not have.
-func (f *Fs) pruneLocked(j *journal, rel string) error {
+func (f *layer) pruneLocked(j *journal, rel string) error {
 	d, err := j.rt.Open(osName(rel))
 	if err != nil {
 		return escapeErr(err)

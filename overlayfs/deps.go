@@ -34,7 +34,7 @@ func (d dep) same(fi fs.FileInfo) bool { return depOf(fi) == d }
 // which the layer is deleting or hiding: an edit or a new entry anywhere in
 // it then shows as a conflict, instead of being deleted silently by Commit.
 // Cost: one Lstat per entry, as os.RemoveAll pays.
-func (f *Fs) dependBelowLocked(rel string) {
+func (f *layer) dependBelowLocked(rel string) {
 	top := f.host(rel)
 	filepath.WalkDir(top, func(p string, de fs.DirEntry, err error) error {
 		if err != nil || p == top {
@@ -51,7 +51,7 @@ func (f *Fs) dependBelowLocked(rel string) {
 }
 
 // dependLocked records the first state of a lower path the layer relies on.
-func (f *Fs) dependLocked(rel string, fi fs.FileInfo) {
+func (f *layer) dependLocked(rel string, fi fs.FileInfo) {
 	if _, ok := f.deps.Get(rel); !ok {
 		f.deps.Set(rel, depOf(fi))
 	}
@@ -60,7 +60,7 @@ func (f *Fs) dependLocked(rel string, fi fs.FileInfo) {
 // dependReplacedLocked records what the lower shows at rel, which a new
 // layer entry replaces without reading it (PutEntry): Commit then checks
 // that the lower is still that, as for a deletion.
-func (f *Fs) dependReplacedLocked(rel string, visible bool) {
+func (f *layer) dependReplacedLocked(rel string, visible bool) {
 	if !visible {
 		return
 	}
@@ -77,7 +77,7 @@ func (f *Fs) dependReplacedLocked(rel string, visible bool) {
 // refreshDepLocked records the lower's new state at rel after Commit itself
 // changed it, so that a later Commit does not take its own write for
 // someone else's.
-func (f *Fs) refreshDepLocked(rel string) {
+func (f *layer) refreshDepLocked(rel string) {
 	if _, ok := f.deps.Get(rel); !ok {
 		return
 	}
@@ -90,7 +90,7 @@ func (f *Fs) refreshDepLocked(rel string) {
 
 // recordDepLocked records the lower's current state at rel as what the
 // layer saw there: after Commit wrote an entry the layer keeps.
-func (f *Fs) recordDepLocked(rel string) {
+func (f *layer) recordDepLocked(rel string) {
 	if fi, err := os.Lstat(f.host(rel)); err == nil {
 		f.deps.Set(rel, depOf(fi))
 	} else {
@@ -118,7 +118,7 @@ type conflict struct {
 //
 // Cost: one Lstat per dependency, per planned path and per distinct
 // parent directory.
-func (f *Fs) conflictsLocked(p plan) ([]conflict, error) {
+func (f *layer) conflictsLocked(p plan) ([]conflict, error) {
 	sel := make(map[string]bool, len(p.keys))
 	srcs := make(map[string]bool)
 	for i, k := range p.keys {
@@ -219,7 +219,7 @@ func (f *Fs) conflictsLocked(p plan) ([]conflict, error) {
 // leadsOutside reports whether the lower at rel, or one of its ancestors,
 // is a symlink that resolves outside the root. The root itself is not
 // looked at: it was resolved once, in New.
-func (f *Fs) leadsOutside(rel string) bool {
+func (f *layer) leadsOutside(rel string) bool {
 	for p := rel; p != ""; p = parent(p) {
 		fi, err := os.Lstat(f.host(p))
 		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {

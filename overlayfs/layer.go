@@ -94,13 +94,13 @@ func kindOfMode(m fs.FileMode) kind {
 // lookup returns the merged-view node at rel without following a final
 // symlink. visible says whether the lower shows through rel's parent.
 // Callers hold f.mu.
-func (f *Fs) lookup(rel string, visible bool) (node, error) {
+func (f *layer) lookup(rel string, visible bool) (node, error) {
 	return f.lookupAt(rel, "", visible)
 }
 
 // lookupAt is lookup with rel's host path, when the caller has it at hand
 // ("" for f.host(rel)).
-func (f *Fs) lookupAt(rel, host string, visible bool) (node, error) {
+func (f *layer) lookupAt(rel, host string, visible bool) (node, error) {
 	if e, ok := f.paths.Get(rel); ok {
 		if e.kind == kindWhiteout {
 			return node{}, nil
@@ -121,7 +121,7 @@ func (f *Fs) lookupAt(rel, host string, visible bool) (node, error) {
 // lowerLookup returns the lower's node at rel, a path the layer has no
 // entry at and whose parent shows the lower; host is rel's host path, or
 // "" for f.host(rel). It remembers what it learns of the lower.
-func (f *Fs) lowerLookup(rel, host string) (node, error) {
+func (f *layer) lowerLookup(rel, host string) (node, error) {
 	if host == "" {
 		host = f.host(rel)
 	}
@@ -144,7 +144,7 @@ func (f *Fs) lowerLookup(rel, host string) (node, error) {
 
 // cacheNames remembers the names in the lower directory dir, once it is
 // known to be a real directory.
-func (f *Fs) cacheNames(dir string) {
+func (f *layer) cacheNames(dir string) {
 	if _, ok := f.names.Load(dir); ok {
 		return
 	}
@@ -173,7 +173,7 @@ func isMissing(err error) bool {
 }
 
 // lowerNode returns the lower's node at rel ignoring the layer, or kindNone.
-func (f *Fs) lowerNode(rel string) node {
+func (f *layer) lowerNode(rel string) node {
 	fi, err := os.Lstat(f.host(rel))
 	if err != nil {
 		return node{}
@@ -184,7 +184,7 @@ func (f *Fs) lowerNode(rel string) node {
 // lowerVisible reports whether the lower shows through at rel: no ancestor
 // (nor rel itself) is opaque, a whiteout, or a non-directory in the layer.
 // Callers hold f.mu.
-func (f *Fs) lowerVisible(rel string) bool {
+func (f *layer) lowerVisible(rel string) bool {
 	for p := rel; ; {
 		if e, ok := f.paths.Get(p); ok {
 			if e.kind != kindDir || e.opaque {
@@ -209,7 +209,7 @@ func metaOf(fi fs.FileInfo) meta {
 }
 
 // newBlobLocked registers content for a new file identity.
-func (f *Fs) newBlobLocked(b *blob) uint64 {
+func (f *layer) newBlobLocked(b *blob) uint64 {
 	ino := f.fam.ino.Add(1)
 	b.gen = f.gen
 	f.blobs.Set(ino, b)
@@ -217,14 +217,14 @@ func (f *Fs) newBlobLocked(b *blob) uint64 {
 }
 
 // blobLocked returns the content of ino for reading.
-func (f *Fs) blobLocked(ino uint64) *blob {
+func (f *layer) blobLocked(ino uint64) *blob {
 	b, _ := f.blobs.Get(ino)
 	return b
 }
 
 // ownBlobLocked returns the blob of ino for changing, cloning it first if a
 // snapshot or a fork shares it. It returns nil if ino is gone.
-func (f *Fs) ownBlobLocked(ino uint64) *blob {
+func (f *layer) ownBlobLocked(ino uint64) *blob {
 	b, ok := f.blobs.Get(ino)
 	if !ok {
 		return nil
@@ -247,7 +247,7 @@ func (b *blob) clone(gen uint64) *blob {
 }
 
 // load reads lazy content from the lower. b must be owned by the caller.
-func (b *blob) load(f *Fs) error {
+func (b *blob) load(f *layer) error {
 	if !b.lazy {
 		return nil
 	}
@@ -267,7 +267,7 @@ func (b *blob) load(f *Fs) error {
 
 // dropBlobLocked forgets the content of an unlinked file, or marks it as an
 // orphan while handles still use it.
-func (f *Fs) dropBlobLocked(ino uint64) {
+func (f *layer) dropBlobLocked(ino uint64) {
 	f.hmu.Lock()
 	defer f.hmu.Unlock()
 	// A read handle opened on the lower file before its copy-up reads this
@@ -280,7 +280,7 @@ func (f *Fs) dropBlobLocked(ino uint64) {
 }
 
 // deleteTreeLocked removes the layer entries at and below rel.
-func (f *Fs) deleteTreeLocked(rel string) {
+func (f *layer) deleteTreeLocked(rel string) {
 	var keys []string
 	f.eachBelow(rel, true, func(k string, e entry) bool {
 		keys = append(keys, k)
@@ -295,7 +295,7 @@ func (f *Fs) deleteTreeLocked(rel string) {
 
 // eachBelow calls fn for layer entries strictly below rel (and rel itself if
 // self), in path order.
-func (f *Fs) eachBelow(rel string, self bool, fn func(k string, e entry) bool) {
+func (f *layer) eachBelow(rel string, self bool, fn func(k string, e entry) bool) {
 	prefix := rel + "/"
 	if rel == "" {
 		prefix = ""
@@ -350,7 +350,7 @@ const goneRel = "\x00"
 // follows its directory through renames and knows its removal, as a
 // handle on an inode does. Callers hold f.mu (read or write); the string
 // changes under f.mu held for writing.
-func (f *Fs) bind(rel *string) {
+func (f *layer) bind(rel *string) {
 	f.hmu.Lock()
 	if f.bound == nil { // a fork or a snapshot's view
 		f.bound = make(map[*string]struct{})
@@ -360,7 +360,7 @@ func (f *Fs) bind(rel *string) {
 }
 
 // unbind forgets a directory handle.
-func (f *Fs) unbind(rel *string) {
+func (f *layer) unbind(rel *string) {
 	f.hmu.Lock()
 	delete(f.bound, rel)
 	f.hmu.Unlock()
@@ -368,7 +368,7 @@ func (f *Fs) unbind(rel *string) {
 
 // movedLocked moves the bound handles at and below from to the same place
 // below to. Callers hold f.mu for writing.
-func (f *Fs) movedLocked(from, to string) {
+func (f *layer) movedLocked(from, to string) {
 	f.hmu.Lock()
 	defer f.hmu.Unlock()
 	for p := range f.bound {
@@ -380,7 +380,7 @@ func (f *Fs) movedLocked(from, to string) {
 
 // goneLocked marks the bound handles at and below rel as removed.
 // Callers hold f.mu for writing.
-func (f *Fs) goneLocked(rel string) {
+func (f *layer) goneLocked(rel string) {
 	f.hmu.Lock()
 	defer f.hmu.Unlock()
 	for p := range f.bound {

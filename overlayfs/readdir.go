@@ -19,7 +19,7 @@ type dirent struct {
 // name: layer children (whiteouts hidden) over the lower's children when
 // the lower shows through. Cost: one lower ReadDir plus the layer children;
 // the layer's deeper descendants are skipped, not visited.
-func (f *Fs) listLocked(rel string, n node) ([]dirent, error) {
+func (f *layer) listLocked(rel string, n node) ([]dirent, error) {
 	prefix := ""
 	if rel != "" {
 		prefix = rel + "/"
