@@ -650,31 +650,23 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 	if h := o.layer(); h != nil {
 		return h.Stat()
 	}
-	if o.fs != nil {
-		if fi, err := o.File.Stat(); err != nil || !fi.IsDir() {
-			return o.lowerStat()
-		}
+	fi, err := o.File.Stat()
+	if err != nil {
+		return nil, fixErr("", o.name, err)
+	}
+	if o.fs != nil && fi.IsDir() {
 		// A lower directory whose metadata the layer changed since.
 		f := o.fs
 		f.mu.RLock()
 		n := f.nodeAtLocked(o.at)
-		var fi fs.FileInfo
+		var lfi fs.FileInfo
 		if n.layer && n.kind == kindDir {
-			fi = f.infoLocked(infoName(o.name), n)
+			lfi = f.infoLocked(infoName(o.name), n)
 		}
 		f.mu.RUnlock()
-		if fi != nil {
-			return fi, nil
+		if lfi != nil {
+			return lfi, nil
 		}
-	}
-	return o.lowerStat()
-}
-
-// lowerStat is the fstat of the handle's own file.
-func (o *osFile) lowerStat() (fs.FileInfo, error) {
-	fi, err := o.File.Stat()
-	if err != nil {
-		return nil, fixErr("", o.name, err)
 	}
 	return renameInfo(fi, infoName(o.name)), nil
 }
