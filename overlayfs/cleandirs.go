@@ -197,29 +197,47 @@ func (f *layer) fastRel(abs string) (rel string, st dirState, ok bool) {
 
 // cleanRel reports whether rel is a non-empty slash path with no empty,
 // "." or ".." component, no NUL and no component longer than nameMax, and
-// returns its directory part.
+// returns its directory part. It searches for the bytes that can make a
+// name unclean rather than walking it byte by byte.
 func cleanRel(rel string) (dir string, ok bool) {
-	start := 0
-	for i := 0; i <= len(rel); i++ {
-		if i < len(rel) {
-			switch rel[i] {
-			case 0:
+	if rel == "" || rel[0] == '/' || rel[len(rel)-1] == '/' ||
+		strings.IndexByte(rel, 0) >= 0 || strings.Contains(rel, "//") {
+		return "", false
+	}
+	for i := strings.IndexByte(rel, '.'); i >= 0; {
+		if i == 0 || rel[i-1] == '/' {
+			// A component starting with a dot: "." or ".." alone?
+			j := i + 1
+			if j < len(rel) && rel[j] == '.' {
+				j++
+			}
+			if j == len(rel) || rel[j] == '/' {
 				return "", false
-			case '/':
-			default:
-				continue
 			}
 		}
-		switch n := i - start; {
-		case n == 0, n > nameMax:
-			return "", false
-		case n <= 2 && rel[start] == '.' && (n == 1 || rel[start+1] == '.'):
-			return "", false
+		k := strings.IndexByte(rel[i+1:], '.')
+		if k < 0 {
+			break
 		}
-		if i < len(rel) {
-			dir = rel[:i]
+		i += 1 + k
+	}
+	if len(rel) > nameMax {
+		for rest := rel; ; {
+			i := strings.IndexByte(rest, '/')
+			if i < 0 {
+				if len(rest) > nameMax {
+					return "", false
+				}
+				break
+			}
+			if i > nameMax {
+				return "", false
+			}
+			rest = rest[i+1:]
 		}
-		start = i + 1
+	}
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		dir = rel[:i]
 	}
 	return dir, true
 }
