@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tidwall/btree"
 )
@@ -67,7 +68,8 @@ func (p pathMap) Load(k string, e entry) (entry, bool) {
 // while the Fs is in use, so otherwise only Commit (which changes the
 // lower) forgets them.
 type cleanDirs struct {
-	m sync.Map // rel -> dirState
+	root atomic.Uint32 // the root's dirState: names at the top cost no map lookup
+	m    sync.Map      // rel -> dirState, for the other directories
 }
 
 // dirState is what is known of a directory: see cleanDirs.
@@ -80,6 +82,9 @@ const (
 )
 
 func (c *cleanDirs) state(dir string) dirState {
+	if dir == "" {
+		return dirState(c.root.Load())
+	}
 	v, ok := c.m.Load(dir)
 	if !ok {
 		return 0
@@ -95,11 +100,22 @@ func (c *cleanDirs) inserted(k string) {
 	}
 	p := parent(k)
 	if st := c.state(p); st&dirBare != 0 {
-		c.m.Store(p, st&^dirBare)
+		c.set(p, st&^dirBare)
 	}
 }
 
-func (c *cleanDirs) clear() { c.m.Clear() }
+func (c *cleanDirs) set(dir string, st dirState) {
+	if dir == "" {
+		c.root.Store(uint32(st))
+		return
+	}
+	c.m.Store(dir, st)
+}
+
+func (c *cleanDirs) clear() {
+	c.root.Store(0)
+	c.m.Clear()
+}
 
 // markClean records dir as clean if it is: no layer entry at dir or an
 // ancestor, and each of them a known real lower directory. It reports
@@ -123,7 +139,7 @@ func (f *layer) markClean(dir string) bool {
 		if st&dirClean != 0 {
 			break
 		}
-		c.m.Store(p, st|dirClean)
+		c.set(p, st|dirClean)
 	}
 	return true
 }
@@ -161,7 +177,7 @@ func (f *layer) markBare(dir string, st dirState) dirState {
 	if bare {
 		st |= dirBare
 	}
-	f.paths.clean.m.Store(dir, st)
+	f.paths.clean.set(dir, st)
 	return st
 }
 
@@ -283,10 +299,9 @@ func (f *layer) fastLoc(op, name, abs string, follow, need bool) (l loc, ok bool
 }
 
 // fastInfo is stat on the fast path (see fastRel) for an absolute name
-// (abs, or name when abs is ""):
-// the FileInfo of a lower entry or a layer entry, or the error, at the
-// cost of one lstat. ok is false when the fast path does not apply.
-// Callers hold f.mu (read or write).
+// (abs, or name when abs is ""): the FileInfo of a lower entry or a layer
+// entry, or the error, at the cost of one lstat. ok is false when the fast
+// path does not apply. Callers hold f.mu (read or write).
 func (f *layer) fastInfo(op, name, abs string, follow bool) (fi fs.FileInfo, ok bool, err error) {
 	if abs == "" {
 		abs = name
@@ -295,14 +310,30 @@ func (f *layer) fastInfo(op, name, abs string, follow bool) (fi fs.FileInfo, ok 
 	if !ok {
 		return nil, false, nil
 	}
-	n, err := f.fastNode(rel, abs, st)
+	if st&dirKnown == 0 {
+		st = f.markBare(parent(rel), st)
+	}
+	if st&dirBare == 0 {
+		n, err := f.lookupAt(rel, abs, true)
+		switch {
+		case err != nil:
+			return nil, true, fixErr(op, name, err)
+		case follow && n.kind == kindSymlink:
+			return nil, false, nil
+		case !n.exists():
+			return nil, true, pathErr(op, name, errNoEnt)
+		}
+		return f.infoLocked(base(rel), n), true, nil
+	}
+	// Nothing of the layer in the directory: the lower's lstat is the answer.
+	fi, err = f.lowerInfo(rel, abs)
 	switch {
 	case err != nil:
 		return nil, true, fixErr(op, name, err)
-	case follow && n.kind == kindSymlink:
-		return nil, false, nil
-	case !n.exists():
+	case fi == nil:
 		return nil, true, pathErr(op, name, errNoEnt)
+	case follow && fi.Mode()&fs.ModeSymlink != 0:
+		return nil, false, nil
 	}
-	return f.infoLocked(base(rel), n), true, nil
+	return renameInfo(fi, base(rel)), true, nil
 }

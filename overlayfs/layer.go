@@ -120,8 +120,19 @@ func (f *layer) lookupAt(rel, host string, visible bool) (node, error) {
 
 // lowerLookup returns the lower's node at rel, a path the layer has no
 // entry at and whose parent shows the lower; host is rel's host path, or
-// "" for f.host(rel). It remembers what it learns of the lower.
+// "" for f.host(rel).
 func (f *layer) lowerLookup(rel, host string) (node, error) {
+	fi, err := f.lowerInfo(rel, host)
+	if fi == nil {
+		return node{}, err
+	}
+	k := kindOfMode(fi.Mode())
+	return node{kind: k, fi: fi, under: k == kindDir}, nil
+}
+
+// lowerInfo is the lstat of the lower at rel (host as for lowerLookup):
+// nil when nothing is there. It remembers what it learns of the lower.
+func (f *layer) lowerInfo(rel, host string) (fs.FileInfo, error) {
 	if host == "" {
 		host = f.host(rel)
 	}
@@ -129,17 +140,16 @@ func (f *layer) lowerLookup(rel, host string) (node, error) {
 	if err != nil {
 		if isMissing(err) {
 			f.cacheNames(parent(rel))
-			return node{}, nil
+			return nil, nil
 		}
-		return node{}, err
+		return nil, err
 	}
-	k := kindOfMode(fi.Mode())
-	if k == kindDir {
+	if fi.IsDir() {
 		if _, ok := f.dirs.Load(rel); !ok {
 			f.dirs.Store(rel, struct{}{})
 		}
 	}
-	return node{kind: k, fi: fi, under: k == kindDir}, nil
+	return fi, nil
 }
 
 // cacheNames remembers the names in the lower directory dir, once it is

@@ -12,9 +12,6 @@ import (
 // Stat returns the FileInfo of name, following symlinks, as os.Stat does.
 func (f *Fs) Stat(name string) (fs.FileInfo, error) {
 	g, abs := f.pick(name)
-	if fi, ok, err := g.fastStat(name); ok {
-		return fi, err
-	}
 	return g.stat("stat", name, abs, true)
 }
 
@@ -32,11 +29,9 @@ func (f *Fs) LstatIfPossible(name string) (fs.FileInfo, bool, error) {
 
 // fastStat serves Stat straight from the lower while the layer is empty:
 // then the merged view is the lower and the kernel resolves names as we would.
+// Callers hold f.mu (read or write).
 func (f *layer) fastStat(name string) (fs.FileInfo, bool, error) {
-	f.mu.RLock()
-	empty := f.paths.Len() == 0
-	f.mu.RUnlock()
-	if !empty || !f.opts.outsideReads {
+	if f.paths.Len() != 0 || !f.opts.outsideReads {
 		return nil, false, nil
 	}
 	if _, ok := f.within(name); !ok || len(name) == 0 {
@@ -49,6 +44,11 @@ func (f *layer) fastStat(name string) (fs.FileInfo, bool, error) {
 func (f *layer) stat(op, name, abs string, follow bool) (fs.FileInfo, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if follow {
+		if fi, ok, err := f.fastStat(name); ok {
+			return fi, err
+		}
+	}
 	if fi, ok, err := f.fastInfo(op, name, abs, follow); ok {
 		return fi, err
 	}
