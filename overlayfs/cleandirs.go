@@ -258,6 +258,22 @@ func cleanRel(rel string) (dir string, ok bool) {
 	return dir, true
 }
 
+// noEntry reports whether the layer has no entry at rel, searching the
+// B-tree only when rel's directory is not recorded bare.
+// Callers hold f.mu (read or write).
+func (f *layer) noEntry(rel string) bool {
+	dir := parent(rel)
+	st := f.paths.clean.state(dir)
+	if st&dirKnown == 0 {
+		st = f.markBare(dir, st)
+	}
+	if st&dirBare != 0 {
+		return true
+	}
+	_, ok := f.paths.Get(rel)
+	return !ok
+}
+
 // fastNode returns the node at rel, where fastRel applies with state st;
 // host is rel's host path. It looks at the layer only when the directory
 // may hold an entry, and makes one lstat of the lower otherwise.

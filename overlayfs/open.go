@@ -146,7 +146,7 @@ func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
 	if !l.have && !l.dirOnly {
-		if _, inLayer := f.paths.Get(l.rel); !inLayer && l.visible {
+		if l.visible && f.noEntry(l.rel) {
 			fh, err := os.OpenFile(f.hostOf(l), flag|oNoFollow, 0)
 			if err == nil {
 				return f.lowerHandle(fh, name, l.rel, flag), nil
