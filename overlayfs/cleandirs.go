@@ -2,6 +2,7 @@ package overlayfs
 
 import (
 	"io/fs"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -289,67 +290,81 @@ func (f *layer) fastNode(rel, host string, st dirState) (node, error) {
 
 // fastLoc resolves a name on the fast path (see fastRel), without walking
 // it: the result is what walk gives, at the cost of a map lookup or two,
-// and when need or follow is set one lstat of the final host path (which
-// walk makes too). With need, the node at the name (not followed) is
-// filled in. ok is false when the fast path does not apply, or the name
+// and when follow is set one lstat of the final host path (which walk
+// makes too). ok is false when the fast path does not apply, or the name
 // ends in a symlink to follow; the caller then walks.
 // Callers hold f.mu (read or write).
-func (f *layer) fastLoc(op, name, abs string, follow, need bool) (l loc, ok bool, err error) {
+func (f *layer) fastLoc(op, name, abs string, follow bool) (l loc, ok bool, err error) {
 	rel, st, ok := f.fastRel(abs)
 	if !ok {
 		return loc{}, false, nil
 	}
 	l = loc{name: name, inside: true, rel: rel, host: abs, visible: true}
-	if !follow && !need {
+	if !follow {
 		return l, true, nil
 	}
 	n, err := f.fastNode(rel, abs, st)
 	if err != nil {
 		return loc{}, true, fixErr(op, name, err)
 	}
-	if follow && n.kind == kindSymlink {
+	if n.kind == kindSymlink {
 		return loc{}, false, nil
 	}
 	l.n, l.have = n, true
 	return l, true, nil
 }
 
-// fastInfo is stat on the fast path (see fastRel) for an absolute name
-// (abs, or name when abs is ""): the FileInfo of a lower entry or a layer
-// entry, or the error, at the cost of one lstat. ok is false when the fast
-// path does not apply. Callers hold f.mu (read or write).
-func (f *layer) fastInfo(op, name, abs string, follow bool) (fi fs.FileInfo, ok bool, err error) {
-	if abs == "" {
-		abs = name
-	}
-	rel, st, ok := f.fastRel(abs)
+// fastEntry is the fast path's test for stat (see fastRel) of an absolute
+// name host: ok when it applies, and then lower when the layer has no
+// entry at rel, so that the lower's lstat of host is the answer.
+// Callers hold f.mu (read or write).
+func (f *layer) fastEntry(host string) (rel string, lower, ok bool) {
+	rel, st, ok := f.fastRel(host)
 	if !ok {
-		return nil, false, nil
+		return "", false, false
 	}
 	if st&dirKnown == 0 {
 		st = f.markBare(parent(rel), st)
 	}
-	if st&dirBare == 0 {
-		n, err := f.lookupAt(rel, abs, true)
-		switch {
-		case err != nil:
-			return nil, true, fixErr(op, name, err)
-		case follow && n.kind == kindSymlink:
-			return nil, false, nil
-		case !n.exists():
-			return nil, true, pathErr(op, name, errNoEnt)
-		}
-		return f.infoLocked(base(rel), n), true, nil
+	if st&dirBare != 0 {
+		return rel, true, true
 	}
-	// Nothing of the layer in the directory: the lower's lstat is the answer.
-	fi, err = f.lowerInfo(rel, abs)
+	_, in := f.paths.Get(rel)
+	return rel, !in, true
+}
+
+// lowerStat is stat of a name that fastEntry found to be the lower's at
+// rel: the lstat of host as it is, unless it is a symlink to follow (done
+// is false). It makes no use of the lock and needs none: the answer is
+// the merged view as fastEntry saw it, the lower does not change while
+// the Fs is in use, and it caches nothing that depends on the layer.
+func (f *layer) lowerStat(op, name, rel, host string, follow bool) (fi fs.FileInfo, done bool, err error) {
+	fi, err = os.Lstat(host)
+	switch {
+	case err != nil && isMissing(err):
+		return nil, true, pathErr(op, name, errNoEnt)
+	case err != nil:
+		return nil, true, fixErr(op, name, err)
+	case follow && fi.Mode()&fs.ModeSymlink != 0:
+		return nil, false, nil
+	case fi.IsDir():
+		f.sawDir(rel)
+	}
+	return renameInfo(fi, base(rel)), true, nil
+}
+
+// layerStat is stat of a name that fastEntry found to have a layer entry
+// at rel (host is its host path): done is false for a symlink to follow.
+// Callers hold f.mu (read or write).
+func (f *layer) layerStat(op, name, rel, host string, follow bool) (fi fs.FileInfo, done bool, err error) {
+	n, err := f.lookupAt(rel, host, true)
 	switch {
 	case err != nil:
 		return nil, true, fixErr(op, name, err)
-	case fi == nil:
-		return nil, true, pathErr(op, name, errNoEnt)
-	case follow && fi.Mode()&fs.ModeSymlink != 0:
+	case follow && n.kind == kindSymlink:
 		return nil, false, nil
+	case !n.exists():
+		return nil, true, pathErr(op, name, errNoEnt)
 	}
-	return renameInfo(fi, base(rel)), true, nil
+	return f.infoLocked(base(rel), n), true, nil
 }

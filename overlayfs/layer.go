@@ -145,11 +145,17 @@ func (f *layer) lowerInfo(rel, host string) (fs.FileInfo, error) {
 		return nil, err
 	}
 	if fi.IsDir() {
-		if _, ok := f.dirs.Load(rel); !ok {
-			f.dirs.Store(rel, struct{}{})
-		}
+		f.sawDir(rel)
 	}
 	return fi, nil
+}
+
+// sawDir records that the lower has a real directory at rel. It needs no
+// lock: the lower does not change while the Fs is in use.
+func (f *layer) sawDir(rel string) {
+	if _, ok := f.dirs.Load(rel); !ok {
+		f.dirs.Store(rel, struct{}{})
+	}
 }
 
 // cacheNames remembers the names in the lower directory dir, once it is

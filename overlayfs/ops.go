@@ -27,32 +27,55 @@ func (f *Fs) LstatIfPossible(name string) (fs.FileInfo, bool, error) {
 	return fi, true, err
 }
 
-// fastStat serves Stat straight from the lower while the layer is empty:
-// then the merged view is the lower and the kernel resolves names as we would.
-// Callers hold f.mu (read or write).
-func (f *layer) fastStat(name string) (fs.FileInfo, bool, error) {
-	if f.paths.Len() != 0 || !f.opts.outsideReads {
-		return nil, false, nil
+// emptyView reports whether Stat of name can go straight to the lower:
+// the layer is empty, so the merged view is the lower and the kernel
+// resolves names as we would. Callers hold f.mu (read or write).
+func (f *layer) emptyView(name string) bool {
+	if f.paths.Len() != 0 || !f.opts.outsideReads || len(name) == 0 {
+		return false
 	}
-	if _, ok := f.within(name); !ok || len(name) == 0 {
-		return nil, false, nil
-	}
-	fi, err := os.Stat(name)
-	return fi, true, err
+	_, ok := f.within(name)
+	return ok
 }
 
+// stat is Stat (follow) or Lstat. A name the fast path resolves to the
+// lower is stat'ed outside the lock (see lowerStat).
 func (f *layer) stat(op, name, abs string, follow bool) (fs.FileInfo, error) {
 	f.mu.RLock()
+	if follow && f.emptyView(name) {
+		f.mu.RUnlock()
+		return os.Stat(name)
+	}
+	return f.statRLocked(op, name, abs, follow)
+}
+
+// statRLocked is stat past the empty layer's shortcut. Callers hold f.mu
+// for reading; it releases it.
+func (f *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, error) {
+	host := abs
+	if host == "" {
+		host = name
+	}
+	rel, lower, fast := f.fastEntry(host)
+	if fast && lower {
+		f.mu.RUnlock()
+		if fi, done, err := f.lowerStat(op, name, rel, host, follow); done {
+			return fi, err
+		}
+		f.mu.RLock()
+	}
 	defer f.mu.RUnlock()
-	if follow {
-		if fi, ok, err := f.fastStat(name); ok {
+	if fast && !lower {
+		if fi, done, err := f.layerStat(op, name, rel, host, follow); done {
 			return fi, err
 		}
 	}
-	if fi, ok, err := f.fastInfo(op, name, abs, follow); ok {
-		return fi, err
-	}
-	l, err := f.resolveNode(op, name, abs, follow)
+	return f.statWalk(op, name, abs, follow)
+}
+
+// statWalk is stat by a full resolution. Callers hold f.mu.
+func (f *layer) statWalk(op, name, abs string, follow bool) (fs.FileInfo, error) {
+	l, err := f.resolveWalk(op, name, abs, follow)
 	if err != nil {
 		return nil, err
 	}

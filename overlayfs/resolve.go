@@ -89,13 +89,13 @@ func (f *layer) dirCheck(l loc) error {
 // abs is name made absolute (see Fs.pick), or "" for resolve to make it.
 // Callers hold f.mu (read or write).
 func (f *layer) resolve(op, name, abs string, follow bool) (loc, error) {
-	return f.resolveName(op, name, abs, follow, true, follow)
+	return f.resolveName(op, name, abs, follow, true, true)
 }
 
-// resolveNode is resolve for callers that need the node at the name even
-// when they do not follow it (lstat): the location comes with it.
-func (f *layer) resolveNode(op, name, abs string, follow bool) (loc, error) {
-	return f.resolveName(op, name, abs, follow, true, true)
+// resolveWalk is resolve without the fast path, for callers that tried it
+// already (stat, through fastInfo).
+func (f *layer) resolveWalk(op, name, abs string, follow bool) (loc, error) {
+	return f.resolveName(op, name, abs, follow, true, false)
 }
 
 // resolveEntry resolves a name whose last component an operation creates
@@ -103,10 +103,10 @@ func (f *layer) resolveNode(op, name, abs string, follow bool) (loc, error) {
 // follow a final symlink, as in Linux; dirOnly still reports the slash.
 // Callers check l.last: the kernel never acts on a last "." or "..".
 func (f *layer) resolveEntry(op, name, abs string) (loc, error) {
-	return f.resolveName(op, name, abs, false, false, false)
+	return f.resolveName(op, name, abs, false, false, true)
 }
 
-func (f *layer) resolveName(op, name, abs string, follow, slashFollows, need bool) (loc, error) {
+func (f *layer) resolveName(op, name, abs string, follow, slashFollows, fast bool) (loc, error) {
 	if name == "" {
 		return loc{}, pathErr(op, name, errNoEnt)
 	}
@@ -126,8 +126,10 @@ func (f *layer) resolveName(op, name, abs string, follow, slashFollows, need boo
 		}
 		abs = wd + "/" + name
 	}
-	if l, ok, err := f.fastLoc(op, name, abs, follow, need); ok {
-		return l, err
+	if fast {
+		if l, ok, err := f.fastLoc(op, name, abs, follow); ok {
+			return l, err
+		}
 	}
 	last, slash := lastOf(name)
 	dirOnly := slash || last != lastNorm
