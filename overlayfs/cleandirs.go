@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/spf13/afero"
 	"github.com/tidwall/btree"
 )
 
@@ -367,4 +368,36 @@ func (f *layer) layerStat(op, name, rel, host string, follow bool) (fi fs.FileIn
 		return nil, true, pathErr(op, name, errNoEnt)
 	}
 	return f.infoLocked(base(rel), n), true, nil
+}
+
+// openLower opens read-only a name that the fast path finds in the lower
+// (see fastEntry): the handle is made and bound under the lock, as of
+// then, and the lower is opened (O_NOFOLLOW) outside it: the lower does
+// not change while the Fs is in use, and a rename or removal in between
+// moves the bound handle as it would an open one. done is false when the
+// fast path does not apply, and link is set too when the name is a
+// symlink, which the caller resolves.
+func (f *layer) openLower(name, abs string, flag int) (h afero.File, done, link bool, err error) {
+	host := abs
+	if host == "" {
+		host = name
+	}
+	f.mu.RLock()
+	rel, lower, fast := f.fastEntry(host)
+	if !fast || !lower {
+		f.mu.RUnlock()
+		return nil, false, false, nil
+	}
+	o := f.boundHandle(name, rel, flag)
+	f.mu.RUnlock()
+	fh, err := os.OpenFile(host, flag|oNoFollow, 0)
+	if err == nil {
+		o.File = fh
+		return o, true, false, nil
+	}
+	f.unbind(&o.at)
+	if errno(err) == errLoop {
+		return nil, false, true, nil
+	}
+	return nil, true, false, fixErr("open", name, err)
 }

@@ -129,6 +129,10 @@ func (f *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.Fi
 // openRead opens name read-only. Lower files are opened directly with
 // O_NOFOLLOW, so the common case costs one system call more than nothing.
 func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
+	h, done, link, err := f.openLower(name, abs, flag)
+	if done {
+		return h, err
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	l, err := f.resolve("open", name, abs, false)
@@ -145,7 +149,7 @@ func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		}
 		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
-	if !l.have && !l.dirOnly {
+	if !l.have && !l.dirOnly && !link {
 		if l.visible && f.noEntry(l.rel) {
 			fh, err := os.OpenFile(f.hostOf(l), flag|oNoFollow, 0)
 			if err == nil {
@@ -200,7 +204,16 @@ func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
 
 // lowerHandle wraps a handle opened on the lower at rel.
 func (f *layer) lowerHandle(fh *os.File, name, rel string, flag int) *osFile {
-	o := &osFile{File: fh, name: name, fs: f, rel: rel, at: rel, seen: f.copies.Load(), flag: flag}
+	o := f.boundHandle(name, rel, flag)
+	o.File = fh
+	return o
+}
+
+// boundHandle returns a lower handle at rel, not yet opened, bound so that
+// renames and removals from now on move it. Callers hold f.mu.
+func (f *layer) boundHandle(name, rel string, flag int) *osFile {
+	o := &osFile{name: name, fs: f, rel: rel, at: rel, flag: flag}
+	o.seen.Store(f.copies.Load())
 	f.bind(&o.at)
 	return o
 }
