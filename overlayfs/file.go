@@ -776,8 +776,9 @@ func (o *osFile) listing() ([]dirent, error) {
 	return f.listLocked(o.at, n)
 }
 
-// osFile directories are rare (the fast path opens directories this way
-// only when nothing marks them in the layer); they page through a dir.
+// asDir returns the dir that an osFile on a directory pages through.
+// They are rare: the fast path opens directories this way only when
+// nothing marks them in the layer.
 func (o *osFile) asDir() (*dir, error) {
 	fi, err := o.File.Stat()
 	if errors.Is(err, os.ErrClosed) {

@@ -225,7 +225,7 @@ func (f *layer) hold(ino uint64) {
 	f.hmu.Unlock()
 }
 
-// release ends a handle; the content of a file unlinked while open goes
+// releaseLocked ends a handle; the content of a file unlinked while open goes
 // with its last handle. Callers hold f.mu.
 func (f *layer) releaseLocked(ino uint64) {
 	f.hmu.Lock()

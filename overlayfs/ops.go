@@ -392,39 +392,6 @@ func (f *layer) newMeta(perm fs.FileMode) meta {
 	return meta{perm: perm, mtime: f.now(), uid: f.uid, gid: f.gid}
 }
 
-// copyUpLocked returns the layer entry for a node, making one from the
-// lower's metadata if needed (files stay lazy: no content is read).
-func (f *layer) copyUpLocked(rel string, n node) (entry, error) {
-	if n.layer {
-		return n.e, nil
-	}
-	if n.fi == nil {
-		var err error
-		if n, err = f.lookup(rel, true); err != nil {
-			return entry{}, err
-		}
-	}
-	e := entry{kind: n.kind, meta: metaOf(n.fi)}
-	switch n.kind {
-	case kindFile:
-		e.ino = f.newBlobLocked(&blob{meta: e.meta, lazy: true, src: rel, size: n.fi.Size()})
-		e.meta = meta{}
-		f.dependLocked(rel, n.fi)
-		// Read handles open on the lower file read this identity from now
-		// on (a metadata change, a truncation, a rename of it show).
-		f.copied[rel] = e.ino
-		f.copyIno[e.ino] = true
-		f.copies.Add(1)
-	case kindSymlink:
-		t, err := os.Readlink(f.host(rel))
-		if err != nil {
-			return entry{}, err
-		}
-		e.target = t
-	}
-	return e, nil
-}
-
 // Remove removes a file, symlink or empty directory, as os.Remove.
 func (f *Fs) Remove(name string) error {
 	g, abs := f.pick(name)
