@@ -401,3 +401,17 @@ func (f *layer) openLower(name, abs string, flag int) (h afero.File, done, link 
 	}
 	return nil, true, false, fixErr("open", name, err)
 }
+
+// lowerLink is for a name that fastEntry found in the lower, at host,
+// and that a look outside the lock (an lstat giving fi, or an O_NOFOLLOW
+// open failing with ELOOP, fi nil) found to be a symlink: the node the walk
+// is to take for it rather than look it up again, or nil when the layer
+// changed since and the name is no longer the lower's.
+// Callers hold f.mu (read or write).
+func (f *layer) lowerLink(host string, fi fs.FileInfo) *known {
+	rel, lower, fast := f.fastEntry(host)
+	if !fast || !lower {
+		return nil
+	}
+	return &known{rel: rel, n: node{kind: kindSymlink, fi: fi}}
+}

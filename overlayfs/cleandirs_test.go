@@ -38,7 +38,9 @@ var fastProbeNames = []string{
 	"a/z/c/file.txt",
 	"a/z/file.txt",
 	"internal/util/deep/nested/leaf.txt",
+	"internal/util/up",
 	"internal/util/up/README.md",
+	"docs/see also",
 	"link-to-internal/util/util.go",
 }
 

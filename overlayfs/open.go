@@ -135,6 +135,14 @@ func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	var seen *known // the lower's symlink openLower met, if the layer did not change since
+	if link {
+		host := abs
+		if host == "" {
+			host = name
+		}
+		seen = f.lowerLink(host, nil)
+	}
 	l, err := f.resolve("open", name, abs, false)
 	if err != nil {
 		return nil, err
@@ -149,7 +157,7 @@ func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		}
 		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
-	if !l.have && !l.dirOnly && !link {
+	if !l.have && !l.dirOnly && seen == nil {
 		if l.visible && f.noEntry(l.rel) {
 			fh, err := os.OpenFile(f.hostOf(l), flag|oNoFollow, 0)
 			if err == nil {
@@ -161,7 +169,7 @@ func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		}
 	}
 	// A symlink, a directory, a layer entry or a trailing slash.
-	if l, err = f.resolve("open", name, abs, true); err != nil {
+	if l, err = f.resolveName("open", name, abs, true, true, seen); err != nil {
 		return nil, err
 	}
 	if !l.inside {

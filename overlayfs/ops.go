@@ -57,12 +57,15 @@ func (f *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, err
 		host = name
 	}
 	rel, lower, fast := f.fastEntry(host)
+	var seen *known
 	if fast && lower {
 		f.mu.RUnlock()
-		if fi, done, err := f.lowerStat(op, name, rel, host, follow); done {
+		fi, done, err := f.lowerStat(op, name, rel, host, follow)
+		if done {
 			return fi, err
 		}
 		f.mu.RLock()
+		seen = f.lowerLink(host, fi) // a symlink to follow
 	}
 	defer f.mu.RUnlock()
 	if fast && !lower {
@@ -70,12 +73,13 @@ func (f *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, err
 			return fi, err
 		}
 	}
-	return f.statWalk(op, name, abs, follow)
+	return f.statWalk(op, name, abs, follow, seen)
 }
 
-// statWalk is stat by a full resolution. Callers hold f.mu.
-func (f *layer) statWalk(op, name, abs string, follow bool) (fs.FileInfo, error) {
-	l, err := f.resolveWalk(op, name, abs, follow)
+// statWalk is stat by a full resolution; seen is as for resolveName.
+// Callers hold f.mu.
+func (f *layer) statWalk(op, name, abs string, follow bool, seen *known) (fs.FileInfo, error) {
+	l, err := f.resolveName(op, name, abs, follow, true, seen)
 	if err != nil {
 		return nil, err
 	}
