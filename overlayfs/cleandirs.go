@@ -65,8 +65,9 @@ func (p pathMap) Load(k string, e entry) (entry, bool) {
 // clean directory and its ancestors have no entry to remove or replace,
 // and a removal only makes a directory barer than recorded.
 //
-// States are filled under the Fs's read lock, from many goroutines, and
-// changed on insertion under its write lock. The lower must not change
+// States are filled under the Fs's read lock, from many goroutines, by
+// adding bits atomically (or), so no fill loses another's; bits are only
+// taken away on insertion, under its write lock. The lower must not change
 // while the Fs is in use, so otherwise only Commit (which changes the
 // lower) forgets them.
 type cleanDirs struct {
@@ -106,12 +107,33 @@ func (c *cleanDirs) inserted(k string) {
 	}
 }
 
+// set replaces dir's state. Callers hold the Fs's lock for writing.
 func (c *cleanDirs) set(dir string, st dirState) {
 	if dir == "" {
 		c.root.Store(uint32(st))
 		return
 	}
 	c.m.Store(dir, st)
+}
+
+// or adds bits to dir's state, atomically, and returns the new state.
+func (c *cleanDirs) or(dir string, bits dirState) dirState {
+	if dir == "" {
+		return dirState(c.root.Or(uint32(bits)) | uint32(bits))
+	}
+	for {
+		v, ok := c.m.Load(dir)
+		if !ok {
+			if _, loaded := c.m.LoadOrStore(dir, bits); !loaded {
+				return bits
+			}
+			continue
+		}
+		old := v.(dirState)
+		if old|bits == old || c.m.CompareAndSwap(dir, old, old|bits) {
+			return old | bits
+		}
+	}
 }
 
 func (c *cleanDirs) clear() {
@@ -137,17 +159,16 @@ func (f *layer) markClean(dir string) bool {
 		}
 	}
 	for p := dir; p != ""; p = parent(p) {
-		st := c.state(p)
-		if st&dirClean != 0 {
+		if c.state(p)&dirClean != 0 {
 			break
 		}
-		c.set(p, st|dirClean)
+		c.or(p, dirClean)
 	}
 	return true
 }
 
 // markBare records whether the layer has an entry directly in dir, and
-// returns dir's new state. It seeks past each subtree of the layer under
+// returns dir's new state (st is what the caller knew of it). It seeks past each subtree of the layer under
 // dir whose top has no entry, so it costs one B-tree search per such
 // subtree. Callers hold f.mu (read or write).
 func (f *layer) markBare(dir string, st dirState) dirState {
@@ -175,12 +196,11 @@ func (f *layer) markBare(dir string, st dirState) dirState {
 		}
 		pivot = prefix + child + "0" // '0' follows '/': past child's subtree
 	}
-	st |= dirKnown
+	bits := dirKnown
 	if bare {
-		st |= dirBare
+		bits |= dirBare
 	}
-	f.paths.clean.set(dir, st)
-	return st
+	return st | f.paths.clean.or(dir, bits)
 }
 
 // fastRel is the test of the resolver's fast path: abs is an absolute

@@ -2,6 +2,7 @@ package overlayfs_test
 
 import (
 	"errors"
+	"sync"
 	"testing"
 )
 
@@ -170,4 +171,54 @@ func TestFastPathLifecycle(t *testing.T) {
 	check("reset, then a layer file", wantR, got)
 	apply(change, wantR, got)
 	check("reset, then the change", wantR, got)
+}
+
+// TestFastPathConcurrentFill fills the records from many goroutines at
+// once (Stat, Lstat and reads racing over the same directories), then
+// changes ancestors and compares with os: a record lost or half made by a
+// racing fill would leave a changed directory trusted.
+func TestFastPathConcurrentFill(t *testing.T) {
+	orig := origTree(t, "project")
+	changes := [][]op{
+		{removeAll("a/b/c"), symlink("../../internal/util", "a/b/c"), chmod("a", 0o700), remove("README.md")},
+		{removeAll("a/b"), mkdirAll("a/b/c", 0o755)},
+		{rename("internal/util", "a/util"), symlink("../a", "internal/util")},
+		{chmod("a/b", 0o700), removeAll("internal/util/deep"), writeFile("internal/util/deep", "file\n", 0o644)},
+	}
+	wants := make([]*env, len(changes))
+	for i, change := range changes {
+		wants[i] = newEnv(osTarget{}, osCopy(t, orig), false)
+		for _, o := range change {
+			o.run(wants[i])
+		}
+	}
+	for round := range 40 {
+		c := newCow(t, orig)
+		got := newEnv(c, c.Root(), true)
+		c.MkdirAll(c.Root()+"/made", 0o755) // a layer entry: no empty-layer shortcut
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				e := newEnv(c, c.Root(), true)
+				names := fastProbeNames
+				for i := range names {
+					n := names[(i+g*5)%len(names)]
+					stat(n).run(e)
+					lstat(n).run(e)
+					readFile(n).run(e)
+				}
+			}()
+		}
+		wg.Wait()
+		c.Remove(c.Root() + "/made")
+		i := round % len(changes)
+		for _, o := range changes[i] {
+			o.run(got)
+		}
+		if err := errors.Join(runOps(fastProbes(), wants[i], got)...); err != nil {
+			t.Fatalf("round %d, changes %d:\n%v", round, i, err)
+		}
+	}
 }
