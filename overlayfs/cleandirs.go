@@ -235,10 +235,13 @@ func (f *layer) fastRel(abs string) (rel string, st dirState, ok bool) {
 
 // cleanRel reports whether rel is a non-empty slash path with no empty,
 // "." or ".." component, no NUL and no component longer than nameMax, and
-// returns its directory part. It searches for the bytes that can make a
-// name unclean rather than walking it byte by byte.
+// returns its directory part. A short rel is checked in one pass; a long
+// one by searching for the bytes that can make it unclean.
 func cleanRel(rel string) (dir string, ok bool) {
-	if rel == "" || rel[0] == '/' || rel[len(rel)-1] == '/' ||
+	if len(rel) <= 64 {
+		return cleanShort(rel)
+	}
+	if rel[0] == '/' || rel[len(rel)-1] == '/' ||
 		strings.IndexByte(rel, 0) >= 0 || strings.Contains(rel, "//") {
 		return "", false
 	}
@@ -276,6 +279,40 @@ func cleanRel(rel string) (dir string, ok bool) {
 	}
 	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
 		dir = rel[:i]
+	}
+	return dir, true
+}
+
+// cleanShort is cleanRel for a rel of at most 64 bytes (no component can
+// be too long), in one pass.
+func cleanShort(rel string) (dir string, ok bool) {
+	start := 0 // of the current component
+	for i := 0; i <= len(rel); i++ {
+		var c byte = '/'
+		if i < len(rel) {
+			c = rel[i]
+		}
+		switch c {
+		case 0:
+			return "", false
+		case '/':
+			switch i - start {
+			case 0:
+				return "", false
+			case 1:
+				if rel[start] == '.' {
+					return "", false
+				}
+			case 2:
+				if rel[start] == '.' && rel[start+1] == '.' {
+					return "", false
+				}
+			}
+			if i < len(rel) {
+				dir = rel[:i]
+			}
+			start = i + 1
+		}
 	}
 	return dir, true
 }
@@ -356,22 +393,25 @@ func (f *layer) fastEntry(host string) (rel string, lower, ok bool) {
 
 // lowerStat is stat of a name that fastEntry found to be the lower's at
 // rel: the lstat of host as it is, unless it is a symlink to follow (done
-// is false). It makes no use of the lock and needs none: the answer is
+// is false, fi its lstat). It makes no use of the lock and needs none: the answer is
 // the merged view as fastEntry saw it, the lower does not change while
 // the Fs is in use, and it caches nothing that depends on the layer.
 func (f *layer) lowerStat(op, name, rel, host string, follow bool) (fi fs.FileInfo, done bool, err error) {
 	fi, err = os.Lstat(host)
-	switch {
-	case err != nil && isMissing(err):
-		return nil, true, pathErr(op, name, errNoEnt)
-	case err != nil:
+	if err != nil {
+		if isMissing(err) {
+			return nil, true, pathErr(op, name, errNoEnt)
+		}
 		return nil, true, fixErr(op, name, err)
-	case follow && fi.Mode()&fs.ModeSymlink != 0:
-		return nil, false, nil
-	case fi.IsDir():
+	}
+	switch m := fi.Mode(); {
+	case follow && m&fs.ModeSymlink != 0:
+		return fi, false, nil
+	case m.IsDir():
 		f.sawDir(rel)
 	}
-	return renameInfo(fi, base(rel)), true, nil
+	// Its Name is host's base, which is rel's, which is name's.
+	return fi, true, nil
 }
 
 // layerStat is stat of a name that fastEntry found to have a layer entry
