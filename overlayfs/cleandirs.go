@@ -142,7 +142,10 @@ func (c *cleanDirs) clear() {
 }
 
 // markClean records dir as clean if it is: no layer entry at dir or an
-// ancestor, and each of them a known real lower directory. It reports
+// ancestor, and each of them a known real lower directory. The cache of
+// real lower directories holds paths whose own lstat is a directory, so
+// never a symlink, though a path under a symlink may be there: every
+// prefix is checked, which rules symlinks out on the way. It reports
 // whether dir is clean; false may also mean "not yet known", until a full
 // walk has seen the lower directories. Callers hold f.mu (read or write).
 func (f *layer) markClean(dir string) bool {
