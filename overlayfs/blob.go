@@ -27,19 +27,6 @@ type lazySrc struct {
 	ext  *extFile // instead of src
 }
 
-// appendLazyLocked appends p to the content of ino without reading it, when
-// that content is still lazy: p goes to the blob's tail. It reports whether
-// it did; the caller loads the content and writes otherwise.
-func (f *layer) appendLazyLocked(ino uint64, p []byte) (*blob, bool) {
-	if b := f.blobLocked(ino); b == nil || !b.lazy() {
-		return nil, false
-	}
-	b := f.ownBlobLocked(ino)
-	b.data = append(b.data, p...)
-	b.mtime = f.now()
-	return b, true
-}
-
 // lazyReader streams lazy content: the first size bytes of the file at host
 // (or of ext), then tail. Without a tail it is the file itself, so that a
 // copy can find the file and skip its holes.

@@ -170,13 +170,13 @@ func (h *file) Write(p []byte) (int, error) {
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
-	if end, ok := h.appendLazy(p, h.off, h.flag&os.O_APPEND != 0); ok {
-		h.off = end
-		return len(p), nil
-	}
-	b, err := h.content(true, len(p))
-	if err != nil {
+	b, done, err := h.writeContent(p, h.off, h.flag&os.O_APPEND != 0)
+	switch {
+	case err != nil:
 		return 0, fixErr("write", h.name, err)
+	case done:
+		h.off = b.len()
+		return len(p), nil
 	}
 	if h.flag&os.O_APPEND != 0 && len(p) > 0 {
 		h.off = int64(len(b.data)) // write(2) of nothing does not move to the end
@@ -185,24 +185,21 @@ func (h *file) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// appendLazy appends p without reading the file's content when the write
-// lands at its end (appnd, or off is its size) and the content is still
-// lazy, returning the offset after it. Callers hold h.mu and h.fs.mu.
-func (h *file) appendLazy(p []byte, off int64, appnd bool) (int64, bool) {
-	if len(p) == 0 || h.detach {
-		return 0, false
-	}
-	if !appnd {
-		if b := h.fs.blobLocked(h.ino); b == nil || b.len() != off {
-			return 0, false
-		}
-	}
-	b, ok := h.fs.appendLazyLocked(h.ino, p)
-	if !ok {
-		return 0, false
+// writeContent returns the content to write p into at off, owned and
+// loaded; or, when the write lands at the end (appnd, or off is the size)
+// of content still lazy, appends p to its tail without reading the rest
+// and reports done. Callers hold h.mu and h.fs.mu.
+func (h *file) writeContent(p []byte, off int64, appnd bool) (b *blob, done bool, err error) {
+	if b, err = h.current(true); err != nil {
+		return nil, false, err
 	}
 	h.last = b
-	return b.len(), true
+	if b.lazy() && len(p) > 0 && (appnd || off == b.len()) {
+		b.data = append(b.data, p...)
+		b.mtime = h.fs.now()
+		return b, true, nil
+	}
+	return b, false, b.load(h.fs, len(p))
 }
 
 func (h *file) WriteAt(p []byte, off int64) (int, error) {
@@ -223,14 +220,13 @@ func (h *file) WriteAt(p []byte, off int64) (int, error) {
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
-	if _, ok := h.appendLazy(p, off, false); ok {
-		return len(p), nil
-	}
-	b, err := h.content(true, len(p))
+	b, done, err := h.writeContent(p, off, false)
 	if err != nil {
 		return 0, fixErr("write", h.name, err)
 	}
-	h.fs.writeAt(b, p, off)
+	if !done {
+		h.fs.writeAt(b, p, off)
+	}
 	return len(p), nil
 }
 
