@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/spf13/afero"
@@ -337,6 +336,12 @@ type dir struct {
 
 	appnd bool // opened with O_APPEND: WriteAt refuses first, as os
 
+	// lower is the open lower directory of a handle opened on it (owned
+	// by that handle), listed instead of opening it again while the
+	// handle is still at lowerRel.
+	lower    *os.File
+	lowerRel string
+
 	mu     sync.Mutex
 	ents   []dirent
 	read   bool
@@ -347,45 +352,68 @@ type dir struct {
 
 func (d *dir) Name() string { return d.name }
 
-// next returns up to n entries (all remaining for n <= 0).
-func (d *dir) next(n int) ([]dirent, error) {
+// next returns up to n entries (all remaining for n <= 0), listing the
+// directory in the given mode at the first read; fresh reports that the
+// listing was taken by this call.
+func (d *dir) next(n int, mode listMode) (ents []dirent, fresh bool, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, pathErr("readdirent", d.name, errFileClosing)
+		return nil, false, pathErr("readdirent", d.name, errFileClosing)
 	}
 	if !d.read || d.pos == len(d.ents) {
 		// As getdents on Linux: a directory removed since it was opened
 		// lists nothing more, with ENOENT.
 		if d.fs != nil && !d.fs.isDir(&d.rel) {
-			return nil, pathErr("readdirent", d.name, errNoEnt)
+			return nil, false, pathErr("readdirent", d.name, errNoEnt)
 		}
 	}
 	if !d.read {
-		d.fs.mu.RLock()
-		ents, err := d.fs.listLocked(d.rel, d.fs.nodeAtLocked(d.rel))
-		d.fs.mu.RUnlock()
-		if err != nil {
-			return nil, fixErr("readdirent", d.name, err)
+		if ents, err = d.list(mode); err != nil {
+			return nil, false, fixErr("readdirent", d.name, err)
 		}
-		d.ents, d.read = ents, true
+		d.ents, d.read, fresh = ents, true, true
 	}
 	rest := d.ents[d.pos:]
 	if n > 0 {
 		if len(rest) == 0 {
-			return nil, io.EOF
+			return nil, false, io.EOF
 		}
 		rest = rest[:min(n, len(rest))]
 	}
 	d.pos += len(rest)
-	return rest, nil
+	return rest, fresh, nil
+}
+
+// list takes the handle's listing. Callers hold d.mu.
+func (d *dir) list(mode listMode) ([]dirent, error) {
+	if d.fs == nil {
+		return readLower(d.lower, mode, nil, nil)
+	}
+	f := d.fs
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	lower := d.lower
+	if d.rel != d.lowerRel {
+		lower = nil // moved since opened: the lower of where it is now
+	}
+	return f.listDirLocked(d.rel, f.nodeAtLocked(d.rel), mode, lower)
 }
 
 func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
-	ents, err := d.next(n)
+	mode := listInfos
+	if n > 0 {
+		mode = listTypes // Lstat page by page, as os does
+	}
+	ents, fresh, err := d.next(n, mode)
 	infos := make([]fs.FileInfo, 0, len(ents))
+	if d.fs != nil {
+		d.fs.mu.RLock()
+		defer d.fs.mu.RUnlock()
+	}
+	visible := d.fs != nil && d.rel != goneRel && d.fs.lowerVisible(d.rel)
 	for i := range ents {
-		fi, ierr := d.infoAt(ents[i])
+		fi, ierr := d.infoAt(ents[i], visible, fresh)
 		switch {
 		case errors.Is(ierr, fs.ErrNotExist):
 			continue // vanished since listed, as os skips it
@@ -398,19 +426,35 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 }
 
 // infoAt returns the FileInfo of a listed entry as os's Readdir finds it:
-// by an lstat in the handle's directory, now.
-func (d *dir) infoAt(e dirent) (fs.FileInfo, error) {
+// by an lstat in the handle's directory, now. A lower entry's Lstat taken
+// with the listing by this same call is that lstat; the layer is looked up
+// now, as it may have changed since the listing. visible says whether the
+// lower shows through the handle's directory. Callers hold d.fs.mu.
+func (d *dir) infoAt(e dirent, visible, fresh bool) (fs.FileInfo, error) {
 	if d.fs == nil {
-		return e.info()
+		if fresh && e.fi != nil {
+			return e.fi, nil
+		}
+		return os.Lstat(d.name + "/" + e.name)
 	}
 	f := d.fs
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	n := f.nodeAtLocked(join(d.rel, e.name))
-	if !n.exists() || d.rel == goneRel {
+	if d.rel == goneRel {
 		return nil, pathErr("lstat", e.name, fs.ErrNotExist)
 	}
-	return f.infoLocked(e.name, n), nil
+	rel := join(d.rel, e.name)
+	if le, ok := f.paths.Get(rel); ok {
+		if le.kind == kindWhiteout {
+			return nil, pathErr("lstat", e.name, fs.ErrNotExist)
+		}
+		return f.infoLocked(e.name, node{kind: le.kind, layer: true, e: le}), nil
+	}
+	switch {
+	case !visible:
+		return nil, pathErr("lstat", e.name, fs.ErrNotExist)
+	case fresh && e.fi != nil:
+		return e.fi, nil
+	}
+	return os.Lstat(f.host(rel))
 }
 
 // info returns the FileInfo of a listed entry as os's DirEntry.Info finds
@@ -418,13 +462,13 @@ func (d *dir) infoAt(e dirent) (fs.FileInfo, error) {
 // relative to the working directory of now, as os does).
 func (d *dir) info(e dirent) (fs.FileInfo, error) {
 	if d.fs == nil {
-		return e.info()
+		return os.Lstat(d.name + "/" + e.name)
 	}
 	return d.fs.Lstat(d.name + "/" + e.name)
 }
 
 func (d *dir) Readdirnames(n int) ([]string, error) {
-	ents, err := d.next(n)
+	ents, _, err := d.next(n, listNames)
 	names := make([]string, len(ents))
 	for i := range ents {
 		names[i] = ents[i].name
@@ -433,9 +477,18 @@ func (d *dir) Readdirnames(n int) ([]string, error) {
 }
 
 func (d *dir) ReadDir(n int) ([]fs.DirEntry, error) {
-	ents, err := d.next(n)
+	ents, _, err := d.next(n, listTypes)
 	var out []fs.DirEntry
 	for _, e := range ents {
+		if e.typ == typeUnknown {
+			// Listed by name by an earlier Readdirnames: the type as
+			// os's ReadDir finds one getdents does not give.
+			fi, err := d.info(e)
+			if err != nil {
+				continue // vanished since listed
+			}
+			e.typ = fi.Mode().Type()
+		}
 		out = append(out, dirEntry{e, d})
 	}
 	return out, err
@@ -751,38 +804,10 @@ func (o *osFile) Close() error {
 	return err
 }
 
-// listing returns the whole sorted listing of the directory.
-func (o *osFile) listing() ([]dirent, error) {
-	if o.fs == nil {
-		des, err := o.File.ReadDir(-1)
-		if err != nil {
-			return nil, fixErr("", o.name, err)
-		}
-		ents := make([]dirent, len(des))
-		for i, de := range des {
-			ents[i] = dirent{name: de.Name(), n: node{kind: kindOfMode(de.Type())}, de: de}
-		}
-		slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
-		return ents, nil
-	}
-	// Inside the root the lower handle is a merged directory: list it so,
-	// where it was opened (the name may be relative to another directory
-	// by now).
-	f := o.fs
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	n := f.nodeAtLocked(o.at)
-	switch {
-	case !n.exists():
-		return nil, pathErr("readdirent", o.name, errNoEnt) // removed since opened
-	case n.kind != kindDir:
-		return nil, pathErr("readdirent", o.name, errNotDir)
-	}
-	return f.listLocked(o.at, n)
-}
-
-// osFile directories are rare (the fast path opens directories this way
-// only when nothing marks them in the layer); they page through a dir.
+// asDir makes the listing state of a directory opened on the lower (the
+// fast path opens a directory so when nothing marks it in the layer). The
+// listing is taken at the first read, from this handle's descriptor while
+// the directory is where it was opened, merged with the layer there.
 func (o *osFile) asDir() (*dir, error) {
 	fi, err := o.File.Stat()
 	if errors.Is(err, os.ErrClosed) {
@@ -794,14 +819,10 @@ func (o *osFile) asDir() (*dir, error) {
 	if !fi.IsDir() {
 		return nil, pathErr("readdirent", o.name, errNotDir)
 	}
-	ents, err := o.listing()
-	if err != nil {
-		return nil, err
-	}
-	d := &dir{name: o.name, ents: ents, read: true}
+	d := &dir{name: o.name, lower: o.File}
 	if o.fs != nil {
 		o.fs.mu.RLock()
-		d.fs, d.rel = o.fs, o.at
+		d.fs, d.rel, d.lowerRel = o.fs, o.at, o.rel
 		o.fs.mu.RUnlock()
 		o.fs.bind(&d.rel)
 	}

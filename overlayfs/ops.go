@@ -516,7 +516,7 @@ func (f *Fs) removeAllDotDotLocked(name string, l loc) error {
 		return fixErr("unlinkat", name, err)
 	}
 	for _, d := range ents {
-		f.unlinkLocked(join(l.rel, d.name), n.under, d.n)
+		f.unlinkLocked(join(l.rel, d.name), n.under, f.nodeOf(l.rel, n.under, d))
 	}
 	return pathErr("unlinkat", name, errNotEmpty)
 }

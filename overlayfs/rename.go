@@ -210,7 +210,7 @@ func (f *Fs) subtreeLocked(rel string, n node) ([]movedEntry, error) {
 			return err
 		}
 		for _, d := range ents {
-			if err := add(join(sub, d.name), join(rel, d.name), d.n); err != nil {
+			if err := add(join(sub, d.name), join(rel, d.name), f.nodeOf(rel, n.under, d)); err != nil {
 				return err
 			}
 		}
