@@ -98,6 +98,7 @@ func (f *Fs) Changes() []Change {
 	var out []Change
 	for _, g := range f.all() {
 		cs, _ := g.changes()
+		out = slices.Grow(out, len(cs))
 		for _, c := range cs {
 			out = append(out, c.Change)
 		}
@@ -108,13 +109,17 @@ func (f *Fs) Changes() []Change {
 func (f *Fs) changes() ([]change, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var out []change
+	out := make([]change, 0, f.paths.Len())
 	var firstErr error
 	note := func(err error) {
 		if firstErr == nil && err != nil {
 			firstErr = err
 		}
 	}
+	// The ancestors of the path being scanned at which the lower has no
+	// directory, outermost first: nothing below them is in the lower, so
+	// their descendants (scanned after them) cost no lstat.
+	var absent []string
 	f.paths.Scan(func(k string, e entry) bool {
 		if k == "" {
 			// The root's own mode is a change like any other, at ".".
@@ -128,7 +133,19 @@ func (f *Fs) changes() ([]change, error) {
 			}
 			return true
 		}
-		low := f.lowerSide(k)
+		for len(absent) > 0 && !isBelow(k, absent[len(absent)-1]) {
+			absent = absent[:len(absent)-1]
+		}
+		var low side
+		if len(absent) == 0 {
+			var missing string
+			if low, missing = f.lowerSideOf(k); missing != "" {
+				absent = append(absent, missing)
+			}
+		}
+		if e.kind == kindDir && low.kind != kindDir {
+			absent = append(absent, k)
+		}
 		var view side
 		if e.kind != kindWhiteout {
 			view = f.viewSide(e)
@@ -143,7 +160,10 @@ func (f *Fs) changes() ([]change, error) {
 		}
 		return true
 	})
-	slices.SortFunc(out, func(a, b change) int { return strings.Compare(a.Path, b.Path) })
+	byPath := func(a, b change) int { return strings.Compare(a.Path, b.Path) }
+	if !slices.IsSortedFunc(out, byPath) { // the layer's order, unless "." or deletions below came in between
+		slices.SortFunc(out, byPath)
+	}
 	for i := range out {
 		out[i].Root = f.root
 	}
@@ -179,25 +199,38 @@ func (f *Fs) deletedBelow(rel string, out *[]change) error {
 // lowerSide returns what the lower tree has at rel: every ancestor must be
 // a real directory there, so a lower symlink is never followed.
 func (f *Fs) lowerSide(rel string) side {
+	s, _ := f.lowerSideOf(rel)
+	return s
+}
+
+// lowerSideOf is lowerSide, also returning the ancestor of rel found not
+// to be a directory in the lower, if that is why it has nothing at rel.
+func (f *Fs) lowerSideOf(rel string) (side, string) {
 	for p := parent(rel); p != ""; p = parent(p) {
 		if _, ok := f.dirs.Load(p); ok {
 			break
 		}
 		fi, err := os.Lstat(f.host(p))
 		if err != nil || !fi.IsDir() {
-			return side{}
+			return side{}, p
 		}
 		f.dirs.Store(p, struct{}{})
 	}
-	fi, err := os.Lstat(f.host(rel))
+	host := f.host(rel)
+	fi, err := os.Lstat(host)
 	if err != nil {
-		return side{}
+		return side{}, ""
 	}
-	s := side{kind: kindOfMode(fi.Mode()), mode: fi.Mode(), size: fi.Size(), host: f.host(rel), lazy: true}
+	s := side{kind: kindOfMode(fi.Mode()), mode: fi.Mode(), size: fi.Size(), host: host, lazy: true}
 	if s.kind == kindSymlink {
 		s.target, _ = os.Readlink(s.host)
 	}
-	return s
+	return s, ""
+}
+
+// isBelow reports whether the slash path p lies strictly below dir.
+func isBelow(p, dir string) bool {
+	return len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
 }
 
 // viewSide returns what a layer entry shows.
@@ -293,7 +326,7 @@ func equalFile(host string, data []byte) (bool, error) {
 		return false, err
 	}
 	defer fh.Close()
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, min(32<<10, len(data)+1)) // one byte more shows a longer file
 	for {
 		n, err := io.ReadFull(fh, buf)
 		if n > len(data) || !bytes.Equal(buf[:n], data[:n]) {

@@ -353,36 +353,35 @@ type dir struct {
 func (d *dir) Name() string { return d.name }
 
 // next returns up to n entries (all remaining for n <= 0), listing the
-// directory in the given mode at the first read; fresh reports that the
-// listing was taken by this call.
-func (d *dir) next(n int, mode listMode) (ents []dirent, fresh bool, err error) {
+// directory in the given mode at the first read.
+func (d *dir) next(n int, mode listMode) (ents []dirent, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, false, pathErr("readdirent", d.name, errFileClosing)
+		return nil, pathErr("readdirent", d.name, errFileClosing)
 	}
 	if !d.read || d.pos == len(d.ents) {
 		// As getdents on Linux: a directory removed since it was opened
 		// lists nothing more, with ENOENT.
 		if d.fs != nil && !d.fs.isDir(&d.rel) {
-			return nil, false, pathErr("readdirent", d.name, errNoEnt)
+			return nil, pathErr("readdirent", d.name, errNoEnt)
 		}
 	}
 	if !d.read {
 		if ents, err = d.list(mode); err != nil {
-			return nil, false, fixErr("readdirent", d.name, err)
+			return nil, fixErr("readdirent", d.name, err)
 		}
-		d.ents, d.read, fresh = ents, true, true
+		d.ents, d.read = ents, true
 	}
 	rest := d.ents[d.pos:]
 	if n > 0 {
 		if len(rest) == 0 {
-			return nil, false, io.EOF
+			return nil, io.EOF
 		}
 		rest = rest[:min(n, len(rest))]
 	}
 	d.pos += len(rest)
-	return rest, fresh, nil
+	return rest, nil
 }
 
 // list takes the handle's listing. Callers hold d.mu.
@@ -401,11 +400,14 @@ func (d *dir) list(mode listMode) ([]dirent, error) {
 }
 
 func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
+	// Readdir(-1) takes the lower's infos with the listing, as os's
+	// Readdir takes them (an lstat relative to the open directory); pages
+	// of a listing are looked up when they are returned, as os does.
 	mode := listInfos
 	if n > 0 {
-		mode = listTypes // Lstat page by page, as os does
+		mode = listTypes
 	}
-	ents, fresh, err := d.next(n, mode)
+	ents, err := d.next(n, mode)
 	infos := make([]fs.FileInfo, 0, len(ents))
 	if d.fs != nil {
 		d.fs.mu.RLock()
@@ -413,7 +415,7 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 	}
 	visible := d.fs != nil && d.rel != goneRel && d.fs.lowerVisible(d.rel)
 	for i := range ents {
-		fi, ierr := d.infoAt(ents[i], visible, fresh)
+		fi, ierr := d.infoAt(ents[i], visible)
 		switch {
 		case errors.Is(ierr, fs.ErrNotExist):
 			continue // vanished since listed, as os skips it
@@ -426,13 +428,14 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 }
 
 // infoAt returns the FileInfo of a listed entry as os's Readdir finds it:
-// by an lstat in the handle's directory, now. A lower entry's Lstat taken
-// with the listing by this same call is that lstat; the layer is looked up
-// now, as it may have changed since the listing. visible says whether the
-// lower shows through the handle's directory. Callers hold d.fs.mu.
-func (d *dir) infoAt(e dirent, visible, fresh bool) (fs.FileInfo, error) {
+// by an lstat in the handle's directory, now. A lower entry listed with
+// its info was listed by this same call (a listing with infos is returned
+// whole), so that is the lstat; the layer is looked up now, as it may have
+// changed since the listing. visible says whether the lower shows through
+// the handle's directory. Callers hold d.fs.mu.
+func (d *dir) infoAt(e dirent, visible bool) (fs.FileInfo, error) {
 	if d.fs == nil {
-		if fresh && e.fi != nil {
+		if e.fi != nil {
 			return e.fi, nil
 		}
 		return os.Lstat(d.name + "/" + e.name)
@@ -451,7 +454,7 @@ func (d *dir) infoAt(e dirent, visible, fresh bool) (fs.FileInfo, error) {
 	switch {
 	case !visible:
 		return nil, pathErr("lstat", e.name, fs.ErrNotExist)
-	case fresh && e.fi != nil:
+	case e.fi != nil:
 		return e.fi, nil
 	}
 	return os.Lstat(f.host(rel))
@@ -468,7 +471,7 @@ func (d *dir) info(e dirent) (fs.FileInfo, error) {
 }
 
 func (d *dir) Readdirnames(n int) ([]string, error) {
-	ents, _, err := d.next(n, listNames)
+	ents, err := d.next(n, listNames)
 	names := make([]string, len(ents))
 	for i := range ents {
 		names[i] = ents[i].name
@@ -477,7 +480,7 @@ func (d *dir) Readdirnames(n int) ([]string, error) {
 }
 
 func (d *dir) ReadDir(n int) ([]fs.DirEntry, error) {
-	ents, _, err := d.next(n, listTypes)
+	ents, err := d.next(n, listTypes)
 	var out []fs.DirEntry
 	for _, e := range ents {
 		if e.typ == typeUnknown {
