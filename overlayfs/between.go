@@ -77,8 +77,8 @@ func (f *Fs) between(a, b *Snapshot) ([]change, error) {
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
-			for _, d := range ents {
-				names[d.name] = true
+			for _, name := range ents.names {
+				names[name] = true
 			}
 		}
 		for name := range names {

@@ -343,7 +343,7 @@ type dir struct {
 	lowerRel string
 
 	mu     sync.Mutex
-	ents   []dirent
+	ents   listing
 	read   bool
 	pos    int
 	off    int64 // what Seek reports; only a seek to 0 rewinds the listing
@@ -354,40 +354,42 @@ func (d *dir) Name() string { return d.name }
 
 // next returns up to n entries (all remaining for n <= 0), listing the
 // directory in the given mode at the first read.
-func (d *dir) next(n int, mode listMode) (ents []dirent, err error) {
+func (d *dir) next(n int, mode listMode) (listing, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, pathErr("readdirent", d.name, errFileClosing)
+		return listing{}, pathErr("readdirent", d.name, errFileClosing)
 	}
-	if !d.read || d.pos == len(d.ents) {
+	if !d.read || d.pos == len(d.ents.names) {
 		// As getdents on Linux: a directory removed since it was opened
 		// lists nothing more, with ENOENT.
 		if d.fs != nil && !d.fs.isDir(&d.rel) {
-			return nil, pathErr("readdirent", d.name, errNoEnt)
+			return listing{}, pathErr("readdirent", d.name, errNoEnt)
 		}
 	}
 	if !d.read {
-		if ents, err = d.list(mode); err != nil {
-			return nil, fixErr("readdirent", d.name, err)
+		ents, err := d.list(mode)
+		if err != nil {
+			return listing{}, fixErr("readdirent", d.name, err)
 		}
 		d.ents, d.read = ents, true
 	}
-	rest := d.ents[d.pos:]
+	end := len(d.ents.names)
 	if n > 0 {
-		if len(rest) == 0 {
-			return nil, io.EOF
+		if d.pos == end {
+			return listing{}, io.EOF
 		}
-		rest = rest[:min(n, len(rest))]
+		end = min(d.pos+n, end)
 	}
-	d.pos += len(rest)
-	return rest, nil
+	page := d.ents.page(d.pos, end)
+	d.pos = end
+	return page, nil
 }
 
 // list takes the handle's listing. Callers hold d.mu.
-func (d *dir) list(mode listMode) ([]dirent, error) {
+func (d *dir) list(mode listMode) (listing, error) {
 	if d.fs == nil {
-		return readLower(d.lower, mode, nil, nil)
+		return readLower(d.lower, mode, listing{}, nil)
 	}
 	f := d.fs
 	f.mu.RLock()
@@ -407,15 +409,15 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 	if n > 0 {
 		mode = listTypes
 	}
-	ents, err := d.next(n, mode)
-	infos := make([]fs.FileInfo, 0, len(ents))
+	page, err := d.next(n, mode)
+	infos := make([]fs.FileInfo, 0, len(page.names))
 	if d.fs != nil {
 		d.fs.mu.RLock()
 		defer d.fs.mu.RUnlock()
 	}
 	visible := d.fs != nil && d.rel != goneRel && d.fs.lowerVisible(d.rel)
-	for i := range ents {
-		fi, ierr := d.infoAt(ents[i], visible)
+	for i, name := range page.names {
+		fi, ierr := d.infoAt(name, page.infoAt(i), visible)
 		switch {
 		case errors.Is(ierr, fs.ErrNotExist):
 			continue // vanished since listed, as os skips it
@@ -429,33 +431,33 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 
 // infoAt returns the FileInfo of a listed entry as os's Readdir finds it:
 // by an lstat in the handle's directory, now. A lower entry listed with
-// its info was listed by this same call (a listing with infos is returned
-// whole), so that is the lstat; the layer is looked up now, as it may have
-// changed since the listing. visible says whether the lower shows through
-// the handle's directory. Callers hold d.fs.mu.
-func (d *dir) infoAt(e dirent, visible bool) (fs.FileInfo, error) {
+// its info (low) was listed by this same call (a listing with infos is
+// returned whole), so that is the lstat; the layer is looked up now, as it
+// may have changed since the listing. visible says whether the lower shows
+// through the handle's directory. Callers hold d.fs.mu.
+func (d *dir) infoAt(name string, low fs.FileInfo, visible bool) (fs.FileInfo, error) {
 	if d.fs == nil {
-		if e.fi != nil {
-			return e.fi, nil
+		if low != nil {
+			return low, nil
 		}
-		return os.Lstat(d.name + "/" + e.name)
+		return os.Lstat(d.name + "/" + name)
 	}
 	f := d.fs
 	if d.rel == goneRel {
-		return nil, pathErr("lstat", e.name, fs.ErrNotExist)
+		return nil, pathErr("lstat", name, fs.ErrNotExist)
 	}
-	rel := join(d.rel, e.name)
+	rel := join(d.rel, name)
 	if le, ok := f.paths.Get(rel); ok {
 		if le.kind == kindWhiteout {
-			return nil, pathErr("lstat", e.name, fs.ErrNotExist)
+			return nil, pathErr("lstat", name, fs.ErrNotExist)
 		}
-		return f.infoLocked(e.name, node{kind: le.kind, layer: true, e: le}), nil
+		return f.infoLocked(name, node{kind: le.kind, layer: true, e: le}), nil
 	}
 	switch {
 	case !visible:
-		return nil, pathErr("lstat", e.name, fs.ErrNotExist)
-	case e.fi != nil:
-		return e.fi, nil
+		return nil, pathErr("lstat", name, fs.ErrNotExist)
+	case low != nil:
+		return low, nil
 	}
 	return os.Lstat(f.host(rel))
 }
@@ -463,36 +465,38 @@ func (d *dir) infoAt(e dirent, visible bool) (fs.FileInfo, error) {
 // info returns the FileInfo of a listed entry as os's DirEntry.Info finds
 // it: by an Lstat of the handle's name joined with the entry's, now (so
 // relative to the working directory of now, as os does).
-func (d *dir) info(e dirent) (fs.FileInfo, error) {
+func (d *dir) info(name string) (fs.FileInfo, error) {
 	if d.fs == nil {
-		return os.Lstat(d.name + "/" + e.name)
+		return os.Lstat(d.name + "/" + name)
 	}
-	return d.fs.Lstat(d.name + "/" + e.name)
+	return d.fs.Lstat(d.name + "/" + name)
 }
 
+// Readdirnames returns the listing's own names: pages are capped, and the
+// handle never changes a listing once taken.
 func (d *dir) Readdirnames(n int) ([]string, error) {
-	ents, err := d.next(n, listNames)
-	names := make([]string, len(ents))
-	for i := range ents {
-		names[i] = ents[i].name
+	page, err := d.next(n, listNames)
+	if page.names == nil {
+		page.names = []string{}
 	}
-	return names, err
+	return page.names, err
 }
 
 func (d *dir) ReadDir(n int) ([]fs.DirEntry, error) {
-	ents, err := d.next(n, listTypes)
+	page, err := d.next(n, listTypes)
 	var out []fs.DirEntry
-	for _, e := range ents {
-		if e.typ == typeUnknown {
+	for i, name := range page.names {
+		typ, ok := page.typeAt(i)
+		if !ok {
 			// Listed by name by an earlier Readdirnames: the type as
 			// os's ReadDir finds one getdents does not give.
-			fi, err := d.info(e)
+			fi, err := d.info(name)
 			if err != nil {
 				continue // vanished since listed
 			}
-			e.typ = fi.Mode().Type()
+			typ = fi.Mode().Type()
 		}
-		out = append(out, dirEntry{e, d})
+		out = append(out, dirEntry{name, typ, d})
 	}
 	return out, err
 }
@@ -552,7 +556,7 @@ func (d *dir) Seek(offset int64, whence int) (int64, error) {
 		return 0, pathErr("seek", d.name, errInval)
 	}
 	if abs == 0 {
-		d.read, d.ents, d.pos = false, nil, 0
+		d.read, d.ents, d.pos = false, listing{}, 0
 	}
 	d.off = abs
 	return abs, nil

@@ -435,7 +435,7 @@ func (f *Fs) Remove(name string) error {
 		if err != nil {
 			return fixErr("remove", name, err)
 		}
-		if len(ents) > 0 {
+		if len(ents.names) > 0 {
 			return pathErr("remove", name, errNotEmpty)
 		}
 	}
@@ -515,8 +515,8 @@ func (f *Fs) removeAllDotDotLocked(name string, l loc) error {
 	if err != nil {
 		return fixErr("unlinkat", name, err)
 	}
-	for _, d := range ents {
-		f.unlinkLocked(join(l.rel, d.name), n.under, f.nodeOf(l.rel, n.under, d))
+	for i, name := range ents.names {
+		f.unlinkLocked(join(l.rel, name), n.under, f.nodeOf(l.rel, n.under, ents, i))
 	}
 	return pathErr("unlinkat", name, errNotEmpty)
 }

@@ -6,17 +6,43 @@ import (
 	"strings"
 )
 
-// dirent is one entry of a merged directory listing.
-type dirent struct {
-	name  string
-	typ   fs.FileMode // type bits; typeUnknown when listed by name only
-	layer bool        // from the layer: its node is looked up when needed
-	fi    fs.FileInfo // the lower's Lstat, when listed with infos
+// listing is a merged directory listing, sorted by name, in parallel
+// slices: a listing by name only (Readdirnames) is the names os read,
+// sorted in place.
+type listing struct {
+	names []string
+	types []fs.FileMode // type bits per name; nil when listed by name only
+	infos []fs.FileInfo // per name, the lower's Lstat when listed with infos (nil for the layer's); else nil
 }
 
-// typeUnknown marks a dirent listed by name only (no type bit is ever all
-// of these at once).
-const typeUnknown = ^fs.FileMode(0)
+// page returns the entries [i, j), capped so that a caller appending to a
+// page cannot write over the next.
+func (l listing) page(i, j int) listing {
+	p := listing{names: l.names[i:j:j]}
+	if l.types != nil {
+		p.types = l.types[i:j:j]
+	}
+	if l.infos != nil {
+		p.infos = l.infos[i:j:j]
+	}
+	return p
+}
+
+// typeAt returns the type bits of entry i, if it was listed with them.
+func (l listing) typeAt(i int) (fs.FileMode, bool) {
+	if l.types == nil {
+		return 0, false
+	}
+	return l.types[i], true
+}
+
+// infoAt returns the lower's Lstat of entry i, if it was listed with one.
+func (l listing) infoAt(i int) fs.FileInfo {
+	if l.infos == nil {
+		return nil
+	}
+	return l.infos[i]
+}
 
 // listMode is what a listing reads of each lower entry: what the os call it
 // serves reads, so that it costs what that call costs.
@@ -28,24 +54,23 @@ const (
 	listInfos                 // an Lstat of each, relative to the open directory: Readdir
 )
 
-// listLocked returns the merged listing of the directory rel, with types,
-// sorted by name.
-func (f *Fs) listLocked(rel string, n node) ([]dirent, error) {
+// listLocked returns the merged listing of the directory rel, with types.
+func (f *Fs) listLocked(rel string, n node) (listing, error) {
 	return f.listDirLocked(rel, n, listTypes, nil)
 }
 
-// listDirLocked returns the merged listing of the directory rel, sorted by
-// name: layer children (whiteouts hidden) over the lower's children when
-// the lower shows through, read from lower when it is open on rel (else
-// opened). Cost: what os's call of the same mode costs for the lower, plus
-// the layer's children (their descendants are skipped, not visited) and a
+// listDirLocked returns the merged listing of the directory rel: layer
+// children (whiteouts hidden) over the lower's children when the lower
+// shows through, read from lower when it is open on rel (else opened).
+// Cost: what os's call of the same mode costs for the lower, plus the
+// layer's children (their descendants are skipped, not visited) and a
 // radix sort of the names.
-func (f *Fs) listDirLocked(rel string, n node, mode listMode, lower *os.File) ([]dirent, error) {
+func (f *Fs) listDirLocked(rel string, n node, mode listMode, lower *os.File) (listing, error) {
 	prefix := ""
 	if rel != "" {
 		prefix = rel + "/"
 	}
-	var shown []dirent
+	var shown listing
 	var hidden []string // layer names, whiteouts included, in order
 	it := f.paths.Iter()
 	for ok := it.Seek(prefix); ok; {
@@ -65,7 +90,8 @@ func (f *Fs) listDirLocked(rel string, n node, mode listMode, lower *os.File) ([
 		e := it.Value()
 		hidden = append(hidden, name)
 		if e.kind != kindWhiteout {
-			shown = append(shown, dirent{name: name, typ: typeOfKind(e.kind), layer: true})
+			shown.names = append(shown.names, name)
+			shown.types = append(shown.types, typeOfKind(e.kind))
 		}
 		ok = it.Next()
 	}
@@ -75,7 +101,7 @@ func (f *Fs) listDirLocked(rel string, n node, mode listMode, lower *os.File) ([
 	if lower == nil {
 		d, err := os.Open(f.host(rel))
 		if err != nil {
-			return nil, err
+			return listing{}, err
 		}
 		defer d.Close()
 		lower = d
@@ -84,42 +110,61 @@ func (f *Fs) listDirLocked(rel string, n node, mode listMode, lower *os.File) ([
 }
 
 // readLower reads the open directory d in the given mode and merges its
-// entries, sorted, with shown (sorted), leaving out the names in hidden
-// (sorted).
-func readLower(d *os.File, mode listMode, shown []dirent, hidden []string) ([]dirent, error) {
+// entries, sorted, with shown (sorted, with types), leaving out the names
+// in hidden (sorted).
+func readLower(d *os.File, mode listMode, shown listing, hidden []string) (listing, error) {
 	switch mode {
 	case listNames:
 		names, err := d.Readdirnames(-1)
 		if err != nil {
-			return nil, err
+			return listing{}, err
 		}
-		return mergeLower(names, func(s string) string { return s }, func(s string) dirent {
-			return dirent{name: s, typ: typeUnknown}
-		}, shown, hidden), nil
+		return mergeLower(names, func(s string) string { return s }, nil, nil, shown, hidden), nil
 	case listInfos:
 		fis, err := d.Readdir(-1)
 		if err != nil {
-			return nil, err
+			return listing{}, err
 		}
-		return mergeLower(fis, fs.FileInfo.Name, func(fi fs.FileInfo) dirent {
-			return dirent{name: fi.Name(), typ: fi.Mode().Type(), fi: fi}
-		}, shown, hidden), nil
+		return mergeLower(fis, fs.FileInfo.Name, func(fi fs.FileInfo) fs.FileMode { return fi.Mode().Type() },
+			func(fi fs.FileInfo) fs.FileInfo { return fi }, shown, hidden), nil
 	}
 	des, err := d.ReadDir(-1)
 	if err != nil {
-		return nil, err
+		return listing{}, err
 	}
-	return mergeLower(des, fs.DirEntry.Name, func(de fs.DirEntry) dirent {
-		return dirent{name: de.Name(), typ: de.Type()}
-	}, shown, hidden), nil
+	return mergeLower(des, fs.DirEntry.Name, fs.DirEntry.Type, nil, shown, hidden), nil
 }
 
-// mergeLower sorts the lower's entries and merges them with the layer's:
-// one pass, as both are sorted.
-func mergeLower[T any](low []T, name func(T) string, ent func(T) dirent, shown []dirent, hidden []string) []dirent {
+// mergeLower sorts the lower's entries and merges them with the layer's in
+// one pass, as both are then sorted. typ and info, when set, give each
+// lower entry's type bits and Lstat.
+func mergeLower[T any](low []T, name func(T) string, typ func(T) fs.FileMode, info func(T) fs.FileInfo, shown listing, hidden []string) listing {
 	sortByName(low, name)
-	out := make([]dirent, 0, len(low)+len(shown))
+	var out listing
+	if typ == nil && len(hidden) == 0 {
+		if names, ok := any(low).([]string); ok {
+			return listing{names: names} // os's names, sorted in place
+		}
+	}
+	size := len(low) + len(shown.names)
+	out.names = make([]string, 0, size)
+	if typ != nil {
+		out.types = make([]fs.FileMode, 0, size)
+	}
+	if info != nil {
+		out.infos = make([]fs.FileInfo, 0, size)
+	}
 	i, j := 0, 0
+	take := func() { // the next layer entry
+		out.names = append(out.names, shown.names[i])
+		if typ != nil {
+			out.types = append(out.types, shown.types[i])
+		}
+		if info != nil {
+			out.infos = append(out.infos, nil)
+		}
+		i++
+	}
 	for _, x := range low {
 		nx := name(x)
 		for j < len(hidden) && hidden[j] < nx {
@@ -128,13 +173,21 @@ func mergeLower[T any](low []T, name func(T) string, ent func(T) dirent, shown [
 		if j < len(hidden) && hidden[j] == nx {
 			continue // the layer has it, or a whiteout hides it
 		}
-		for i < len(shown) && shown[i].name < nx {
-			out = append(out, shown[i])
-			i++
+		for i < len(shown.names) && shown.names[i] < nx {
+			take()
 		}
-		out = append(out, ent(x))
+		out.names = append(out.names, nx)
+		if typ != nil {
+			out.types = append(out.types, typ(x))
+		}
+		if info != nil {
+			out.infos = append(out.infos, info(x))
+		}
 	}
-	return append(out, shown[i:]...)
+	for i < len(shown.names) {
+		take()
+	}
+	return out
 }
 
 // typeOfKind returns the type bits of a layer entry of kind k.
@@ -152,29 +205,29 @@ func typeOfKind(k kind) fs.FileMode {
 	return 0
 }
 
-// nodeOf returns the node of an entry listed in the directory rel, whose
-// lower shows through when under: a layer entry as the layer has it now,
-// a lower one as listed.
-func (f *Fs) nodeOf(rel string, under bool, d dirent) node {
-	switch {
-	case d.layer:
-		n, _ := f.lookup(join(rel, d.name), under)
+// nodeOf returns the node of entry i of a listing of the directory rel,
+// whose lower shows through when under: a layer entry as the layer has it
+// now, a lower one as listed.
+func (f *Fs) nodeOf(rel string, under bool, l listing, i int) node {
+	p := join(rel, l.names[i])
+	typ, typed := l.typeAt(i)
+	if _, inLayer := f.paths.Get(p); inLayer || !typed {
+		n, _ := f.lookup(p, under)
 		return n
-	case d.typ == typeUnknown:
-		return f.lowerNode(join(rel, d.name))
 	}
-	k := kindOfMode(d.typ)
-	return node{kind: k, fi: d.fi, under: k == kindDir}
+	k := kindOfMode(typ)
+	return node{kind: k, fi: l.infoAt(i), under: k == kindDir}
 }
 
-// dirEntry adapts a dirent of a directory handle to fs.DirEntry.
+// dirEntry adapts an entry of a directory handle's listing to fs.DirEntry.
 type dirEntry struct {
-	d dirent
-	h *dir
+	name string
+	typ  fs.FileMode
+	h    *dir
 }
 
-func (e dirEntry) Name() string               { return e.d.name }
-func (e dirEntry) IsDir() bool                { return e.d.typ.IsDir() }
-func (e dirEntry) Type() fs.FileMode          { return e.d.typ }
-func (e dirEntry) Info() (fs.FileInfo, error) { return e.h.info(e.d) }
+func (e dirEntry) Name() string               { return e.name }
+func (e dirEntry) IsDir() bool                { return e.typ.IsDir() }
+func (e dirEntry) Type() fs.FileMode          { return e.typ }
+func (e dirEntry) Info() (fs.FileInfo, error) { return e.h.info(e.name) }
 func (e dirEntry) String() string             { return fs.FormatDirEntry(e) }

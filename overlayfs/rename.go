@@ -86,7 +86,7 @@ func (f *Fs) Rename(oldname, newname string) error {
 		if err != nil {
 			return asLinkErr("rename", oldname, newname, err)
 		}
-		if len(ents) > 0 {
+		if len(ents.names) > 0 {
 			return linkErr("rename", oldname, newname, errNotEmpty)
 		}
 	}
@@ -209,8 +209,8 @@ func (f *Fs) subtreeLocked(rel string, n node) ([]movedEntry, error) {
 		if err != nil {
 			return err
 		}
-		for _, d := range ents {
-			if err := add(join(sub, d.name), join(rel, d.name), f.nodeOf(rel, n.under, d)); err != nil {
+		for i, name := range ents.names {
+			if err := add(join(sub, name), join(rel, name), f.nodeOf(rel, n.under, ents, i)); err != nil {
 				return err
 			}
 		}
