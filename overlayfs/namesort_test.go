@@ -11,7 +11,7 @@ import (
 // shared prefixes of every length, names that are prefixes of others,
 // duplicates, empty names and bytes above 0x7f.
 func randomNames(r *rand.Rand, n int) []string {
-	alphabets := []string{"ab", "f0123456789", "\x00\x01\x7f\x80\xfe\xff", "abcdefghijklmnopqrstuvwxyz._-/"}
+	alphabets := []string{"ab", "f0123456789", "\x00\x01\x7f\x80\xfe\xff", "abcdefghijklmnopqrstuvwxyz._-/", "\x00a"}
 	prefixes := []string{"", "f", "file_", "testdata_fixture_", strings.Repeat("p", 40)}
 	out := make([]string, n)
 	for i := range out {
@@ -29,10 +29,10 @@ func randomNames(r *rand.Rand, n int) []string {
 	return out
 }
 
-// TestSortByName: the radix sort orders names as slices.Sort (a comparison
-// sort over strings.Compare) does, for sizes on both sides of the
-// insertion-sort cutoff.
-func TestSortByName(t *testing.T) {
+// TestNameOrder: nameOrder orders names as slices.Sort (a comparison sort
+// over strings.Compare) does, for sizes on both sides of the radix sort's
+// cutoff, with names equal but for trailing zero bytes.
+func TestNameOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(14, 1))
 	for trial := range 2000 {
 		n := r.IntN(400)
@@ -42,25 +42,41 @@ func TestSortByName(t *testing.T) {
 		got := randomNames(r, n)
 		want := slices.Clone(got)
 		slices.Sort(want)
-		sortByName(got, func(s string) string { return s })
+		got = inOrder(got)
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d (%d names): sorted differently from slices.Sort", trial, n)
 		}
 	}
 }
 
-// FuzzSortByName: names split from the input at '|' sort as slices.Sort
-// sorts them.
-func FuzzSortByName(f *testing.F) {
+// FuzzNameOrder: names split from the input at '|' (and more made from
+// them, past the radix sort's cutoff) come in the order slices.Sort gives
+// them.
+func FuzzNameOrder(f *testing.F) {
 	f.Add("b|a|ab|a|")
 	f.Add(strings.Repeat("f0|f1|f00|", 20))
+	f.Add("a\x00|a|a\x00\x00|" + strings.Repeat("0123456789abcdef|", 6))
 	f.Fuzz(func(t *testing.T, in string) {
 		got := strings.Split(in, "|")
+		// Past the radix sort's cutoff too: each name again with a byte
+		// of the input after it.
+		for i := 0; len(got) < 80 && i < 80; i++ {
+			got = append(got, got[i%len(got)]+in[i%max(1, len(in)):][:min(1, len(in))])
+		}
 		want := slices.Clone(got)
 		slices.Sort(want)
-		sortByName(got, func(s string) string { return s })
+		got = inOrder(got)
 		if !slices.Equal(got, want) {
-			t.Fatalf("sortByName(%q) = %q, want %q", in, got, want)
+			t.Fatalf("nameOrder(%q) = %q, want %q", in, got, want)
 		}
 	})
+}
+
+// inOrder returns names in nameOrder's order.
+func inOrder(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, i := range nameOrder(names, func(s string) string { return s }) {
+		out = append(out, names[i])
+	}
+	return out
 }

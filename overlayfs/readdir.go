@@ -7,8 +7,7 @@ import (
 )
 
 // listing is a merged directory listing, sorted by name, in parallel
-// slices: a listing by name only (Readdirnames) is the names os read,
-// sorted in place.
+// slices.
 type listing struct {
 	names []string
 	types []fs.FileMode // type bits per name; nil when listed by name only
@@ -135,19 +134,13 @@ func readLower(d *os.File, mode listMode, shown listing, hidden []string) (listi
 	return mergeLower(des, fs.DirEntry.Name, fs.DirEntry.Type, nil, shown, hidden), nil
 }
 
-// mergeLower sorts the lower's entries and merges them with the layer's in
-// one pass, as both are then sorted. typ and info, when set, give each
-// lower entry's type bits and Lstat.
+// mergeLower merges the lower's entries, in name order, with the layer's
+// in one pass. typ and info, when set, give each lower entry's type bits
+// and Lstat.
 func mergeLower[T any](low []T, name func(T) string, typ func(T) fs.FileMode, info func(T) fs.FileInfo, shown listing, hidden []string) listing {
-	sortByName(low, name)
-	var out listing
-	if typ == nil && len(hidden) == 0 {
-		if names, ok := any(low).([]string); ok {
-			return listing{names: names} // os's names, sorted in place
-		}
-	}
+	order := nameOrder(low, name)
 	size := len(low) + len(shown.names)
-	out.names = make([]string, 0, size)
+	out := listing{names: make([]string, 0, size)}
 	if typ != nil {
 		out.types = make([]fs.FileMode, 0, size)
 	}
@@ -165,7 +158,8 @@ func mergeLower[T any](low []T, name func(T) string, typ func(T) fs.FileMode, in
 		}
 		i++
 	}
-	for _, x := range low {
+	for _, k := range order {
+		x := low[k]
 		nx := name(x)
 		for j < len(hidden) && hidden[j] < nx {
 			j++
