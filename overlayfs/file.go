@@ -361,18 +361,13 @@ func (d *dir) next(n int, mode listMode) (listing, error) {
 		return listing{}, pathErr("readdirent", d.name, errFileClosing)
 	}
 	if !d.read || d.pos == len(d.ents.names) {
-		// As getdents on Linux: a directory removed since it was opened
-		// lists nothing more, with ENOENT.
-		if d.fs != nil && !d.fs.isDir(&d.rel) {
-			return listing{}, pathErr("readdirent", d.name, errNoEnt)
-		}
-	}
-	if !d.read {
 		ents, err := d.list(mode)
 		if err != nil {
-			return listing{}, fixErr("readdirent", d.name, err)
+			return listing{}, err
 		}
-		d.ents, d.read = ents, true
+		if !d.read {
+			d.ents, d.read = ents, true
+		}
 	}
 	end := len(d.ents.names)
 	if n > 0 {
@@ -386,19 +381,40 @@ func (d *dir) next(n int, mode listMode) (listing, error) {
 	return page, nil
 }
 
-// list takes the handle's listing. Callers hold d.mu.
+// list checks that the handle's directory is still there, as getdents on
+// Linux does (a directory removed since it was opened lists nothing more,
+// with ENOENT), and takes its listing unless it has one. Callers hold d.mu.
 func (d *dir) list(mode listMode) (listing, error) {
 	if d.fs == nil {
-		return readLower(d.lower, mode, listing{}, nil)
+		if d.read {
+			return listing{}, nil
+		}
+		ents, err := readLower(d.lower, mode, listing{}, nil)
+		return ents, fixErr("readdirent", d.name, err)
 	}
 	f := d.fs
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	var n node
 	lower := d.lower
-	if d.rel != d.lowerRel {
-		lower = nil // moved since opened: the lower of where it is now
+	if _, inLayer := f.paths.Get(d.rel); lower != nil && d.rel == d.lowerRel && !inLayer && f.lowerVisible(d.rel) {
+		// The lower directory this handle has open, still shown: the
+		// lower does not change, so it is still a directory.
+		n = node{kind: kindDir, under: true}
+	} else {
+		n = f.nodeAtLocked(d.rel)
+		if d.rel != d.lowerRel {
+			lower = nil // moved since opened: the lower of where it is now
+		}
 	}
-	return f.listDirLocked(d.rel, f.nodeAtLocked(d.rel), mode, lower)
+	switch {
+	case n.kind != kindDir:
+		return listing{}, pathErr("readdirent", d.name, errNoEnt)
+	case d.read:
+		return listing{}, nil
+	}
+	ents, err := f.listDirLocked(d.rel, n, mode, lower)
+	return ents, fixErr("readdirent", d.name, err)
 }
 
 func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
