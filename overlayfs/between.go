@@ -14,7 +14,7 @@ import (
 // come from f or from any fork of it (same root). Cost: O(size of both
 // layers), plus the lower subtrees that one side shows and the other hides.
 func (f *Fs) ChangesBetween(a, b *Snapshot) []Change {
-	cs, _ := f.between(a, b)
+	cs, _ := f.primary().between(a.layers[0], b.layers[0])
 	out := make([]Change, len(cs))
 	for i, c := range cs {
 		out[i] = c.Change
@@ -26,23 +26,23 @@ func (f *Fs) ChangesBetween(a, b *Snapshot) []Change {
 // same guarantee as WriteDiff: in a copy of a's view, `git apply` gives b's
 // view (files and symlinks, byte for byte, with their executable bits).
 func (f *Fs) WriteDiffBetween(w io.Writer, a, b *Snapshot) error {
-	cs, err := f.between(a, b)
+	cs, err := f.primary().between(a.layers[0], b.layers[0])
 	if err != nil {
 		return err
 	}
 	return gitdiff.Write(w, patchChanges(cs))
 }
 
-// viewOf returns a read-only Fs over a snapshot's layer. Snapshot trees are
-// never changed, so it needs no lock.
-func (f *Fs) viewOf(s *Snapshot) *Fs {
-	return &Fs{root: f.root, opts: f.opts, fam: f.fam, paths: s.paths, blobs: s.blobs}
+// viewOf returns a read-only layer over a snapshot's layer. Snapshot trees
+// are never changed, so it needs no lock.
+func (f *layer) viewOf(s *savedLayer) *layer {
+	return &layer{shared: f.shared, root: f.root, paths: s.paths, blobs: s.blobs}
 }
 
-func (f *Fs) between(a, b *Snapshot) ([]change, error) {
+func (f *layer) between(a, b *savedLayer) ([]change, error) {
 	va, vb := f.viewOf(a), f.viewOf(b)
 	keys := make(map[string]bool)
-	for _, s := range []*Snapshot{a, b} {
+	for _, s := range []*savedLayer{a, b} {
 		s.paths.Scan(func(k string, _ entry) bool {
 			if k != "" {
 				keys[k] = true
@@ -67,7 +67,7 @@ func (f *Fs) between(a, b *Snapshot) ([]change, error) {
 		// One side shows lower children the other does not: walk them.
 		names := make(map[string]bool)
 		for _, v := range []struct {
-			f *Fs
+			f *layer
 			n node
 		}{{va, na}, {vb, nb}} {
 			if v.n.kind != kindDir {
@@ -107,7 +107,7 @@ func (f *Fs) between(a, b *Snapshot) ([]change, error) {
 }
 
 // sideOf returns what a node of this view is, for comparison.
-func (f *Fs) sideOf(rel string, n node) side {
+func (f *layer) sideOf(rel string, n node) side {
 	switch {
 	case !n.exists():
 		return side{}

@@ -96,7 +96,7 @@ type change struct {
 // the previous one, in the order of Roots().
 func (f *Fs) Changes() []Change {
 	var out []Change
-	for _, g := range f.all() {
+	for _, g := range f.layers {
 		cs, _ := g.changes()
 		out = slices.Grow(out, len(cs))
 		for _, c := range cs {
@@ -106,7 +106,7 @@ func (f *Fs) Changes() []Change {
 	return out
 }
 
-func (f *Fs) changes() ([]change, error) {
+func (f *layer) changes() ([]change, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := make([]change, 0, f.paths.Len())
@@ -172,7 +172,7 @@ func (f *Fs) changes() ([]change, error) {
 
 // deletedBelow lists the lower's subtree of rel, which the view hides, as
 // deletions; paths the layer has are left to their own entries.
-func (f *Fs) deletedBelow(rel string, out *[]change) error {
+func (f *layer) deletedBelow(rel string, out *[]change) error {
 	des, err := os.ReadDir(f.host(rel))
 	if err != nil {
 		return err
@@ -198,14 +198,14 @@ func (f *Fs) deletedBelow(rel string, out *[]change) error {
 
 // lowerSide returns what the lower tree has at rel: every ancestor must be
 // a real directory there, so a lower symlink is never followed.
-func (f *Fs) lowerSide(rel string) side {
+func (f *layer) lowerSide(rel string) side {
 	s, _ := f.lowerSideOf(rel)
 	return s
 }
 
 // lowerSideOf is lowerSide, also returning the ancestor of rel found not
 // to be a directory in the lower, if that is why it has nothing at rel.
-func (f *Fs) lowerSideOf(rel string) (side, string) {
+func (f *layer) lowerSideOf(rel string) (side, string) {
 	for p := parent(rel); p != ""; p = parent(p) {
 		if _, ok := f.dirs.Load(p); ok {
 			break
@@ -234,7 +234,7 @@ func isBelow(p, dir string) bool {
 }
 
 // viewSide returns what a layer entry shows.
-func (f *Fs) viewSide(e entry) side {
+func (f *layer) viewSide(e entry) side {
 	switch e.kind {
 	case kindDir:
 		return side{kind: kindDir, mode: fs.ModeDir | e.perm}

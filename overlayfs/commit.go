@@ -86,14 +86,11 @@ func (f *Fs) Commit() error { return f.commit(nil, nil) }
 // Parent directories that only the layer has are created as needed. It is
 // atomic as Commit is.
 func (f *Fs) CommitPaths(names ...string) error {
-	sel := make(map[*Fs][]string)
+	sel := make(map[*layer][]string)
 	for _, name := range names {
-		g := f.route(name)
-		if g == nil {
-			g = f
-		}
+		g, abs := f.pick(name)
 		g.mu.RLock()
-		l, err := g.resolve("commit", name, false)
+		l, err := g.resolve("commit", name, abs, false)
 		g.mu.RUnlock()
 		if err != nil {
 			return err
@@ -116,8 +113,8 @@ type plan struct {
 // commit applies the layer entries selected per root (all when sel is nil),
 // after checking every root for conflicts. Each root is staged, then each
 // is applied: a crash leaves each root old or new, not all roots alike.
-func (f *Fs) commit(sel map[*Fs][]string, hook faultHook) error {
-	roots := f.all()
+func (f *Fs) commit(sel map[*layer][]string, hook faultHook) error {
+	roots := f.layers
 	for _, g := range roots {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -215,7 +212,7 @@ func (f *Fs) commit(sel map[*Fs][]string, hook faultHook) error {
 
 // allKeys lists the keys of the plans, prefixed with their roots when
 // prefix is set (there are several roots).
-func allKeys(roots []*Fs, plans []plan, prefix bool) []string {
+func allKeys(roots []*layer, plans []plan, prefix bool) []string {
 	var out []string
 	for i, g := range roots {
 		if prefix {
@@ -241,7 +238,7 @@ func prefixAll(root string, rels []string) []string {
 // A selected name the layer hides only through an ancestor (an opaque or
 // replaced directory) gets a deletion step of its own. The root's own
 // entry (key "") comes first.
-func (f *Fs) planLocked(rels []string, partial bool) plan {
+func (f *layer) planLocked(rels []string, partial bool) plan {
 	p := plan{keep: make(map[string]bool)}
 	f.paths.Scan(func(k string, e entry) bool {
 		if k == "" && e.kind != kindDir {
@@ -275,7 +272,7 @@ func (f *Fs) planLocked(rels []string, partial bool) plan {
 // loadRenamedLocked reads into memory the bytes of every renamed file that
 // still refers to the lower under its old name: the commit may delete or
 // overwrite that name, whether or not the renamed file is committed now.
-func (f *Fs) loadRenamedLocked() error {
+func (f *layer) loadRenamedLocked() error {
 	var renamed []uint64
 	f.paths.Scan(func(k string, e entry) bool {
 		if e.kind == kindFile {
@@ -297,125 +294,178 @@ func (f *Fs) loadRenamedLocked() error {
 // and records the steps that put them in place. Nothing outside the
 // journal is written. A new directory is staged with its whole subtree, so
 // that one rename places it.
-func (f *Fs) stageLocked(j *journal, p plan) error {
-	staged := map[string]string{} // new directory in the tree -> its place in the stage
-	stagedAt := func(k string) (string, bool) {
-		for a := parent(k); a != ""; a = parent(a) {
-			if s, ok := staged[a]; ok {
-				return s + k[len(a):], true
-			}
-		}
-		return "", false
-	}
+func (f *layer) stageLocked(j *journal, p plan) error {
+	st := &stage{j: j, keep: p.keep, staged: map[string]string{}}
 	for i, k := range p.keys {
 		e := p.ents[i]
-		in, inNew := stagedAt(k)
-		if inNew && e.kind == kindWhiteout {
+		s := slot{k: k}
+		s.in, s.inNew = st.stagedAt(k)
+		if s.inNew && e.kind == kindWhiteout {
 			continue
 		}
-		var low fs.FileInfo
-		if !inNew {
+		if !s.inNew {
 			fi, err := j.rt.Lstat(osName(k))
 			switch {
 			case err == nil:
-				low = fi
+				s.low = fi
 			case !isMissing(err):
 				return escapeErr(err)
 			}
 		}
-		// Where the new entry cannot be renamed over the old one (a
-		// directory on either side), the old one goes to the trash first.
-		trash := func() {
-			j.add(step{Op: opTrash, Path: k, N: j.next()})
-		}
-		place := func() string {
-			if inNew {
-				return in
-			}
-			n := j.next()
-			j.add(step{Op: opPlace, Path: k, N: n})
-			return stageName(n)
-		}
-		switch e.kind {
-		case kindWhiteout:
-			if low != nil {
-				trash()
-			}
-		case kindDir:
-			if low != nil && low.IsDir() {
-				if e.opaque && !p.keep[k] {
-					if err := f.pruneLocked(j, k); err != nil {
-						return err
-					}
-				}
-				j.add(metaStep(k, e.meta, false))
-				continue
-			}
-			if low != nil {
-				trash()
-			}
-			s := place()
-			if err := j.stageDir(s); err != nil {
-				return err
-			}
-			if !inNew {
-				staged[k] = s
-			}
-			j.add(metaStep(k, e.meta, false))
-		case kindFIFO, kindSocket:
-			if low != nil && kindOfMode(low.Mode()) == e.kind {
-				j.add(metaStep(k, e.meta, false)) // the same node, new metadata
-				continue
-			}
-			if low != nil && low.IsDir() {
-				trash()
-			}
-			if err := j.stageSpecial(place(), e.kind); err != nil {
-				return err
-			}
-			j.add(metaStep(k, e.meta, false))
-		case kindSymlink:
-			if low != nil && low.IsDir() {
-				trash()
-			}
-			if err := j.stageSymlink(place(), e.target, e.meta); err != nil {
-				return err
-			}
-		case kindFile:
-			b := f.blobLocked(e.ino)
-			if b == nil {
-				return pathErr("commit", k, fs.ErrNotExist)
-			}
-			if b.lazy && !b.external() && b.src == k && low != nil && low.Mode().IsRegular() {
-				j.add(metaStep(k, b.meta, false)) // same bytes, already there
-				continue
-			}
-			if low != nil && low.IsDir() {
-				trash()
-			}
-			if err := j.stageFile(place(), b.meta, func(fh *os.File) error {
-				if !b.lazy {
-					return sparse.Write(fh, b.data)
-				}
-				r, err := b.reader(f) // streamed: a large file is never held whole
-				if err != nil {
-					return err
-				}
-				defer r.Close()
-				_, err = sparse.Copy(fh, r)
-				return err
-			}); err != nil {
-				return err
-			}
+		if err := f.stageEntryLocked(st, s, e); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// stage is a plan being staged into a journal.
+type stage struct {
+	j      *journal
+	keep   map[string]bool   // the plan's keep
+	staged map[string]string // new directory in the tree -> its place in the stage
+}
+
+// slot is where one entry of a plan goes: its key, what the lower has
+// there (nil: nothing, or inside a new directory), and inside a new
+// directory, its place in the stage.
+type slot struct {
+	k     string
+	low   fs.FileInfo
+	in    string
+	inNew bool
+}
+
+// lowDir reports whether the lower has a directory at the slot.
+func (s slot) lowDir() bool { return s.low != nil && s.low.IsDir() }
+
+// stagedAt returns the place in the stage of k inside a new directory
+// staged whole, if it is.
+func (st *stage) stagedAt(k string) (string, bool) {
+	for a := parent(k); a != ""; a = parent(a) {
+		if s, ok := st.staged[a]; ok {
+			return s + k[len(a):], true
+		}
+	}
+	return "", false
+}
+
+// trash moves what the lower has at the slot to the trash first: where
+// the new entry cannot be renamed over the old one (a directory on either
+// side).
+func (st *stage) trash(s slot) {
+	st.j.add(step{Op: opTrash, Path: s.k, N: st.j.next()})
+}
+
+// place returns where in the stage the slot's new entry is written.
+func (st *stage) place(s slot) string {
+	if s.inNew {
+		return s.in
+	}
+	n := st.j.next()
+	st.j.add(step{Op: opPlace, Path: s.k, N: n})
+	return stageName(n)
+}
+
+// stageEntryLocked stages one entry by kind.
+func (f *layer) stageEntryLocked(st *stage, s slot, e entry) error {
+	switch e.kind {
+	case kindWhiteout:
+		if s.low != nil {
+			st.trash(s)
+		}
+	case kindDir:
+		return f.stageDirLocked(st, s, e)
+	case kindFIFO, kindSocket:
+		return st.special(s, e)
+	case kindSymlink:
+		if s.lowDir() {
+			st.trash(s)
+		}
+		return st.j.stageSymlink(st.place(s), e.target, e.meta)
+	case kindFile:
+		return f.stageFileLocked(st, s, e)
+	}
+	return nil
+}
+
+// stageDirLocked stages a directory: over a lower directory only its
+// metadata (and, opaque, the trashing of the lower children the layer
+// does not have); otherwise a new directory, staged whole.
+func (f *layer) stageDirLocked(st *stage, s slot, e entry) error {
+	if s.lowDir() {
+		if e.opaque && !st.keep[s.k] {
+			if err := f.pruneLocked(st.j, s.k); err != nil {
+				return err
+			}
+		}
+		st.j.add(metaStep(s.k, e.meta, false))
+		return nil
+	}
+	if s.low != nil {
+		st.trash(s)
+	}
+	place := st.place(s)
+	if err := st.j.stageDir(place); err != nil {
+		return err
+	}
+	if !s.inNew {
+		st.staged[s.k] = place
+	}
+	st.j.add(metaStep(s.k, e.meta, false))
+	return nil
+}
+
+// special stages a FIFO or a socket; over the same kind of node only its
+// metadata.
+func (st *stage) special(s slot, e entry) error {
+	if s.low != nil && kindOfMode(s.low.Mode()) == e.kind {
+		st.j.add(metaStep(s.k, e.meta, false)) // the same node, new metadata
+		return nil
+	}
+	if s.lowDir() {
+		st.trash(s)
+	}
+	if err := st.j.stageSpecial(st.place(s), e.kind); err != nil {
+		return err
+	}
+	st.j.add(metaStep(s.k, e.meta, false))
+	return nil
+}
+
+// stageFileLocked stages a file's content, streamed from the lower or an
+// external file when it is still lazy; a file still the lower's own bytes
+// at the same place gets only its metadata.
+func (f *layer) stageFileLocked(st *stage, s slot, e entry) error {
+	b := f.blobLocked(e.ino)
+	if b == nil {
+		return pathErr("commit", s.k, fs.ErrNotExist)
+	}
+	if b.lazy && !b.external() && b.src == s.k && s.low != nil && s.low.Mode().IsRegular() {
+		st.j.add(metaStep(s.k, b.meta, false)) // same bytes, already there
+		return nil
+	}
+	if s.lowDir() {
+		st.trash(s)
+	}
+	return st.j.stageFile(st.place(s), b.meta, func(fh *os.File) error {
+		if !b.lazy {
+			return sparse.Write(fh, b.data)
+		}
+		r, err := b.reader(f) // streamed: a large file is never held whole
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		_, err = sparse.Copy(fh, r)
+		return err
+	})
+}
+
 // settlePlanLocked brings the layer up to date with a plan now on disk:
 // what the lower shows as the layer did leaves the layer, and the lower's
 // new state is what later commits compare with.
-func (f *Fs) settlePlanLocked(p plan) {
+func (f *layer) settlePlanLocked(p plan) {
 	defer func() {
 		f.dropCaches()
 		clear(f.copied)
@@ -472,7 +522,7 @@ func selectedAbove(rel string, sel map[string]bool) bool {
 // settleLocked drops an applied entry from the layer once the lower shows
 // the same thing through it; under a directory the layer still hides, the
 // entry stays (it is now equal to the lower there, and harmless).
-func (f *Fs) settleLocked(k string, e entry) {
+func (f *layer) settleLocked(k string, e entry) {
 	if !f.lowerVisible(parent(k)) {
 		f.recordDepLocked(k)
 		return
@@ -498,7 +548,7 @@ func (f *Fs) settleLocked(k string, e entry) {
 
 // pruneLocked moves to the trash the lower children of an opaque
 // directory that the layer does not have.
-func (f *Fs) pruneLocked(j *journal, rel string) error {
+func (f *layer) pruneLocked(j *journal, rel string) error {
 	d, err := j.rt.Open(osName(rel))
 	if err != nil {
 		return escapeErr(err)

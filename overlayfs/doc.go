@@ -51,8 +51,8 @@
 // # Concurrency
 //
 // An Fs is safe for concurrent use by many goroutines. Handles are too.
-// Mutations are serialized by one lock per Fs; lower reads run in
-// parallel. Two goroutines racing on the first write or append to a lower
+// Mutations are serialized by one lock per root (per Fs, without
+// [WithRoot]); lower reads run in parallel. Two goroutines racing on the first write or append to a lower
 // file never lose bytes: the copy-up happens once, under the lock.
 //
 // The lower must not change while an Fs uses it: its directories are cached
@@ -123,4 +123,26 @@
 // listing a directory costs the lower's ReadDir plus that directory's layer
 // children. Renaming a directory is O(size of its subtree), without reading
 // file contents.
+//
+// # Where things live
+//
+// fs.go: [Fs], the layer type (one root's state and locks) and [New];
+// roots.go: [WithRoot] and the choice of a name's root; resolve.go: the
+// resolver (names to locations, symlinks in the merged view); lookup.go:
+// one path in the merged view and the caches of the lower; node.go: the
+// kinds, layer entries and merged-view nodes; blob.go: file contents;
+// layer.go: subtrees of the layer and root-relative path helpers;
+// copyup.go: copy-up of metadata, and of content when a write needs it;
+// ops.go: Stat, Mkdir, Symlink, Readlink, Chmod, Chown, Chtimes, Remove and
+// RemoveAll; open.go and file.go: opening, and the handles; handles.go:
+// how open handles follow renames and removals; readdir.go and info.go: merged
+// listings and FileInfo; rename.go: [Fs.Rename]; changes.go, between.go
+// and patch.go: [Fs.Changes], [Fs.ChangesBetween] and the git patch;
+// entries.go: [Fs.Layer] and [Fs.PutEntry]; extfile*.go: content kept by
+// reference; snapshot.go: [Fs.Snapshot], [Fs.Restore] and [Fs.Fork];
+// commit.go: [Fs.Commit] and its staging; conflicts.go: what the layer
+// depends on in the lower, and Commit's conflict check; journal.go: the
+// commit journal and [Recover]; lowerstate.go: [LowerState]; iofs.go:
+// [Fs.IOFS]; errors.go: sentinels and error constructors; umask.go and
+// sys_*.go, device_*.go, mknod_*.go: what differs by platform.
 package overlayfs

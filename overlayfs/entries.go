@@ -77,7 +77,9 @@ func (e LayerEntry) Open() (io.ReadCloser, error) {
 // always exists in the view but may have no entry itself (then it is the
 // lower's directory, unchanged). Whiteouts exist only where the lower has
 // the path. Cost: O(layer entries); content is not copied.
-func (f *Fs) Layer() []LayerEntry {
+func (f *Fs) Layer() []LayerEntry { return f.primary().entries() }
+
+func (f *layer) entries() []LayerEntry {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// Freeze the blobs: from now on writes through f clone before changing.
@@ -138,6 +140,10 @@ func (f *Fs) Layer() []LayerEntry {
 // the file does, not its size in memory. A directory entry at "." sets the root directory's
 // own metadata (it cannot be opaque).
 func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
+	return f.primary().putEntry(e, content)
+}
+
+func (f *layer) putEntry(e LayerEntry, content io.Reader) error {
 	rel := e.Path
 	if rel == "." && e.Type == EntryDir && !e.Opaque {
 		f.mu.Lock()
@@ -214,7 +220,7 @@ func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
 
 // nodeAtLocked returns the node at a literal root-relative path: no
 // symlink is followed.
-func (f *Fs) nodeAtLocked(rel string) node {
+func (f *layer) nodeAtLocked(rel string) node {
 	if rel == "" {
 		n, _ := f.rootNode()
 		return n

@@ -24,7 +24,7 @@ func (b *blob) external() bool { return b.lazy && b.ext != nil }
 
 // reader streams the content of a lazy blob without reading it into
 // memory. It reads what the blob holds at the time of the call.
-func (b *blob) reader(f *Fs) (io.ReadCloser, error) {
+func (b *blob) reader(f *layer) (io.ReadCloser, error) {
 	if b.external() {
 		return b.ext.section(b.size), nil
 	}

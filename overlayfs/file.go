@@ -30,7 +30,7 @@ var (
 // file is a handle on a layer file. It refers to the file's identity, so it
 // follows the file through renames and keeps working after an unlink.
 type file struct {
-	fs   *Fs
+	fs   *layer
 	name string
 	ino  uint64
 	flag int
@@ -195,7 +195,7 @@ func (h *file) WriteString(s string) (int, error) { return h.Write([]byte(s)) }
 
 // writeAt writes p at off in an owned, loaded blob, zero-filling any gap,
 // and returns the offset after it.
-func (f *Fs) writeAt(b *blob, p []byte, off int64) int64 {
+func (f *layer) writeAt(b *blob, p []byte, off int64) int64 {
 	if len(p) == 0 {
 		return off // writing nothing past the end makes no hole
 	}
@@ -329,7 +329,7 @@ func (h *file) notDir() error {
 // dir is a handle on a directory inside the root. Its listing is taken at
 // the first read and paged from there, merged and sorted.
 type dir struct {
-	fs   *Fs
+	fs   *layer
 	name string
 	rel  string
 	n    node
@@ -485,7 +485,7 @@ func (d *dir) info(name string) (fs.FileInfo, error) {
 	if d.fs == nil {
 		return os.Lstat(d.name + "/" + name)
 	}
-	return d.fs.Lstat(d.name + "/" + name)
+	return d.fs.stat("lstat", d.name+"/"+name, "", false)
 }
 
 // Readdirnames returns the listing's own names: pages are capped, and the
@@ -626,7 +626,7 @@ func (d *dir) fail(op string, err error) error {
 }
 
 // isDir reports whether the view has a directory at *rel.
-func (f *Fs) isDir(rel *string) bool {
+func (f *layer) isDir(rel *string) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.nodeAtLocked(*rel).kind == kindDir
@@ -638,7 +638,7 @@ func (f *Fs) isDir(rel *string) bool {
 type osFile struct {
 	*os.File
 	name string
-	fs   *Fs    // set for files inside the root
+	fs   *layer // set for files inside the root
 	rel  string // root-relative path, inside the root
 	seen int64  // fs.copies when last checked
 	flag int    // the open flags

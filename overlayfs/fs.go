@@ -23,14 +23,27 @@ var (
 // Fs is a copy-on-write overlay of a real directory tree. See the package
 // documentation for the contract.
 type Fs struct {
-	root  string // canonical absolute root
+	*shared
+	layers []*layer // one per root: the primary root's first, then WithRoot's
+}
+
+// shared is what the layers of an Fs and of its forks have in common: the
+// options and the process's identity and umask as New saw them. Only fam
+// changes after New, atomically.
+type shared struct {
 	opts  options
 	umask fs.FileMode
 	uid   int
 	gid   int
 	fam   *family
+}
 
-	subs []*Fs // layers of the extra roots (WithRoot), sharing fam
+// layer is one root's copy-on-write layer: its entries and contents, what
+// Commit depends on, its handles and its caches of the lower, under its
+// own locks.
+type layer struct {
+	*shared
+	root string // canonical absolute root
 
 	mu      sync.RWMutex
 	paths   *btree.Map[string, entry] // root-relative slash path -> entry
@@ -56,7 +69,7 @@ type Fs struct {
 }
 
 // dropCaches forgets what was seen of the lower.
-func (f *Fs) dropCaches() {
+func (f *layer) dropCaches() {
 	f.dirs.Clear()
 	f.names.Clear()
 }
@@ -104,6 +117,27 @@ func New(root string, opts ...Option) (*Fs, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	sh := &shared{
+		opts: o,
+		uid:  os.Getuid(),
+		gid:  os.Getgid(),
+		fam:  new(family),
+	}
+	sh.umask = o.umask
+	if !o.umaskSet {
+		sh.umask = processUmask()
+	}
+	f := &Fs{shared: sh}
+	for _, dir := range append([]string{root}, o.extra...) {
+		if err := f.addRoot(dir); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// newLayer returns an empty layer of the directory root.
+func newLayer(sh *shared, root string) (*layer, error) {
 	if root == "" {
 		// filepath.Abs("") is the working directory: an unset variable
 		// would silently overlay the package directory.
@@ -127,26 +161,13 @@ func New(root string, opts ...Option) (*Fs, error) {
 	if err := checkJournal("overlayfs.New", root, canon); err != nil {
 		return nil, err
 	}
-	f := &Fs{
-		root: canon,
-		opts: o,
-		uid:  os.Getuid(),
-		gid:  os.Getgid(),
-		fam:  new(family),
-	}
-	f.umask = o.umask
-	if !o.umaskSet {
-		f.umask = processUmask()
-	}
+	f := &layer{shared: sh, root: canon}
 	f.resetLocked()
-	if err := f.addRoots(o.extra); err != nil {
-		return nil, err
-	}
 	return f, nil
 }
 
-// resetLocked gives f an empty layer.
-func (f *Fs) resetLocked() {
+// resetLocked empties the layer.
+func (f *layer) resetLocked() {
 	f.paths = btree.NewMap[string, entry](32)
 	f.blobs = btree.NewMap[uint64, *blob](32)
 	f.gen = f.fam.gen.Add(1)
@@ -161,7 +182,7 @@ func (f *Fs) resetLocked() {
 }
 
 // Root returns the canonical absolute path of the root.
-func (f *Fs) Root() string { return f.root }
+func (f *Fs) Root() string { return f.primary().root }
 
 // Name returns "overlayfs".
 func (f *Fs) Name() string { return "overlayfs" }
@@ -169,7 +190,7 @@ func (f *Fs) Name() string { return "overlayfs" }
 // Reset discards the layer: the view is the lower again. Handles open on
 // layer files keep working on detached copies of their content.
 func (f *Fs) Reset() {
-	for _, g := range f.all() {
+	for _, g := range f.layers {
 		g.mu.Lock()
 		g.resetLocked()
 		g.mu.Unlock()
@@ -177,7 +198,7 @@ func (f *Fs) Reset() {
 }
 
 // host returns the host path of a root-relative path.
-func (f *Fs) host(rel string) string {
+func (f *layer) host(rel string) string {
 	if rel == "" {
 		return f.root
 	}
@@ -187,4 +208,4 @@ func (f *Fs) host(rel string) string {
 	return f.root + "/" + filepath.FromSlash(rel)
 }
 
-func (f *Fs) now() time.Time { return f.opts.now() }
+func (s *shared) now() time.Time { return s.opts.now() }

@@ -33,7 +33,7 @@ type renamedInfo struct {
 func (fi renamedInfo) Name() string { return fi.name }
 
 // infoLocked returns the FileInfo of a node under the given name.
-func (f *Fs) infoLocked(name string, n node) fs.FileInfo {
+func (f *layer) infoLocked(name string, n node) fs.FileInfo {
 	if !n.layer {
 		return renameInfo(n.fi, name)
 	}

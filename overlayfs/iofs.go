@@ -33,7 +33,7 @@ func (v ioFS) host(op, name string) (string, error) {
 	if name != "." {
 		rel = join(v.dir, name)
 	}
-	return v.f.host(rel), nil
+	return v.f.primary().host(rel), nil
 }
 
 func (v ioFS) Open(name string) (fs.File, error) {

@@ -21,7 +21,7 @@ type LowerState struct {
 // Directories it cannot list count as having no entries. Cost: one Lstat
 // per path.
 func (f *Fs) LowerState() *LowerState {
-	return &LowerState{root: f.root, ids: scanLower(f.root)}
+	return &LowerState{root: f.Root(), ids: scanLower(f.Root())}
 }
 
 func scanLower(root string) map[string]dep {

@@ -35,11 +35,13 @@ func (f *Fs) Create(name string) (afero.File, error) {
 // touched opens read-only on the lower (blocking for a writer, as os
 // does); any other open of a FIFO fails with ErrSpecialFile.
 func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, error) {
-	if g := f.route(name); g != nil {
-		return g.OpenFile(name, flag, perm)
-	}
+	g, abs := f.pick(name)
+	return g.openFile(name, abs, flag, perm)
+}
+
+func (f *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
 	if flag&writeFlags == 0 {
-		return f.openRead(name, flag)
+		return f.openRead(name, abs, flag)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -51,7 +53,7 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 		// As Linux: with O_CREAT, the last component is looked at before
 		// any final symlink is followed; a name ending in a slash, "." or
 		// ".." cannot be created.
-		l, ok, err = f.writeEntryLoc("open", name)
+		l, ok, err = f.writeEntryLoc("open", name, abs)
 		if ok && (l.slash || l.last != lastNorm) {
 			if l.last != lastNorm {
 				if err := f.dirCheck(l); err != nil {
@@ -64,10 +66,10 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 			return nil, pathErr("open", name, errIsDir)
 		}
 		if ok && !excl {
-			l, ok, err = f.writeLoc("open", name, true)
+			l, ok, err = f.writeLoc("open", name, abs, true)
 		}
 	} else {
-		l, ok, err = f.writeLoc("open", name, true)
+		l, ok, err = f.writeLoc("open", name, abs, true)
 	}
 	if !ok {
 		if err == nil {
@@ -126,10 +128,10 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 
 // openRead opens name read-only. Lower files are opened directly with
 // O_NOFOLLOW, so the common case costs one system call more than nothing.
-func (f *Fs) openRead(name string, flag int) (afero.File, error) {
+func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l, err := f.resolve("open", name, false)
+	l, err := f.resolve("open", name, abs, false)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +157,7 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 		}
 	}
 	// A symlink, a directory, a layer entry or a trailing slash.
-	if l, err = f.resolve("open", name, true); err != nil {
+	if l, err = f.resolve("open", name, abs, true); err != nil {
 		return nil, err
 	}
 	if !l.inside {
@@ -197,22 +199,22 @@ func (f *Fs) openRead(name string, flag int) (afero.File, error) {
 }
 
 // lowerHandle wraps a handle opened on the lower at rel.
-func (f *Fs) lowerHandle(fh *os.File, name, rel string, flag int) *osFile {
+func (f *layer) lowerHandle(fh *os.File, name, rel string, flag int) *osFile {
 	o := &osFile{File: fh, name: name, fs: f, rel: rel, at: rel, seen: f.copies.Load(), flag: flag}
 	f.bind(&o.at)
 	return o
 }
 
 // hold counts an open handle on a file identity.
-func (f *Fs) hold(ino uint64) {
+func (f *layer) hold(ino uint64) {
 	f.hmu.Lock()
 	f.opened[ino]++
 	f.hmu.Unlock()
 }
 
-// release ends a handle; the content of a file unlinked while open goes
+// releaseLocked ends a handle; the content of a file unlinked while open goes
 // with its last handle. Callers hold f.mu.
-func (f *Fs) releaseLocked(ino uint64) {
+func (f *layer) releaseLocked(ino uint64) {
 	f.hmu.Lock()
 	defer f.hmu.Unlock()
 	if f.opened[ino]--; f.opened[ino] > 0 {

@@ -11,21 +11,17 @@ import (
 
 // Stat returns the FileInfo of name, following symlinks, as os.Stat does.
 func (f *Fs) Stat(name string) (fs.FileInfo, error) {
-	if g := f.route(name); g != nil {
-		return g.Stat(name)
-	}
-	if fi, ok, err := f.fastStat(name); ok {
+	g, abs := f.pick(name)
+	if fi, ok, err := g.fastStat(name); ok {
 		return fi, err
 	}
-	return f.stat("stat", name, true)
+	return g.stat("stat", name, abs, true)
 }
 
 // Lstat returns the FileInfo of name without following a final symlink.
 func (f *Fs) Lstat(name string) (fs.FileInfo, error) {
-	if g := f.route(name); g != nil {
-		return g.Lstat(name)
-	}
-	return f.stat("lstat", name, false)
+	g, abs := f.pick(name)
+	return g.stat("lstat", name, abs, false)
 }
 
 // LstatIfPossible implements afero.Lstater; it always uses Lstat.
@@ -36,7 +32,7 @@ func (f *Fs) LstatIfPossible(name string) (fs.FileInfo, bool, error) {
 
 // fastStat serves Stat straight from the lower while the layer is empty:
 // then the merged view is the lower and the kernel resolves names as we would.
-func (f *Fs) fastStat(name string) (fs.FileInfo, bool, error) {
+func (f *layer) fastStat(name string) (fs.FileInfo, bool, error) {
 	f.mu.RLock()
 	empty := f.paths.Len() == 0
 	f.mu.RUnlock()
@@ -50,10 +46,10 @@ func (f *Fs) fastStat(name string) (fs.FileInfo, bool, error) {
 	return fi, true, err
 }
 
-func (f *Fs) stat(op, name string, follow bool) (fs.FileInfo, error) {
+func (f *layer) stat(op, name, abs string, follow bool) (fs.FileInfo, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l, err := f.resolve(op, name, follow)
+	l, err := f.resolve(op, name, abs, follow)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +81,7 @@ func (f *Fs) stat(op, name string, follow bool) (fs.FileInfo, error) {
 }
 
 // final returns the node a resolved location names.
-func (f *Fs) final(l loc) (node, error) {
+func (f *layer) final(l loc) (node, error) {
 	if l.have {
 		return l.n, nil
 	}
@@ -93,21 +89,21 @@ func (f *Fs) final(l loc) (node, error) {
 }
 
 // writeEntryLoc is writeLoc for operations on the last component itself.
-func (f *Fs) writeEntryLoc(op, name string) (loc, bool, error) {
-	l, err := f.resolveEntry(op, name)
+func (f *layer) writeEntryLoc(op, name, abs string) (loc, bool, error) {
+	l, err := f.resolveEntry(op, name, abs)
 	return f.checkWrite(op, name, l, err)
 }
 
 // writeLoc resolves a name for a mutation. For a name outside the root it
 // returns ok=false and the error under the outside policy, or nil when the
 // caller should pass the operation through to os.
-func (f *Fs) writeLoc(op, name string, follow bool) (l loc, ok bool, err error) {
-	l, err = f.resolve(op, name, follow)
+func (f *layer) writeLoc(op, name, abs string, follow bool) (l loc, ok bool, err error) {
+	l, err = f.resolve(op, name, abs, follow)
 	return f.checkWrite(op, name, l, err)
 }
 
 // checkWrite applies the outside-root policy to a resolved location.
-func (f *Fs) checkWrite(op, name string, l loc, err error) (loc, bool, error) {
+func (f *layer) checkWrite(op, name string, l loc, err error) (loc, bool, error) {
 	if err != nil {
 		return l, false, err
 	}
@@ -122,12 +118,14 @@ func (f *Fs) checkWrite(op, name string, l loc, err error) (loc, bool, error) {
 
 // Mkdir creates a directory in the layer.
 func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
-	if g := f.route(name); g != nil {
-		return g.Mkdir(name, perm)
-	}
+	g, abs := f.pick(name)
+	return g.mkdir(name, abs, perm)
+}
+
+func (f *layer) mkdir(name, abs string, perm fs.FileMode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, ok, err := f.writeEntryLoc("mkdir", name)
+	l, ok, err := f.writeEntryLoc("mkdir", name, abs)
 	if !ok {
 		if err == nil {
 			err = fixErr("", name, os.Mkdir(l.host, perm))
@@ -156,7 +154,7 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 // inheritLocked applies what a new entry at rel takes from a setgid
 // parent directory, as Linux does: its group, and for a directory the
 // setgid bit itself.
-func (f *Fs) inheritLocked(rel string, m *meta, isDir bool) {
+func (f *layer) inheritLocked(rel string, m *meta, isDir bool) {
 	pn := f.nodeAtLocked(parent(rel))
 	var pm meta
 	switch {
@@ -211,12 +209,14 @@ func (f *Fs) MkdirAll(path string, perm fs.FileMode) error {
 // SymlinkIfPossible implements afero.Linker: it creates newname as a
 // symlink to oldname in the layer.
 func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
-	if g := f.route(newname); g != nil {
-		return g.SymlinkIfPossible(oldname, newname)
-	}
+	g, abs := f.pick(newname)
+	return g.symlink(oldname, newname, abs)
+}
+
+func (f *layer) symlink(oldname, newname, abs string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, ok, err := f.writeEntryLoc("symlink", newname)
+	l, ok, err := f.writeEntryLoc("symlink", newname, abs)
 	if !ok {
 		if err == nil {
 			return asLinkErr("symlink", oldname, newname, os.Symlink(oldname, l.host))
@@ -250,12 +250,14 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 
 // ReadlinkIfPossible implements afero.LinkReader.
 func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
-	if g := f.route(name); g != nil {
-		return g.ReadlinkIfPossible(name)
-	}
+	g, abs := f.pick(name)
+	return g.readlink(name, abs)
+}
+
+func (f *layer) readlink(name, abs string) (string, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l, err := f.resolve("readlink", name, false)
+	l, err := f.resolve("readlink", name, abs, false)
 	if err != nil {
 		return "", err
 	}
@@ -322,12 +324,14 @@ func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
 }
 
 func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(m *meta, isDir bool)) error {
-	if g := f.route(name); g != nil {
-		return g.setMeta(op, name, outside, set)
-	}
+	g, abs := f.pick(name)
+	return g.setMeta(op, name, abs, outside, set)
+}
+
+func (f *layer) setMeta(op, name, abs string, outside func(host string) error, set func(m *meta, isDir bool)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, ok, err := f.writeLoc(op, name, true)
+	l, ok, err := f.writeLoc(op, name, abs, true)
 	if !ok {
 		if err == nil {
 			err = fixErr("", name, outside(l.host))
@@ -358,51 +362,20 @@ func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(
 }
 
 // newMeta is the metadata of something created now by this process.
-func (f *Fs) newMeta(perm fs.FileMode) meta {
+func (f *layer) newMeta(perm fs.FileMode) meta {
 	return meta{perm: perm, mtime: f.now(), uid: f.uid, gid: f.gid}
-}
-
-// copyUpLocked returns the layer entry for a node, making one from the
-// lower's metadata if needed (files stay lazy: no content is read).
-func (f *Fs) copyUpLocked(rel string, n node) (entry, error) {
-	if n.layer {
-		return n.e, nil
-	}
-	if n.fi == nil {
-		var err error
-		if n, err = f.lookup(rel, true); err != nil {
-			return entry{}, err
-		}
-	}
-	e := entry{kind: n.kind, meta: metaOf(n.fi)}
-	switch n.kind {
-	case kindFile:
-		e.ino = f.newBlobLocked(&blob{meta: e.meta, lazy: true, src: rel, size: n.fi.Size()})
-		e.meta = meta{}
-		f.dependLocked(rel, n.fi)
-		// Read handles open on the lower file read this identity from now
-		// on (a metadata change, a truncation, a rename of it show).
-		f.copied[rel] = e.ino
-		f.copyIno[e.ino] = true
-		f.copies.Add(1)
-	case kindSymlink:
-		t, err := os.Readlink(f.host(rel))
-		if err != nil {
-			return entry{}, err
-		}
-		e.target = t
-	}
-	return e, nil
 }
 
 // Remove removes a file, symlink or empty directory, as os.Remove.
 func (f *Fs) Remove(name string) error {
-	if g := f.route(name); g != nil {
-		return g.Remove(name)
-	}
+	g, abs := f.pick(name)
+	return g.remove(name, abs)
+}
+
+func (f *layer) remove(name, abs string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, ok, err := f.writeEntryLoc("remove", name)
+	l, ok, err := f.writeEntryLoc("remove", name, abs)
 	if !ok {
 		if err == nil {
 			err = fixErr("", name, os.Remove(l.host))
@@ -449,9 +422,11 @@ func (f *Fs) Remove(name string) error {
 // RemoveAll removes name and everything below it, as os.RemoveAll: a
 // missing name is not an error.
 func (f *Fs) RemoveAll(name string) error {
-	if g := f.route(name); g != nil {
-		return g.RemoveAll(name)
-	}
+	g, abs := f.pick(name)
+	return g.removeAll(name, abs)
+}
+
+func (f *layer) removeAll(name, abs string) error {
 	if name == "" {
 		return nil
 	}
@@ -464,9 +439,9 @@ func (f *Fs) RemoveAll(name string) error {
 	// "link/" go as "file" and "link" do.
 	trimmed := name
 	if t := strings.TrimRight(name, "/"); t != "" {
-		trimmed = t
+		trimmed, abs = t, strings.TrimRight(abs, "/")
 	}
-	l, ok, err := f.writeLoc("unlinkat", trimmed, false)
+	l, ok, err := f.writeLoc("unlinkat", trimmed, abs, false)
 	if !ok {
 		switch {
 		case err == nil:
@@ -497,7 +472,7 @@ func (f *Fs) RemoveAll(name string) error {
 
 // removeAllDotDotLocked is os.RemoveAll of "x/..": os removes the
 // directory's entries from x's parent, then cannot remove ".." itself.
-func (f *Fs) removeAllDotDotLocked(name string, l loc) error {
+func (f *layer) removeAllDotDotLocked(name string, l loc) error {
 	if err := f.dirCheck(l); err != nil {
 		if errno(err) == errNoEnt {
 			return nil
@@ -525,7 +500,7 @@ func (f *Fs) removeAllDotDotLocked(name string, l loc) error {
 // be resolved (a component is not a directory, a symlink loop): os opens
 // the parent, failing there if the parent's own path is broken; else
 // unlinkat in the parent fails with the same errno.
-func (f *Fs) removeAllFailedLocked(name string, e error) error {
+func (f *layer) removeAllFailedLocked(name string, e error) error {
 	dir := strings.TrimRight(name, "/")
 	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
 		dir = dir[:i]
@@ -535,7 +510,7 @@ func (f *Fs) removeAllFailedLocked(name string, e error) error {
 	} else {
 		dir = "."
 	}
-	l, err := f.resolve("open", dir, true)
+	l, err := f.resolve("open", dir, "", true)
 	if err != nil {
 		if errno(err) == errNoEnt {
 			return nil
@@ -566,14 +541,14 @@ func (f *Fs) removeAllFailedLocked(name string, e error) error {
 
 // unlinkLocked removes rel and its subtree from the view: layer entries go,
 // and a whiteout hides the lower where it has something there.
-func (f *Fs) unlinkLocked(rel string, visible bool, n node) {
+func (f *layer) unlinkLocked(rel string, visible bool, n node) {
 	f.goneLocked(rel)
 	f.deleteTreeLocked(rel)
 	f.whiteoutLocked(rel, visible, n)
 }
 
 // whiteoutLocked hides the lower at rel if it shows something there.
-func (f *Fs) whiteoutLocked(rel string, visible bool, n node) {
+func (f *layer) whiteoutLocked(rel string, visible bool, n node) {
 	if !visible {
 		return
 	}

@@ -28,9 +28,9 @@ import (
 // the lower has one (git apply cannot remove it first; likewise a file
 // written where the lower has a directory holding one). Every other change
 // is written; Changes lists them all.
-func (f *Fs) WriteDiff(w io.Writer) error { return f.writeDiff(w) }
+func (f *Fs) WriteDiff(w io.Writer) error { return f.primary().writeDiff(w) }
 
-func (f *Fs) writeDiff(w io.Writer) error {
+func (f *layer) writeDiff(w io.Writer) error {
 	f.freeze()
 	cs, err := f.changes()
 	if err != nil {
@@ -41,7 +41,7 @@ func (f *Fs) writeDiff(w io.Writer) error {
 
 // freeze makes the current contents immutable to later writes through f
 // (they clone first), so they can be read without holding the lock.
-func (f *Fs) freeze() {
+func (f *layer) freeze() {
 	f.mu.Lock()
 	f.gen = f.fam.gen.Add(1)
 	f.mu.Unlock()

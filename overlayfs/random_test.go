@@ -496,14 +496,14 @@ func (s *randSide) inRoot(name string) int {
 	if b := filepath.Base(p); b == "." || b == ".." {
 		dir = p
 	}
-	real, err := filepath.EvalSymlinks(dir)
+	canon, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return 0
 	}
-	if real, err = filepath.Abs(real); err != nil {
+	if canon, err = filepath.Abs(canon); err != nil {
 		return 0
 	}
-	if real == s.root || strings.HasPrefix(real, s.root+"/") {
+	if canon == s.root || strings.HasPrefix(canon, s.root+"/") {
 		return 1
 	}
 	return 2

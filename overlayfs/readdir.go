@@ -54,7 +54,7 @@ const (
 )
 
 // listLocked returns the merged listing of the directory rel, with types.
-func (f *Fs) listLocked(rel string, n node) (listing, error) {
+func (f *layer) listLocked(rel string, n node) (listing, error) {
 	return f.listDirLocked(rel, n, listTypes, nil)
 }
 
@@ -64,7 +64,7 @@ func (f *Fs) listLocked(rel string, n node) (listing, error) {
 // Cost: what os's call of the same mode costs for the lower, plus the
 // layer's children (their descendants are skipped, not visited) and a
 // radix sort of the names.
-func (f *Fs) listDirLocked(rel string, n node, mode listMode, lower *os.File) (listing, error) {
+func (f *layer) listDirLocked(rel string, n node, mode listMode, lower *os.File) (listing, error) {
 	prefix := ""
 	if rel != "" {
 		prefix = rel + "/"
@@ -202,7 +202,7 @@ func typeOfKind(k kind) fs.FileMode {
 // nodeOf returns the node of entry i of a listing of the directory rel,
 // whose lower shows through when under: a layer entry as the layer has it
 // now, a lower one as listed.
-func (f *Fs) nodeOf(rel string, under bool, l listing, i int) node {
+func (f *layer) nodeOf(rel string, under bool, l listing, i int) node {
 	p := join(rel, l.names[i])
 	typ, typed := l.typeAt(i)
 	if _, inLayer := f.paths.Get(p); inLayer || !typed {

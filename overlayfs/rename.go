@@ -13,46 +13,32 @@ import (
 // subtree into the layer; file contents are not read (they stay lazy
 // references to the lower). Cost: O(size of the moved subtree).
 func (f *Fs) Rename(oldname, newname string) error {
-	if ro, rn := f.route(oldname), f.route(newname); ro != rn {
+	g, absOld := f.pick(oldname)
+	h, absNew := f.pick(newname)
+	if g != h {
 		return linkErr("rename", oldname, newname, errXDev)
-	} else if ro != nil {
-		return ro.Rename(oldname, newname)
 	}
+	return g.rename(oldname, newname, absOld, absNew)
+}
+
+func (f *layer) rename(oldname, newname, absOld, absNew string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.renameCheckLocked(oldname, newname); err != nil {
+	if err := f.renameCheckLocked(oldname, newname, absOld, absNew); err != nil {
 		return err
 	}
 	// The kernel resolves the old name's parent (for "x/." x itself),
 	// then the new name's.
-	lo, err := f.resolveEntry("rename", oldname)
-	if err == nil && lo.last != lastNorm {
-		err = f.parentCheckLocked(lo)
-	}
+	lo, err := f.renameLocLocked(oldname, absOld)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
-	ln, err := f.resolveEntry("rename", newname)
-	if err == nil && ln.last != lastNorm {
-		err = f.parentCheckLocked(ln)
-	}
+	ln, err := f.renameLocLocked(newname, absNew)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
 	if !lo.inside || !ln.inside {
-		switch {
-		case !f.opts.outsideWrites:
-			return linkErr("rename", oldname, newname, ErrOutsideRoot)
-		case lo.inside != ln.inside:
-			// The kernel resolves both parents before it compares mounts.
-			for _, l := range []loc{lo, ln} {
-				if err := f.parentCheckLocked(l); err != nil {
-					return asLinkErr("rename", oldname, newname, err)
-				}
-			}
-			return linkErr("rename", oldname, newname, errXDev)
-		}
-		return asLinkErr("rename", oldname, newname, os.Rename(lo.host, ln.host))
+		return asLinkErr("rename", oldname, newname, f.renameOutsideLocked(lo, ln))
 	}
 	// Both parents resolved: the kernel refuses "." and "..".
 	if lo.last != lastNorm || ln.last != lastNorm || lo.rel == "" || ln.rel == "" {
@@ -66,33 +52,87 @@ func (f *Fs) Rename(oldname, newname string) error {
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
+	same, err := f.renameRuleLocked(lo, ln, no, nn)
+	if err != nil || same {
+		return asLinkErr("rename", oldname, newname, err)
+	}
+	return asLinkErr("rename", oldname, newname, f.moveLocked(lo, ln, no, nn))
+}
+
+// renameLocLocked resolves one name of a rename: its parent, or for "x/."
+// and "x/.." the directory x, must resolve.
+func (f *layer) renameLocLocked(name, abs string) (loc, error) {
+	l, err := f.resolveEntry("rename", name, abs)
+	if err == nil && l.last != lastNorm {
+		err = f.parentCheckLocked(l)
+	}
+	return l, err
+}
+
+// renameOutsideLocked renames where one name or both lie outside the root:
+// refused under the default policy, EXDEV across the root's edge, else
+// passed through to os.
+func (f *layer) renameOutsideLocked(lo, ln loc) error {
+	switch {
+	case !f.opts.outsideWrites:
+		return ErrOutsideRoot
+	case lo.inside != ln.inside:
+		// The kernel resolves both parents before it compares mounts.
+		for _, l := range []loc{lo, ln} {
+			if err := f.parentCheckLocked(l); err != nil {
+				return err
+			}
+		}
+		return errXDev
+	}
+	return os.Rename(lo.host, ln.host)
+}
+
+// renameRuleLocked applies POSIX's rules to moving node no at lo onto ln,
+// where nn is (or nothing is): the error the kernel gives, or same when
+// both names are one entry, which rename leaves alone.
+func (f *layer) renameRuleLocked(lo, ln loc, no, nn node) (same bool, err error) {
 	switch {
 	case !no.exists():
-		return linkErr("rename", oldname, newname, errNoEnt)
+		return false, errNoEnt
 	case no.kind != kindDir && (lo.slash || ln.slash):
-		return linkErr("rename", oldname, newname, errNotDir)
+		return false, errNotDir
 	case no.kind == kindDir && strings.HasPrefix(ln.rel, lo.rel+"/"):
-		return linkErr("rename", oldname, newname, errInval)
+		return false, errInval // a directory into its own subtree
 	case nn.exists() && strings.HasPrefix(lo.rel, ln.rel+"/"):
-		return linkErr("rename", oldname, newname, errNotEmpty)
+		return false, errNotEmpty // onto an ancestor
 	case lo.rel == ln.rel:
-		return nil
+		return true, nil
 	case no.kind == kindDir && nn.exists() && nn.kind != kindDir:
-		return linkErr("rename", oldname, newname, errNotDir)
+		return false, errNotDir
 	case no.kind != kindDir && nn.kind == kindDir:
-		return linkErr("rename", oldname, newname, errIsDir)
+		return false, errIsDir
 	case no.kind == kindDir && nn.kind == kindDir:
-		ents, err := f.listLocked(ln.rel, nn)
-		if err != nil {
-			return asLinkErr("rename", oldname, newname, err)
-		}
-		if len(ents.names) > 0 {
-			return linkErr("rename", oldname, newname, errNotEmpty)
-		}
+		return false, f.emptyDirLocked(ln.rel, nn)
 	}
+	return false, nil
+}
+
+// emptyDirLocked returns ENOTEMPTY unless the directory n at rel, which a
+// rename replaces, is empty in the view.
+func (f *layer) emptyDirLocked(rel string, n node) error {
+	ents, err := f.listLocked(rel, n)
+	if err != nil {
+		return err
+	}
+	if len(ents.names) > 0 {
+		return errNotEmpty
+	}
+	return nil
+}
+
+// moveLocked moves the view of no at lo, subtree and all, to ln, replacing
+// nn. The moved entries are copied up (file contents stay lazy); open
+// directory handles follow.
+func (f *layer) moveLocked(lo, ln loc, no, nn node) error {
 	moved, err := f.subtreeLocked(lo.rel, no)
 	if err != nil {
-		return asLinkErr("rename", oldname, newname, err)
+		return err
 	}
 	// Take the source out without dropping the contents being moved.
 	var keys []string
@@ -116,8 +156,8 @@ func (f *Fs) Rename(oldname, newname string) error {
 // renameCheckLocked is os.Rename's own check, made before the system call:
 // an existing directory (as Lstat sees newname) is refused as the target
 // with EEXIST, unless it is oldname itself; a bad oldname is named first.
-func (f *Fs) renameCheckLocked(oldname, newname string) error {
-	ln, err := f.resolve("rename", newname, false)
+func (f *layer) renameCheckLocked(oldname, newname, absOld, absNew string) error {
+	ln, err := f.resolve("rename", newname, absNew, false)
 	if err != nil {
 		return nil
 	}
@@ -125,7 +165,7 @@ func (f *Fs) renameCheckLocked(oldname, newname string) error {
 	if !ok || !(newNode.kind == kindDir || newFi != nil && newFi.IsDir()) {
 		return nil
 	}
-	lo, err := f.resolve("rename", oldname, false)
+	lo, err := f.resolve("rename", oldname, absOld, false)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
@@ -149,7 +189,7 @@ func (f *Fs) renameCheckLocked(oldname, newname string) error {
 
 // lstatLoc is what Lstat finds at a resolved name: the node inside the
 // root, the FileInfo outside it; ok is false when nothing is there.
-func (f *Fs) lstatLoc(l loc) (fs.FileInfo, node, bool) {
+func (f *layer) lstatLoc(l loc) (fs.FileInfo, node, bool) {
 	if !l.inside {
 		fi, err := os.Lstat(l.host)
 		return fi, node{}, err == nil
@@ -161,7 +201,7 @@ func (f *Fs) lstatLoc(l loc) (fs.FileInfo, node, bool) {
 // parentCheckLocked returns the error of resolving the directory in which
 // the last component of l is looked up ("x" itself for "x/." or "x/.."),
 // or nil.
-func (f *Fs) parentCheckLocked(l loc) error {
+func (f *layer) parentCheckLocked(l loc) error {
 	if l.inside {
 		if l.last != lastNorm {
 			return f.dirCheck(l)
@@ -190,7 +230,7 @@ type movedEntry struct {
 // subtreeLocked returns the merged view of rel and everything below it as
 // layer entries, parents first. Directories become opaque: the moved tree
 // is exactly what is listed, nothing of the lower at the new place shows.
-func (f *Fs) subtreeLocked(rel string, n node) ([]movedEntry, error) {
+func (f *layer) subtreeLocked(rel string, n node) ([]movedEntry, error) {
 	var out []movedEntry
 	var add func(sub, rel string, n node) error
 	add = func(sub, rel string, n node) error {

@@ -61,7 +61,7 @@ func lastOf(name string) (lastKind, bool) {
 // never acted on: the directory it names must exist. It returns the error
 // the kernel gives when it does not (resolving the name's "parent"), or
 // nil.
-func (f *Fs) dirCheck(l loc) error {
+func (f *layer) dirCheck(l loc) error {
 	n, err := f.final(l)
 	switch {
 	case err != nil:
@@ -78,20 +78,21 @@ func (f *Fs) dirCheck(l loc) error {
 // it: it cleans the name, decides inside or outside the root, and follows
 // symlinks component by component in the merged view. The final component
 // is followed only when follow is set or the name ends in a slash.
+// abs is name made absolute (see Fs.pick), or "" for resolve to make it.
 // Callers hold f.mu (read or write).
-func (f *Fs) resolve(op, name string, follow bool) (loc, error) {
-	return f.resolveName(op, name, follow, true)
+func (f *layer) resolve(op, name, abs string, follow bool) (loc, error) {
+	return f.resolveName(op, name, abs, follow, true)
 }
 
 // resolveEntry resolves a name whose last component an operation creates
 // or removes (mkdir, rmdir, rename): a trailing slash does not make it
 // follow a final symlink, as in Linux; dirOnly still reports the slash.
 // Callers check l.last: the kernel never acts on a last "." or "..".
-func (f *Fs) resolveEntry(op, name string) (loc, error) {
-	return f.resolveName(op, name, false, false)
+func (f *layer) resolveEntry(op, name, abs string) (loc, error) {
+	return f.resolveName(op, name, abs, false, false)
 }
 
-func (f *Fs) resolveName(op, name string, follow, slashFollows bool) (loc, error) {
+func (f *layer) resolveName(op, name, abs string, follow, slashFollows bool) (loc, error) {
 	if name == "" {
 		return loc{}, pathErr(op, name, errNoEnt)
 	}
@@ -101,8 +102,10 @@ func (f *Fs) resolveName(op, name string, follow, slashFollows bool) (loc, error
 	if len(name) >= pathMax {
 		return loc{}, pathErr(op, name, errNameTooLong)
 	}
-	abs := name
-	if !filepath.IsAbs(name) {
+	if abs == "" {
+		abs = name
+	}
+	if !filepath.IsAbs(abs) {
 		wd, err := getwd()
 		if err != nil {
 			return loc{}, pathErr(op, name, err)
@@ -135,7 +138,7 @@ func (f *Fs) resolveName(op, name string, follow, slashFollows bool) (loc, error
 
 // within reports whether a lexically clean absolute path lies in the root,
 // and returns the root-relative rest (which may still hold "..").
-func (f *Fs) within(p string) (string, bool) {
+func (f *layer) within(p string) (string, bool) {
 	if f.root == "/" {
 		return strings.TrimPrefix(p, "/"), true
 	}
@@ -153,7 +156,7 @@ func (f *Fs) within(p string) (string, bool) {
 // it is outside the root: a name that enters the root ("../x" from a
 // working directory beside it, a symlink pointing into it) continues in
 // the merged view from there. Anything else is a host path.
-func (f *Fs) outside(op, name, abs string, follow bool, hops int) (loc, error) {
+func (f *layer) outside(op, name, abs string, follow bool, hops int) (loc, error) {
 	pending := splitRel(abs)
 	cur := "/"
 	host := "" // set when the walk stops before the end
@@ -216,7 +219,7 @@ type frame struct {
 }
 
 // walk resolves root-relative components in the merged view.
-func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc, error) {
+func (f *layer) walk(op, name string, pending []string, follow bool, hops int) (loc, error) {
 	var frames [16]frame
 	stack := append(frames[:0], frame{"", true}) // the root is never opaque
 	// mustDir: the name resolved through a symlink whose target ends in a
@@ -307,7 +310,7 @@ func (f *Fs) walk(op, name string, pending []string, follow bool, hops int) (loc
 // step looks up one component. Intermediate lower directories are served
 // from the cache of known real directories, so a deep path costs no system
 // calls beyond the first visit.
-func (f *Fs) step(rel string, visible, last bool) (node, error) {
+func (f *layer) step(rel string, visible, last bool) (node, error) {
 	if !last && visible {
 		if _, ok := f.paths.Get(rel); !ok {
 			if _, ok := f.dirs.Load(rel); ok {
@@ -319,7 +322,7 @@ func (f *Fs) step(rel string, visible, last bool) (node, error) {
 }
 
 // rootNode returns the node of the root directory itself.
-func (f *Fs) rootNode() (node, error) {
+func (f *layer) rootNode() (node, error) {
 	if e, ok := f.paths.Get(""); ok {
 		return node{kind: kindDir, layer: true, e: e, under: !e.opaque}, nil
 	}
@@ -331,7 +334,7 @@ func (f *Fs) rootNode() (node, error) {
 }
 
 // linkTarget returns the target of a symlink node.
-func (f *Fs) linkTarget(rel string, n node) (string, error) {
+func (f *layer) linkTarget(rel string, n node) (string, error) {
 	if n.layer {
 		return n.e.target, nil
 	}

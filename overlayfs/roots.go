@@ -20,25 +20,19 @@ func WithRoot(dir string) Option {
 	return func(o *options) { o.extra = append(o.extra, dir) }
 }
 
-// addRoots creates the layers of the extra roots.
-func (f *Fs) addRoots(extra []string) error {
-	for _, dir := range extra {
-		opts := f.opts
-		opts.extra = nil
-		opts.umask, opts.umaskSet = f.umask, true
-		g, err := New(dir, func(o *options) { *o = opts })
-		if err != nil {
-			return err
-		}
-		g.fam = f.fam
-		g.resetLocked()
-		for _, r := range f.Roots() {
-			if nested(r, g.root) || nested(g.root, r) {
-				return fmt.Errorf("overlayfs: roots %s and %s overlap", r, g.root)
-			}
-		}
-		f.subs = append(f.subs, g)
+// addRoot adds the layer of one more root, which must not overlap those
+// already there.
+func (f *Fs) addRoot(dir string) error {
+	g, err := newLayer(f.shared, dir)
+	if err != nil {
+		return err
 	}
+	for _, r := range f.Roots() {
+		if nested(r, g.root) || nested(g.root, r) {
+			return fmt.Errorf("overlayfs: roots %s and %s overlap", r, g.root)
+		}
+	}
+	f.layers = append(f.layers, g)
 	return nil
 }
 
@@ -49,59 +43,57 @@ func nested(root, dir string) bool {
 
 // Roots returns the canonical roots, the primary one (Root) first.
 func (f *Fs) Roots() []string {
-	out := []string{f.root}
-	for _, g := range f.subs {
+	var out []string
+	for _, g := range f.layers {
 		out = append(out, g.root)
 	}
 	return out
 }
 
-// route returns the layer of the extra root name lies in, or nil for the
-// primary root and for names outside every root.
-func (f *Fs) route(name string) *Fs {
-	if len(f.subs) == 0 || name == "" {
-		return nil
+// primary returns the layer of the primary root.
+func (f *Fs) primary() *layer { return f.layers[0] }
+
+// pick returns the layer of the root name lies in (the primary one for a
+// name outside every root) and, with several roots, name made absolute:
+// the layer's resolver takes it from there ("": it makes name absolute
+// itself, once). The choice is lexical, then by the real location of the
+// longest existing ancestor for a name outside every root.
+func (f *Fs) pick(name string) (*layer, string) {
+	if len(f.layers) == 1 || name == "" {
+		return f.primary(), ""
 	}
 	abs := name
 	if !filepath.IsAbs(name) {
 		wd, err := getwd()
 		if err != nil {
-			return nil
+			return f.primary(), ""
 		}
-		abs = filepath.Join(wd, name)
+		abs = wd + "/" + name
 	}
 	p := filepath.Clean(abs)
-	if _, ok := f.within(p); ok {
-		return nil
-	}
-	for _, g := range f.subs {
+	for _, g := range f.layers {
 		if _, ok := g.within(p); ok {
-			return g
+			return g, abs
 		}
 	}
 	c := physical(p)
-	for _, g := range f.subs {
+	for _, g := range f.layers[1:] {
 		if _, ok := g.within(c); ok {
-			return g
+			return g, abs
 		}
 	}
-	return nil
+	return f.primary(), abs
 }
 
 // WriteDiffFor writes the git patch of one root's layer, paths relative to
 // that root (see WriteDiff).
 func (f *Fs) WriteDiffFor(w io.Writer, root string) error {
-	for _, g := range f.all() {
+	for _, g := range f.layers {
 		if g.root == root {
 			return g.writeDiff(w)
 		}
 	}
 	return fmt.Errorf("overlayfs: %s is not a root of this Fs", root)
-}
-
-// all returns the primary layer and those of the extra roots.
-func (f *Fs) all() []*Fs {
-	return append([]*Fs{f}, f.subs...)
 }
 
 // physical resolves the symlinks of the longest existing ancestor of a

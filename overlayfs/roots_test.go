@@ -146,3 +146,90 @@ func TestRootsSnapshotForkCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestRootsNameForms reaches an extra root by the name forms that pick has
+// to sort out before the layer's resolver runs: relative to the working
+// directory, through "..", through a symlinked alias outside every root,
+// and through a symlink in the primary root. The oracle is the same steps
+// on os in a plain copy with the same layout.
+func TestRootsNameForms(t *testing.T) {
+	cowP, osP := t.TempDir(), t.TempDir()
+	for _, p := range []string{cowP, osP} {
+		for _, d := range []string{"a", "b"} {
+			if err := os.Mkdir(filepath.Join(p, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(p, d, "f"), []byte(d+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Symlink("b", filepath.Join(p, "alias")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("../b/f", filepath.Join(p, "a", "tob")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := hashTree(t, cowP)
+	c := newCow(t, filepath.Join(cowP, "a"), overlayfs.WithRoot(filepath.Join(cowP, "b")))
+	steps := []struct {
+		name string
+		do   func(fsys target) error
+	}{
+		{"write b/new", func(fsys target) error { return afero.WriteFile(fsys, "b/new", []byte("new\n"), 0o644) }},
+		{"write a/../b/up", func(fsys target) error { return afero.WriteFile(fsys, "a/../b/up", []byte("up\n"), 0o644) }},
+		{"mkdir alias/dir", func(fsys target) error { return fsys.Mkdir("alias/dir", 0o755) }},
+		{"rename b/new alias/dir/moved", func(fsys target) error { return fsys.Rename("b/new", "alias/dir/moved") }},
+		{"remove alias/f", func(fsys target) error { return fsys.Remove("alias/f") }},
+		{"mkdir a/d", func(fsys target) error { return fsys.Mkdir("a/d", 0o755) }},
+		{"chmod ./a/d", func(fsys target) error { return fsys.Chmod("./a/d", 0o700) }},
+		{"stat alias/dir/moved", func(fsys target) error { _, err := fsys.Stat("alias/dir/moved"); return err }},
+		{"stat b/f", func(fsys target) error { _, err := fsys.Stat("b/f"); return err }},
+	}
+	for _, run := range []struct {
+		dir  string
+		fsys target
+	}{{cowP, c}, {osP, osTarget{}}} {
+		t.Chdir(run.dir)
+		for _, s := range steps {
+			err := s.do(run.fsys)
+			if s.name == "stat b/f" {
+				if !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s: %s = %v, want not-exist (removed through alias)", run.fsys.Name(), s.name, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: %s: %v", run.fsys.Name(), s.name, err)
+			}
+		}
+	}
+	for _, d := range []string{"a", "b"} {
+		want, err := walkTarget(osTarget{}, filepath.Join(osP, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := walkTarget(c, filepath.Join(cowP, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := diffTrees(want, got); len(errs) > 0 {
+			t.Errorf("view of %s differs from os:\n%v", d, errors.Join(errs...))
+		}
+	}
+
+	// A symlink in the primary root into the extra one reads that root's
+	// lower (the layer of b removed f, the real b has it) and refuses writes.
+	t.Chdir(cowP)
+	if data, err := afero.ReadFile(c, "a/tob"); err != nil || string(data) != "b\n" {
+		t.Errorf("ReadFile a/tob = %q, %v; want the lower's %q", data, err, "b\n")
+	}
+	if err := afero.WriteFile(c, "a/tob", []byte("x"), 0o644); !errors.Is(err, overlayfs.ErrOutsideRoot) {
+		t.Errorf("write through a/tob = %v, want ErrOutsideRoot", err)
+	}
+	// Across roots, whatever the name form, rename is EXDEV.
+	if err := c.Rename("a/f", "alias/g"); !errors.Is(err, syscall.EXDEV) {
+		t.Errorf("Rename a/f alias/g = %v, want EXDEV", err)
+	}
+	checkUnchanged(t, cowP, sum)
+}

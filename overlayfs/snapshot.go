@@ -6,22 +6,31 @@ import "github.com/tidwall/btree"
 // the layer is a copy-on-write B-tree and file contents are shared until
 // written.
 type Snapshot struct {
-	fam   *family
+	fam    *family
+	layers []*savedLayer // one per root, as Fs.layers
+}
+
+// savedLayer is a frozen copy of one root's layer.
+type savedLayer struct {
 	paths *btree.Map[string, entry]
 	blobs *btree.Map[uint64, *blob]
 	deps  *btree.Map[string, dep]
-	subs  []*Snapshot // of the extra roots
 }
 
 // Snapshot returns the current state of the layer in O(1).
 func (f *Fs) Snapshot() *Snapshot {
+	s := &Snapshot{fam: f.fam}
+	for _, g := range f.layers {
+		s.layers = append(s.layers, g.snapshot())
+	}
+	return s
+}
+
+func (f *layer) snapshot() *savedLayer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := &Snapshot{fam: f.fam, paths: f.paths.Copy(), blobs: f.blobs.Copy(), deps: f.deps.Copy()}
+	s := &savedLayer{paths: f.paths.Copy(), blobs: f.blobs.Copy(), deps: f.deps.Copy()}
 	f.gen = f.fam.gen.Add(1)
-	for _, g := range f.subs {
-		s.subs = append(s.subs, g.Snapshot())
-	}
 	return s
 }
 
@@ -34,15 +43,19 @@ func (f *Fs) Snapshot() *Snapshot {
 // a file the restored layer does not have works on a private copy of what
 // it last saw, like a handle on an unlinked file.
 func (f *Fs) Restore(s *Snapshot) {
-	for i, g := range f.subs {
-		if i < len(s.subs) {
-			g.Restore(s.subs[i])
+	for i, g := range f.layers {
+		if i < len(s.layers) {
+			g.restore(s.layers[i], s.fam)
 		}
 	}
+}
+
+// restore makes the layer s, saved in the family fam.
+func (f *layer) restore(s *savedLayer, fam *family) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.paths, f.blobs, f.deps = s.paths.Copy(), s.blobs.Copy(), s.deps.Copy()
-	if s.fam != f.fam {
+	if fam != f.fam {
 		// Identities and generations of another family may collide with ours.
 		old := f.blobs
 		f.blobs = btree.NewMap[uint64, *blob](32)
@@ -74,15 +87,19 @@ func (f *Fs) Restore(s *Snapshot) {
 // Fork returns an independent overlay of the same root whose layer starts
 // as a copy of f's, in O(1). Writes through one are invisible to the other.
 func (f *Fs) Fork() *Fs {
+	nf := &Fs{shared: f.shared}
+	for _, g := range f.layers {
+		nf.layers = append(nf.layers, g.fork())
+	}
+	return nf
+}
+
+func (f *layer) fork() *layer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	nf := &Fs{
+	nf := &layer{
+		shared:  f.shared,
 		root:    f.root,
-		opts:    f.opts,
-		umask:   f.umask,
-		uid:     f.uid,
-		gid:     f.gid,
-		fam:     f.fam,
 		paths:   f.paths.Copy(),
 		blobs:   f.blobs.Copy(),
 		deps:    f.deps.Copy(),
@@ -93,10 +110,5 @@ func (f *Fs) Fork() *Fs {
 		orphan:  make(map[uint64]bool),
 	}
 	f.gen = f.fam.gen.Add(1)
-	for _, g := range f.subs {
-		sub := g.Fork()
-		sub.fam = nf.fam
-		nf.subs = append(nf.subs, sub)
-	}
 	return nf
 }

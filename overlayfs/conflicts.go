@@ -34,7 +34,7 @@ func (d dep) same(fi fs.FileInfo) bool { return depOf(fi) == d }
 // which the layer is deleting or hiding: an edit or a new entry anywhere in
 // it then shows as a conflict, instead of being deleted silently by Commit.
 // Cost: one Lstat per entry, as os.RemoveAll pays.
-func (f *Fs) dependBelowLocked(rel string) {
+func (f *layer) dependBelowLocked(rel string) {
 	top := f.host(rel)
 	filepath.WalkDir(top, func(p string, de fs.DirEntry, err error) error {
 		if err != nil || p == top {
@@ -51,7 +51,7 @@ func (f *Fs) dependBelowLocked(rel string) {
 }
 
 // dependLocked records the first state of a lower path the layer relies on.
-func (f *Fs) dependLocked(rel string, fi fs.FileInfo) {
+func (f *layer) dependLocked(rel string, fi fs.FileInfo) {
 	if _, ok := f.deps.Get(rel); !ok {
 		f.deps.Set(rel, depOf(fi))
 	}
@@ -60,7 +60,7 @@ func (f *Fs) dependLocked(rel string, fi fs.FileInfo) {
 // dependReplacedLocked records what the lower shows at rel, which a new
 // layer entry replaces without reading it (PutEntry): Commit then checks
 // that the lower is still that, as for a deletion.
-func (f *Fs) dependReplacedLocked(rel string, visible bool) {
+func (f *layer) dependReplacedLocked(rel string, visible bool) {
 	if !visible {
 		return
 	}
@@ -77,7 +77,7 @@ func (f *Fs) dependReplacedLocked(rel string, visible bool) {
 // refreshDepLocked records the lower's new state at rel after Commit itself
 // changed it, so that a later Commit does not take its own write for
 // someone else's.
-func (f *Fs) refreshDepLocked(rel string) {
+func (f *layer) refreshDepLocked(rel string) {
 	if _, ok := f.deps.Get(rel); !ok {
 		return
 	}
@@ -90,7 +90,7 @@ func (f *Fs) refreshDepLocked(rel string) {
 
 // recordDepLocked records the lower's current state at rel as what the
 // layer saw there: after Commit wrote an entry the layer keeps.
-func (f *Fs) recordDepLocked(rel string) {
+func (f *layer) recordDepLocked(rel string) {
 	if fi, err := os.Lstat(f.host(rel)); err == nil {
 		f.deps.Set(rel, depOf(fi))
 	} else {
@@ -118,108 +118,146 @@ type conflict struct {
 //
 // Cost: one Lstat per dependency, per planned path and per distinct
 // parent directory.
-func (f *Fs) conflictsLocked(p plan) ([]conflict, error) {
-	sel := make(map[string]bool, len(p.keys))
-	srcs := make(map[string]bool)
-	for i, k := range p.keys {
-		sel[k] = true
-		if e := p.ents[i]; e.kind == kindFile {
-			if b := f.blobLocked(e.ino); b != nil && b.lazy && !b.external() {
-				srcs[b.src] = true
-			}
-		}
+func (f *layer) conflictsLocked(p plan) ([]conflict, error) {
+	c := &conflictCheck{
+		f:     f,
+		p:     p,
+		sel:   make(map[string]bool, len(p.keys)),
+		bad:   map[string]bool{},
+		isDir: map[string]bool{},
 	}
-	bad := map[string]bool{}
-	var out []conflict
-	// into: the plan writes into rel (a parent), so a symlink at rel itself
-	// would carry writes; otherwise only rel's ancestors would.
-	add := func(rel string, into bool) {
-		if !bad[rel] {
-			bad[rel] = true
-			from := rel
-			if !into {
-				from = parent(rel)
-			}
-			out = append(out, conflict{path: osSlash(rel), escape: rel != "" && f.leadsOutside(from)})
-		}
-	}
-	f.deps.Scan(func(rel string, d dep) bool {
-		if !srcs[rel] && !selectedAbove(rel, sel) {
-			return true
-		}
-		fi, err := os.Lstat(f.host(rel))
-		if err != nil || !d.same(fi) {
-			add(rel, fi != nil && fi.Mode()&fs.ModeSymlink != 0 && d.mode.IsDir())
-		}
-		return true
-	})
+	c.changedDepsLocked()
 	rootFi, err := os.Lstat(f.root)
 	if err != nil {
 		return nil, err
 	}
-	dev := deviceOf(rootFi)
-	var crossing []string
-	isDir := map[string]bool{}
-	realDir := func(rel string) bool {
-		ok, seen := isDir[rel]
-		if !seen {
-			fi, err := os.Lstat(f.host(rel))
-			ok = err == nil && fi.IsDir()
-			if ok && deviceOf(fi) != dev {
-				crossing = append(crossing, rel)
-			}
-			isDir[rel] = ok
-		}
-		return ok
-	}
+	c.dev = deviceOf(rootFi)
 	for i, k := range p.keys {
-		e := p.ents[i]
 		if _, ok := f.deps.Get(k); !ok && k != "" {
-			fi, err := os.Lstat(f.host(k))
-			switch {
-			case e.kind == kindDir && !e.opaque:
-				if !realDir(k) {
-					add(k, true)
-				}
-			case e.kind == kindWhiteout && p.keep[k]:
-				// hidden through an ancestor, whose subtree is a dependency
-			case err == nil && e.kind == kindSymlink && fi.Mode()&fs.ModeSymlink != 0:
-				if t, _ := os.Readlink(f.host(k)); t != e.target {
-					add(k, false)
-				}
-			case err == nil && e.kind.special() && kindOfMode(fi.Mode()) == e.kind:
-				// a FIFO or socket copied up for its metadata: still one
-			case err == nil:
-				add(k, false)
-			}
+			c.created(k, p.ents[i])
 		}
-		// The nearest ancestor the plan does not write itself must be a
-		// real directory on the lower (the plan checks its own).
-		for a := k; a != ""; {
-			a = parent(a)
-			if sel[a] && a != "" {
-				break
-			}
-			if !realDir(a) {
-				add(a, true)
-			}
-			if a == "" {
-				break
+		c.parents(k)
+	}
+	if len(c.crossing) > 0 {
+		slices.Sort(c.crossing)
+		return nil, fmt.Errorf("%s: on another file system than the root: a commit cannot move its staged contents there atomically", strings.Join(c.crossing, ", "))
+	}
+	slices.SortFunc(c.out, func(a, b conflict) int { return strings.Compare(a.path, b.path) })
+	return c.out, nil
+}
+
+// conflictCheck collects the conflicts of one plan.
+type conflictCheck struct {
+	f        *layer
+	p        plan
+	sel      map[string]bool // the plan's keys
+	bad      map[string]bool // paths already in out
+	out      []conflict
+	dev      uint64          // the root's device
+	isDir    map[string]bool // realDir's answers
+	crossing []string        // real directories on another device than the root
+}
+
+// add records a conflict at rel once. into: the plan writes into rel (a
+// parent), so a symlink at rel itself would carry writes; otherwise only
+// rel's ancestors would.
+func (c *conflictCheck) add(rel string, into bool) {
+	if c.bad[rel] {
+		return
+	}
+	c.bad[rel] = true
+	from := rel
+	if !into {
+		from = parent(rel)
+	}
+	c.out = append(c.out, conflict{path: osSlash(rel), escape: rel != "" && c.f.leadsOutside(from)})
+}
+
+// realDir reports whether the lower at rel is a real directory, noting
+// one on another device than the root.
+func (c *conflictCheck) realDir(rel string) bool {
+	ok, seen := c.isDir[rel]
+	if !seen {
+		fi, err := os.Lstat(c.f.host(rel))
+		ok = err == nil && fi.IsDir()
+		if ok && deviceOf(fi) != c.dev {
+			c.crossing = append(c.crossing, rel)
+		}
+		c.isDir[rel] = ok
+	}
+	return ok
+}
+
+// changedDepsLocked adds the dependencies at or under the plan's keys, or
+// the lower sources of its lazy files, whose identity changed. It fills
+// sel.
+func (c *conflictCheck) changedDepsLocked() {
+	srcs := make(map[string]bool)
+	for i, k := range c.p.keys {
+		c.sel[k] = true
+		if e := c.p.ents[i]; e.kind == kindFile {
+			if b := c.f.blobLocked(e.ino); b != nil && b.lazy && !b.external() {
+				srcs[b.src] = true
 			}
 		}
 	}
-	if len(crossing) > 0 {
-		slices.Sort(crossing)
-		return nil, fmt.Errorf("%s: on another file system than the root: a commit cannot move its staged contents there atomically", strings.Join(crossing, ", "))
+	c.f.deps.Scan(func(rel string, d dep) bool {
+		if !srcs[rel] && !selectedAbove(rel, c.sel) {
+			return true
+		}
+		fi, err := os.Lstat(c.f.host(rel))
+		if err != nil || !d.same(fi) {
+			c.add(rel, fi != nil && fi.Mode()&fs.ModeSymlink != 0 && d.mode.IsDir())
+		}
+		return true
+	})
+}
+
+// created checks a path the plan writes without a dependency of its own:
+// a directory it changes the metadata of must still be a real directory;
+// what it creates must still be absent (or already the same symlink, FIFO
+// or socket).
+func (c *conflictCheck) created(k string, e entry) {
+	fi, err := os.Lstat(c.f.host(k))
+	switch {
+	case e.kind == kindDir && !e.opaque:
+		if !c.realDir(k) {
+			c.add(k, true)
+		}
+	case e.kind == kindWhiteout && c.p.keep[k]:
+		// hidden through an ancestor, whose subtree is a dependency
+	case err == nil && e.kind == kindSymlink && fi.Mode()&fs.ModeSymlink != 0:
+		if t, _ := os.Readlink(c.f.host(k)); t != e.target {
+			c.add(k, false)
+		}
+	case err == nil && e.kind.special() && kindOfMode(fi.Mode()) == e.kind:
+		// a FIFO or socket copied up for its metadata: still one
+	case err == nil:
+		c.add(k, false)
 	}
-	slices.SortFunc(out, func(a, b conflict) int { return strings.Compare(a.path, b.path) })
-	return out, nil
+}
+
+// parents checks that the nearest ancestor of k the plan does not write
+// itself is a real directory on the lower (the plan checks its own).
+func (c *conflictCheck) parents(k string) {
+	for a := k; a != ""; {
+		a = parent(a)
+		if c.sel[a] && a != "" {
+			break
+		}
+		if !c.realDir(a) {
+			c.add(a, true)
+		}
+		if a == "" {
+			break
+		}
+	}
 }
 
 // leadsOutside reports whether the lower at rel, or one of its ancestors,
 // is a symlink that resolves outside the root. The root itself is not
 // looked at: it was resolved once, in New.
-func (f *Fs) leadsOutside(rel string) bool {
+func (f *layer) leadsOutside(rel string) bool {
 	for p := rel; p != ""; p = parent(p) {
 		fi, err := os.Lstat(f.host(p))
 		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {

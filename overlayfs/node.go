@@ -1,0 +1,79 @@
+package overlayfs
+
+import (
+	"io/fs"
+	"time"
+)
+
+// kind is the type of a path in the layer or the merged view.
+type kind uint8
+
+const (
+	kindNone kind = iota // does not exist
+	kindFile
+	kindDir
+	kindSymlink
+	kindWhiteout
+	kindFIFO   // a named pipe: type and metadata only
+	kindSocket // a unix socket: type and metadata only
+)
+
+// special reports whether k is a FIFO or a socket: entries that hold no
+// content, are never read, and which git cannot express.
+func (k kind) special() bool { return k == kindFIFO || k == kindSocket }
+
+// meta is the metadata of a directory, symlink, FIFO, socket or file.
+type meta struct {
+	perm  fs.FileMode // permission bits plus setuid, setgid, sticky
+	mtime time.Time
+	uid   int
+	gid   int
+}
+
+// entry is a layer entry. A file's metadata and content live in its blob,
+// found by identity (ino), so that handles follow a file through renames
+// and snapshots share content; directories, symlinks, FIFOs and sockets
+// carry their meta.
+type entry struct {
+	kind kind
+	meta
+	opaque bool   // directory: the lower at this path is hidden
+	target string // symlink
+	ino    uint64 // file
+}
+
+// node is what a path is in the merged view.
+type node struct {
+	kind  kind
+	layer bool        // e is valid; otherwise fi is the lower's Lstat
+	e     entry       //
+	fi    fs.FileInfo //
+	under bool        // a directory through which the lower is visible
+}
+
+func (n node) exists() bool { return n.kind != kindNone }
+
+func kindOfMode(m fs.FileMode) kind {
+	switch {
+	case m.IsDir():
+		return kindDir
+	case m&fs.ModeSymlink != 0:
+		return kindSymlink
+	case m&fs.ModeNamedPipe != 0:
+		return kindFIFO
+	case m&fs.ModeSocket != 0:
+		return kindSocket
+	default:
+		return kindFile
+	}
+}
+
+// permBits are the mode bits chmod sets.
+const permBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+// metaOf returns the metadata of a lower file.
+func metaOf(fi fs.FileInfo) meta {
+	m := meta{perm: fi.Mode() & permBits, mtime: fi.ModTime()}
+	m.uid, m.gid = owner(fi)
+	return m
+}
