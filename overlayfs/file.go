@@ -427,55 +427,61 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 	}
 	page, err := d.next(n, mode)
 	infos := make([]fs.FileInfo, 0, len(page.names))
-	if d.fs != nil {
-		d.fs.mu.RLock()
-		defer d.fs.mu.RUnlock()
+	if d.fs == nil {
+		for i, name := range page.names {
+			fi := page.infoAt(i)
+			if fi == nil {
+				var ierr error
+				if fi, ierr = os.Lstat(d.name + "/" + name); errors.Is(ierr, fs.ErrNotExist) {
+					continue // vanished since listed, as os skips it
+				} else if ierr != nil {
+					return infos, ierr
+				}
+			}
+			infos = append(infos, fi)
+		}
+		return infos, err
 	}
-	visible := d.fs != nil && d.rel != goneRel && d.fs.lowerVisible(d.rel)
+	f := d.fs
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if d.rel == goneRel {
+		return infos, err // every entry vanished with the directory
+	}
+	// The page's entries as they are now: the layer's children, looked up
+	// in one pass beside the page (both are in name order), over the
+	// lower's when it still shows through the directory.
+	visible := f.lowerVisible(d.rel)
+	kids, es := f.childrenLocked(d.rel)
+	k := 0
 	for i, name := range page.names {
-		fi, ierr := d.infoAt(name, page.infoAt(i), visible)
+		for k < len(kids) && kids[k] < name {
+			k++
+		}
+		var fi fs.FileInfo
 		switch {
-		case errors.Is(ierr, fs.ErrNotExist):
-			continue // vanished since listed, as os skips it
-		case ierr != nil:
-			return infos, ierr
+		case k < len(kids) && kids[k] == name:
+			if es[k].kind == kindWhiteout {
+				continue // removed since listed
+			}
+			fi = f.infoLocked(name, node{kind: es[k].kind, layer: true, e: es[k]})
+		case !visible:
+			continue // the lower is hidden since listed
+		case page.infoAt(i) != nil:
+			fi = page.infoAt(i) // taken with the listing, by this call
+		default:
+			var ierr error
+			fi, ierr = os.Lstat(f.host(join(d.rel, name)))
+			switch {
+			case errors.Is(ierr, fs.ErrNotExist):
+				continue // vanished since listed, as os skips it
+			case ierr != nil:
+				return infos, ierr
+			}
 		}
 		infos = append(infos, fi)
 	}
 	return infos, err
-}
-
-// infoAt returns the FileInfo of a listed entry as os's Readdir finds it:
-// by an lstat in the handle's directory, now. A lower entry listed with
-// its info (low) was listed by this same call (a listing with infos is
-// returned whole), so that is the lstat; the layer is looked up now, as it
-// may have changed since the listing. visible says whether the lower shows
-// through the handle's directory. Callers hold d.fs.mu.
-func (d *dir) infoAt(name string, low fs.FileInfo, visible bool) (fs.FileInfo, error) {
-	if d.fs == nil {
-		if low != nil {
-			return low, nil
-		}
-		return os.Lstat(d.name + "/" + name)
-	}
-	f := d.fs
-	if d.rel == goneRel {
-		return nil, pathErr("lstat", name, fs.ErrNotExist)
-	}
-	rel := join(d.rel, name)
-	if le, ok := f.paths.Get(rel); ok {
-		if le.kind == kindWhiteout {
-			return nil, pathErr("lstat", name, fs.ErrNotExist)
-		}
-		return f.infoLocked(name, node{kind: le.kind, layer: true, e: le}), nil
-	}
-	switch {
-	case !visible:
-		return nil, pathErr("lstat", name, fs.ErrNotExist)
-	case low != nil:
-		return low, nil
-	}
-	return os.Lstat(f.host(rel))
 }
 
 // info returns the FileInfo of a listed entry as os's DirEntry.Info finds

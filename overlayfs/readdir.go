@@ -65,12 +65,36 @@ func (f *layer) listLocked(rel string, n node) (listing, error) {
 // layer's children (their descendants are skipped, not visited) and a
 // radix sort of the names.
 func (f *layer) listDirLocked(rel string, n node, mode listMode, lower *os.File) (listing, error) {
+	hidden, es := f.childrenLocked(rel) // whiteouts included
+	var shown listing
+	for i, e := range es {
+		if e.kind != kindWhiteout {
+			shown.names = append(shown.names, hidden[i])
+			shown.types = append(shown.types, typeOfKind(e.kind))
+		}
+	}
+	if !n.under {
+		return shown, nil
+	}
+	if lower == nil {
+		d, err := os.Open(f.host(rel))
+		if err != nil {
+			return listing{}, err
+		}
+		defer d.Close()
+		lower = d
+	}
+	return readLower(lower, mode, shown, hidden)
+}
+
+// childrenLocked returns the layer's entries directly in the directory
+// rel (whiteouts included), in name order; their descendants are skipped,
+// not visited.
+func (f *layer) childrenLocked(rel string) (names []string, es []entry) {
 	prefix := ""
 	if rel != "" {
 		prefix = rel + "/"
 	}
-	var shown listing
-	var hidden []string // layer names, whiteouts included, in order
 	it := f.paths.Iter()
 	for ok := it.Seek(prefix); ok; {
 		k := it.Key()
@@ -86,26 +110,11 @@ func (f *layer) listDirLocked(rel string, n node, mode listMode, lower *os.File)
 			ok = it.Seek(prefix + name[:i] + "0") // '0' follows '/': past the subtree
 			continue
 		}
-		e := it.Value()
-		hidden = append(hidden, name)
-		if e.kind != kindWhiteout {
-			shown.names = append(shown.names, name)
-			shown.types = append(shown.types, typeOfKind(e.kind))
-		}
+		names = append(names, name)
+		es = append(es, it.Value())
 		ok = it.Next()
 	}
-	if !n.under {
-		return shown, nil
-	}
-	if lower == nil {
-		d, err := os.Open(f.host(rel))
-		if err != nil {
-			return listing{}, err
-		}
-		defer d.Close()
-		lower = d
-	}
-	return readLower(lower, mode, shown, hidden)
+	return names, es
 }
 
 // readLower reads the open directory d in the given mode and merges its
