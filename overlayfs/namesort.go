@@ -2,26 +2,23 @@ package overlayfs
 
 import "slices"
 
-// nameOrder returns the indices of s in bytewise order of name(s[i])
-// (strings.Compare's order, which is the layer's and git's). A
+// nameOrder returns the indices of s (the idx fields) in bytewise order of
+// name(s[i]) (strings.Compare's order, which is the layer's and git's). A
 // directory's names mostly differ in a few bytes after a shared prefix,
 // and a comparison sort, which compares whole names about log2(n) times
 // each, costs as much as reading the directory. So this sorts 8-byte keys
 // taken after the names' common prefix with a radix sort, in pointer-free
 // memory, and only names that tie on a key are looked at again (from the
 // next 8 bytes on).
-func nameOrder[T any](s []T, name func(T) string) []uint32 {
-	ks := make([]keyed, len(s))
+func nameOrder[T any](s []T, name func(T) string) []keyed {
+	buf := make([]keyed, 2*len(s)) // the order, then the radix sort's scratch
+	ks := buf[:len(s):len(s)]
 	for i := range ks {
 		ks[i].idx = uint32(i)
 	}
-	o := orderer[T]{s: s, name: name, tmp: make([]keyed, len(s))}
+	o := orderer[T]{s: s, name: name, tmp: buf[len(s):]}
 	o.sort(ks, 0)
-	out := make([]uint32, len(ks))
-	for i, k := range ks {
-		out[i] = k.idx
-	}
-	return out
+	return ks
 }
 
 // keyed is an element's index with 8 bytes of its name as a big-endian

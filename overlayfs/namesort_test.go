@@ -75,8 +75,8 @@ func FuzzNameOrder(f *testing.F) {
 // inOrder returns names in nameOrder's order.
 func inOrder(names []string) []string {
 	out := make([]string, 0, len(names))
-	for _, i := range nameOrder(names, func(s string) string { return s }) {
-		out = append(out, names[i])
+	for _, k := range nameOrder(names, func(s string) string { return s }) {
+		out = append(out, names[k.idx])
 	}
 	return out
 }

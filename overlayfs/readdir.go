@@ -168,7 +168,7 @@ func mergeLower[T any](low []T, name func(T) string, typ func(T) fs.FileMode, in
 		i++
 	}
 	for _, k := range order {
-		x := low[k]
+		x := low[k.idx]
 		nx := name(x)
 		for j < len(hidden) && hidden[j] < nx {
 			j++
