@@ -97,19 +97,45 @@ type change struct {
 func (f *Fs) Changes() []Change {
 	var out []Change
 	for _, g := range f.layers {
-		cs, _ := g.changes()
-		out = slices.Grow(out, len(cs))
-		for _, c := range cs {
-			out = append(out, c.Change)
+		g.mu.RLock()
+		cs := make([]Change, 0, g.paths.Len())
+		g.eachChangeLocked(func(c change) { cs = append(cs, c.Change) })
+		g.mu.RUnlock()
+		cs = sortedByPath(cs, func(c Change) string { return c.Path })
+		if out == nil {
+			out = cs
+		} else {
+			out = append(out, cs...)
 		}
 	}
 	return out
 }
 
+// changes returns the changes with both sides, for patches.
 func (f *layer) changes() ([]change, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]change, 0, f.paths.Len())
+	var out []change
+	err := f.eachChangeLocked(func(c change) { out = append(out, c) })
+	return sortedByPath(out, func(c change) string { return c.Path }), err
+}
+
+// sortedByPath sorts changes by path unless they already are: they come in
+// the layer's order, unless the root's "." or deletions below a hidden
+// lower directory came in between.
+func sortedByPath[T any](cs []T, path func(T) string) []T {
+	byPath := func(a, b T) int { return strings.Compare(path(a), path(b)) }
+	if !slices.IsSortedFunc(cs, byPath) {
+		slices.SortFunc(cs, byPath)
+	}
+	return cs
+}
+
+// eachChangeLocked calls emit with each change, in the layer's path order
+// but for the root's own (at ".") and the deletions of a hidden lower
+// directory's subtree (after the directory); it returns the first error
+// met comparing contents. Callers hold f.mu.
+func (f *layer) eachChangeLocked(emit func(change)) error {
 	var firstErr error
 	note := func(err error) {
 		if firstErr == nil && err != nil {
@@ -120,13 +146,17 @@ func (f *layer) changes() ([]change, error) {
 	// directory, outermost first: nothing below them is in the lower, so
 	// their descendants (scanned after them) cost no lstat.
 	var absent []string
+	send := func(c change) {
+		c.Root = f.root
+		emit(c)
+	}
 	f.paths.Scan(func(k string, e entry) bool {
 		if k == "" {
 			// The root's own mode is a change like any other, at ".".
 			if fi, err := os.Stat(f.root); err == nil && e.kind == kindDir {
 				low := side{kind: kindDir, mode: fi.Mode()}
 				if c, ok, _ := compare(".", low, f.viewSide(e)); ok {
-					out = append(out, c)
+					send(c)
 				}
 			} else {
 				note(err)
@@ -153,26 +183,19 @@ func (f *layer) changes() ([]change, error) {
 		c, ok, err := compare(k, low, view)
 		note(err)
 		if ok {
-			out = append(out, c)
+			send(c)
 		}
 		if low.kind == kindDir && (e.kind != kindDir || e.opaque) {
-			note(f.deletedBelow(k, &out))
+			note(f.deletedBelow(k, emit))
 		}
 		return true
 	})
-	byPath := func(a, b change) int { return strings.Compare(a.Path, b.Path) }
-	if !slices.IsSortedFunc(out, byPath) { // the layer's order, unless "." or deletions below came in between
-		slices.SortFunc(out, byPath)
-	}
-	for i := range out {
-		out[i].Root = f.root
-	}
-	return out, firstErr
+	return firstErr
 }
 
-// deletedBelow lists the lower's subtree of rel, which the view hides, as
+// deletedBelow emits the lower's subtree of rel, which the view hides, as
 // deletions; paths the layer has are left to their own entries.
-func (f *layer) deletedBelow(rel string, out *[]change) error {
+func (f *layer) deletedBelow(rel string, emit func(change)) error {
 	des, err := os.ReadDir(f.host(rel))
 	if err != nil {
 		return err
@@ -186,9 +209,9 @@ func (f *layer) deletedBelow(rel string, out *[]change) error {
 		if low.kind == kindNone {
 			continue
 		}
-		*out = append(*out, change{Change: Change{Root: f.root, Path: p, Kind: Deleted, OldMode: low.mode}, old: low})
+		emit(change{Change: Change{Root: f.root, Path: p, Kind: Deleted, OldMode: low.mode}, old: low})
 		if low.kind == kindDir {
-			if err := f.deletedBelow(p, out); err != nil {
+			if err := f.deletedBelow(p, emit); err != nil {
 				return err
 			}
 		}
