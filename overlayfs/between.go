@@ -36,7 +36,7 @@ func (f *Fs) WriteDiffBetween(w io.Writer, a, b *Snapshot) error {
 // viewOf returns a read-only layer over a snapshot's layer. Snapshot trees
 // are never changed, so it needs no lock.
 func (f *layer) viewOf(s *savedLayer) *layer {
-	return &layer{shared: f.shared, root: f.root, paths: s.paths, blobs: s.blobs}
+	return &layer{shared: f.shared, root: f.root, paths: newPathMap(s.paths), blobs: s.blobs}
 }
 
 func (f *layer) between(a, b *savedLayer) ([]change, error) {

@@ -128,7 +128,8 @@
 //
 // fs.go: [Fs], the layer type (one root's state and locks) and [New];
 // roots.go: [WithRoot] and the choice of a name's root; resolve.go: the
-// resolver (names to locations, symlinks in the merged view); lookup.go:
+// resolver (names to locations, symlinks in the merged view); cleandirs.go:
+// its fast path through directories recorded clean of layer entries; lookup.go:
 // one path in the merged view and the caches of the lower; node.go: the
 // kinds, layer entries and merged-view nodes; blob.go: file contents;
 // layer.go: subtrees of the layer and root-relative path helpers;

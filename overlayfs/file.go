@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/spf13/afero"
 )
@@ -644,34 +645,35 @@ func (f *layer) isDir(rel *string) bool {
 type osFile struct {
 	*os.File
 	name string
-	fs   *layer // set for files inside the root
-	rel  string // root-relative path, inside the root
-	seen int64  // fs.copies when last checked
-	flag int    // the open flags
-	at   string // where the handle is now, inside the root (bound: follows renames)
+	fs   *layer       // set for files inside the root
+	rel  string       // root-relative path, inside the root
+	seen atomic.Int64 // fs.copies when last checked
+	flag int          // the open flags
+	at   string       // where the handle is now, inside the root (bound: follows renames)
 
 	mu  sync.Mutex
-	d   *dir  // listing state, once listed
-	cow *file // the layer copy of this lower file, once written elsewhere
+	d   *dir                 // listing state, once listed
+	cow atomic.Pointer[file] // the layer copy of this lower file, once written elsewhere (set under mu)
 }
 
 // layer returns the handle to read through once another handle has copied
 // this lower file up, so that every handle sees every write. The check
 // costs one atomic load until some copy-up happens.
 func (o *osFile) layer() *file {
-	if o.fs == nil || o.fs.copies.Load() == o.seen {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		return o.cow
+	if o.fs == nil {
+		return nil
+	}
+	if h := o.cow.Load(); h != nil || o.fs.copies.Load() == o.seen.Load() {
+		return h
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.cow != nil {
-		return o.cow
+	if h := o.cow.Load(); h != nil {
+		return h
 	}
 	f := o.fs
 	f.mu.RLock()
-	o.seen = f.copies.Load()
+	o.seen.Store(f.copies.Load())
 	ino, ok := f.copied[o.rel]
 	if ok && f.blobLocked(ino) == nil {
 		ok = false
@@ -685,8 +687,9 @@ func (o *osFile) layer() *file {
 		return nil
 	}
 	f.hold(ino)
-	o.cow = &file{fs: f, name: o.name, ino: ino, flag: os.O_RDONLY, off: off}
-	return o.cow
+	h := &file{fs: f, name: o.name, ino: ino, flag: os.O_RDONLY, off: off}
+	o.cow.Store(h)
+	return h
 }
 
 func (o *osFile) dir() (*dir, error) {
@@ -732,31 +735,23 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 	if h := o.layer(); h != nil {
 		return h.Stat()
 	}
-	if o.fs != nil {
-		if fi, err := o.File.Stat(); err != nil || !fi.IsDir() {
-			return o.lowerStat()
-		}
+	fi, err := o.File.Stat()
+	if err != nil {
+		return nil, fixErr("", o.name, err)
+	}
+	if o.fs != nil && fi.IsDir() {
 		// A lower directory whose metadata the layer changed since.
 		f := o.fs
 		f.mu.RLock()
 		n := f.nodeAtLocked(o.at)
-		var fi fs.FileInfo
+		var lfi fs.FileInfo
 		if n.layer && n.kind == kindDir {
-			fi = f.infoLocked(infoName(o.name), n)
+			lfi = f.infoLocked(infoName(o.name), n)
 		}
 		f.mu.RUnlock()
-		if fi != nil {
-			return fi, nil
+		if lfi != nil {
+			return lfi, nil
 		}
-	}
-	return o.lowerStat()
-}
-
-// lowerStat is the fstat of the handle's own file.
-func (o *osFile) lowerStat() (fs.FileInfo, error) {
-	fi, err := o.File.Stat()
-	if err != nil {
-		return nil, fixErr("", o.name, err)
 	}
 	return renameInfo(fi, infoName(o.name)), nil
 }
@@ -827,8 +822,8 @@ func (o *osFile) Close() error {
 	if o.d != nil && err == nil {
 		o.d.Close()
 	}
-	if o.cow != nil && err == nil {
-		o.cow.Close()
+	if h := o.cow.Load(); h != nil && err == nil {
+		h.Close()
 	}
 	return err
 }

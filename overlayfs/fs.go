@@ -46,7 +46,7 @@ type layer struct {
 	root string // canonical absolute root
 
 	mu      sync.RWMutex
-	paths   *btree.Map[string, entry] // root-relative slash path -> entry
+	paths   pathMap                   // root-relative slash path -> entry
 	blobs   *btree.Map[uint64, *blob] // file identity -> content
 	gen     uint64                    // blobs with another gen are shared: clone before writing
 	deps    *btree.Map[string, dep]   // lower paths the layer depends on (for Commit)
@@ -72,6 +72,7 @@ type layer struct {
 func (f *layer) dropCaches() {
 	f.dirs.Clear()
 	f.names.Clear()
+	f.paths.clean.clear()
 }
 
 // family is shared by an Fs and its forks: generations must be unique
@@ -168,7 +169,7 @@ func newLayer(sh *shared, root string) (*layer, error) {
 
 // resetLocked empties the layer.
 func (f *layer) resetLocked() {
-	f.paths = btree.NewMap[string, entry](32)
+	f.paths = newPathMap(btree.NewMap[string, entry](32))
 	f.blobs = btree.NewMap[uint64, *blob](32)
 	f.gen = f.fam.gen.Add(1)
 	f.deps = btree.NewMap[string, dep](32)

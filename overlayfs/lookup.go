@@ -10,6 +10,12 @@ import (
 // symlink. visible says whether the lower shows through rel's parent.
 // Callers hold f.mu.
 func (f *layer) lookup(rel string, visible bool) (node, error) {
+	return f.lookupAt(rel, "", visible)
+}
+
+// lookupAt is lookup with rel's host path, when the caller has it at hand
+// ("" for f.host(rel)).
+func (f *layer) lookupAt(rel, host string, visible bool) (node, error) {
 	if e, ok := f.paths.Get(rel); ok {
 		if e.kind == kindWhiteout {
 			return node{}, nil
@@ -19,25 +25,52 @@ func (f *layer) lookup(rel string, visible bool) (node, error) {
 	if !visible {
 		return node{}, nil
 	}
-	dir := parent(rel)
-	if names, ok := f.names.Load(dir); ok {
+	if names, ok := f.names.Load(parent(rel)); ok {
 		if _, ok := names.(map[string]struct{})[base(rel)]; !ok {
 			return node{}, nil
 		}
 	}
-	fi, err := os.Lstat(f.host(rel))
-	if err != nil {
-		if isMissing(err) {
-			f.cacheNames(dir)
-			return node{}, nil
-		}
+	return f.lowerLookup(rel, host)
+}
+
+// lowerLookup returns the lower's node at rel, a path the layer has no
+// entry at and whose parent shows the lower; host is rel's host path, or
+// "" for f.host(rel).
+func (f *layer) lowerLookup(rel, host string) (node, error) {
+	fi, err := f.lowerInfo(rel, host)
+	if fi == nil {
 		return node{}, err
 	}
 	k := kindOfMode(fi.Mode())
-	if k == kindDir {
+	return node{kind: k, fi: fi, under: k == kindDir}, nil
+}
+
+// lowerInfo is the lstat of the lower at rel (host as for lowerLookup):
+// nil when nothing is there. It remembers what it learns of the lower.
+func (f *layer) lowerInfo(rel, host string) (fs.FileInfo, error) {
+	if host == "" {
+		host = f.host(rel)
+	}
+	fi, err := os.Lstat(host)
+	if err != nil {
+		if isMissing(err) {
+			f.cacheNames(parent(rel))
+			return nil, nil
+		}
+		return nil, err
+	}
+	if fi.IsDir() {
+		f.sawDir(rel)
+	}
+	return fi, nil
+}
+
+// sawDir records that the lower has a real directory at rel. It needs no
+// lock: the lower does not change while the Fs is in use.
+func (f *layer) sawDir(rel string) {
+	if _, ok := f.dirs.Load(rel); !ok {
 		f.dirs.Store(rel, struct{}{})
 	}
-	return node{kind: k, fi: fi, under: k == kindDir}, nil
 }
 
 // cacheNames remembers the names in the lower directory dir, once it is

@@ -129,8 +129,20 @@ func (f *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.Fi
 // openRead opens name read-only. Lower files are opened directly with
 // O_NOFOLLOW, so the common case costs one system call more than nothing.
 func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
+	h, done, link, err := f.openLower(name, abs, flag)
+	if done {
+		return h, err
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	var seen *known // the lower's symlink openLower met, if the layer did not change since
+	if link {
+		host := abs
+		if host == "" {
+			host = name
+		}
+		seen = f.lowerLink(host, nil)
+	}
 	l, err := f.resolve("open", name, abs, false)
 	if err != nil {
 		return nil, err
@@ -145,9 +157,9 @@ func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		}
 		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
-	if !l.have && !l.dirOnly {
-		if _, inLayer := f.paths.Get(l.rel); !inLayer && l.visible {
-			fh, err := os.OpenFile(f.host(l.rel), flag|oNoFollow, 0)
+	if !l.have && !l.dirOnly && seen == nil {
+		if l.visible && f.noEntry(l.rel) {
+			fh, err := os.OpenFile(f.hostOf(l), flag|oNoFollow, 0)
 			if err == nil {
 				return f.lowerHandle(fh, name, l.rel, flag), nil
 			}
@@ -157,7 +169,7 @@ func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		}
 	}
 	// A symlink, a directory, a layer entry or a trailing slash.
-	if l, err = f.resolve("open", name, abs, true); err != nil {
+	if l, err = f.resolveName("open", name, abs, true, true, seen); err != nil {
 		return nil, err
 	}
 	if !l.inside {
@@ -191,7 +203,7 @@ func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		f.hold(n.e.ino)
 		return &file{fs: f, name: name, ino: n.e.ino, flag: flag, last: f.blobLocked(n.e.ino)}, nil
 	}
-	fh, err := os.OpenFile(f.host(l.rel), flag, 0)
+	fh, err := os.OpenFile(f.hostOf(l), flag, 0)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
@@ -200,7 +212,16 @@ func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
 
 // lowerHandle wraps a handle opened on the lower at rel.
 func (f *layer) lowerHandle(fh *os.File, name, rel string, flag int) *osFile {
-	o := &osFile{File: fh, name: name, fs: f, rel: rel, at: rel, seen: f.copies.Load(), flag: flag}
+	o := f.boundHandle(name, rel, flag)
+	o.File = fh
+	return o
+}
+
+// boundHandle returns a lower handle at rel, not yet opened, bound so that
+// renames and removals from now on move it. Callers hold f.mu.
+func (f *layer) boundHandle(name, rel string, flag int) *osFile {
+	o := &osFile{name: name, fs: f, rel: rel, at: rel, flag: flag}
+	o.seen.Store(f.copies.Load())
 	f.bind(&o.at)
 	return o
 }

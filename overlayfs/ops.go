@@ -12,9 +12,6 @@ import (
 // Stat returns the FileInfo of name, following symlinks, as os.Stat does.
 func (f *Fs) Stat(name string) (fs.FileInfo, error) {
 	g, abs := f.pick(name)
-	if fi, ok, err := g.fastStat(name); ok {
-		return fi, err
-	}
 	return g.stat("stat", name, abs, true)
 }
 
@@ -30,26 +27,59 @@ func (f *Fs) LstatIfPossible(name string) (fs.FileInfo, bool, error) {
 	return fi, true, err
 }
 
-// fastStat serves Stat straight from the lower while the layer is empty:
-// then the merged view is the lower and the kernel resolves names as we would.
-func (f *layer) fastStat(name string) (fs.FileInfo, bool, error) {
-	f.mu.RLock()
-	empty := f.paths.Len() == 0
-	f.mu.RUnlock()
-	if !empty || !f.opts.outsideReads {
-		return nil, false, nil
+// emptyView reports whether Stat of name can go straight to the lower:
+// the layer is empty, so the merged view is the lower and the kernel
+// resolves names as we would. Callers hold f.mu (read or write).
+func (f *layer) emptyView(name string) bool {
+	if f.paths.Len() != 0 || !f.opts.outsideReads || len(name) == 0 {
+		return false
 	}
-	if _, ok := f.within(name); !ok || len(name) == 0 {
-		return nil, false, nil
-	}
-	fi, err := os.Stat(name)
-	return fi, true, err
+	_, ok := f.within(name)
+	return ok
 }
 
+// stat is Stat (follow) or Lstat. A name the fast path resolves to the
+// lower is stat'ed outside the lock (see lowerStat).
 func (f *layer) stat(op, name, abs string, follow bool) (fs.FileInfo, error) {
 	f.mu.RLock()
+	if follow && f.emptyView(name) {
+		f.mu.RUnlock()
+		return os.Stat(name)
+	}
+	return f.statRLocked(op, name, abs, follow)
+}
+
+// statRLocked is stat past the empty layer's shortcut. Callers hold f.mu
+// for reading; it releases it.
+func (f *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, error) {
+	host := abs
+	if host == "" {
+		host = name
+	}
+	rel, lower, fast := f.fastEntry(host)
+	var seen *known
+	if fast && lower {
+		f.mu.RUnlock()
+		fi, done, err := f.lowerStat(op, name, rel, host, follow)
+		if done {
+			return fi, err
+		}
+		f.mu.RLock()
+		seen = f.lowerLink(host, fi) // a symlink to follow
+	}
 	defer f.mu.RUnlock()
-	l, err := f.resolve(op, name, abs, follow)
+	if fast && !lower {
+		if fi, done, err := f.layerStat(op, name, rel, host, follow); done {
+			return fi, err
+		}
+	}
+	return f.statWalk(op, name, abs, follow, seen)
+}
+
+// statWalk is stat by a full resolution; seen is as for resolveName.
+// Callers hold f.mu.
+func (f *layer) statWalk(op, name, abs string, follow bool, seen *known) (fs.FileInfo, error) {
+	l, err := f.resolveName(op, name, abs, follow, true, seen)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +115,7 @@ func (f *layer) final(l loc) (node, error) {
 	if l.have {
 		return l.n, nil
 	}
-	return f.lookup(l.rel, l.visible)
+	return f.lookupAt(l.rel, l.host, l.visible)
 }
 
 // writeEntryLoc is writeLoc for operations on the last component itself.

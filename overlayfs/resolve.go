@@ -20,13 +20,21 @@ type loc struct {
 	name    string // as the caller passed it; used in errors
 	inside  bool
 	rel     string // root-relative slash path, when inside
-	host    string // resolved host path, when outside (inside: f.host(rel)); os resolves the rest
+	host    string // resolved host path, when outside (os resolves the rest); inside: f.host(rel), or "" until needed
 	visible bool   // the lower shows through rel's parent
 	dirOnly bool   // the name ended in a slash or "." or "..": it must be a directory
 	slash   bool   // the name ends in a slash after a normal last component
 	last    lastKind
 	n       node // the node at rel, when have is set
 	have    bool
+}
+
+// hostOf returns the host path of an inside location.
+func (f *layer) hostOf(l loc) string {
+	if l.host != "" {
+		return l.host
+	}
+	return f.host(l.rel)
 }
 
 // lastKind is what the last component of a name is, as the kernel sorts
@@ -81,7 +89,13 @@ func (f *layer) dirCheck(l loc) error {
 // abs is name made absolute (see Fs.pick), or "" for resolve to make it.
 // Callers hold f.mu (read or write).
 func (f *layer) resolve(op, name, abs string, follow bool) (loc, error) {
-	return f.resolveName(op, name, abs, follow, true)
+	return f.resolveName(op, name, abs, follow, true, nil)
+}
+
+// known is a node a caller looked up already, at rel (see lowerLink).
+type known struct {
+	rel string
+	n   node
 }
 
 // resolveEntry resolves a name whose last component an operation creates
@@ -89,10 +103,12 @@ func (f *layer) resolve(op, name, abs string, follow bool) (loc, error) {
 // follow a final symlink, as in Linux; dirOnly still reports the slash.
 // Callers check l.last: the kernel never acts on a last "." or "..".
 func (f *layer) resolveEntry(op, name, abs string) (loc, error) {
-	return f.resolveName(op, name, abs, false, false)
+	return f.resolveName(op, name, abs, false, false, nil)
 }
 
-func (f *layer) resolveName(op, name, abs string, follow, slashFollows bool) (loc, error) {
+// resolveName resolves name; seen, when set, is a node on its way already
+// looked up (so the fast path has been tried: it is not tried again).
+func (f *layer) resolveName(op, name, abs string, follow, slashFollows bool, seen *known) (loc, error) {
 	if name == "" {
 		return loc{}, pathErr(op, name, errNoEnt)
 	}
@@ -112,6 +128,11 @@ func (f *layer) resolveName(op, name, abs string, follow, slashFollows bool) (lo
 		}
 		abs = wd + "/" + name
 	}
+	if seen == nil {
+		if l, ok, err := f.fastLoc(op, name, abs, follow); ok {
+			return l, err
+		}
+	}
 	last, slash := lastOf(name)
 	dirOnly := slash || last != lastNorm
 	// "x/." walks x as a directory to look "." up in: x is always followed.
@@ -119,7 +140,7 @@ func (f *layer) resolveName(op, name, abs string, follow, slashFollows bool) (lo
 	var l loc
 	var err error
 	if rest, ok := f.within(lexClean(abs)); ok {
-		l, err = f.walk(op, name, splitRel(rest), follow, 0)
+		l, err = f.walk(op, name, splitRel(rest), follow, 0, seen)
 	} else {
 		l, err = f.outside(op, name, abs, follow, 0)
 	}
@@ -162,7 +183,7 @@ func (f *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 	host := "" // set when the walk stops before the end
 	for len(pending) > 0 {
 		if rel, ok := f.within(cur); ok {
-			return f.walk(op, name, append(splitRel(rel), pending...), follow, hops)
+			return f.walk(op, name, append(splitRel(rel), pending...), follow, hops, nil)
 		}
 		c := pending[0]
 		pending = pending[1:]
@@ -206,7 +227,7 @@ func (f *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 	}
 	if host == "" {
 		if rel, ok := f.within(cur); ok {
-			return f.walk(op, name, splitRel(rel), follow, hops)
+			return f.walk(op, name, splitRel(rel), follow, hops, nil)
 		}
 		host = cur
 	}
@@ -219,7 +240,8 @@ type frame struct {
 }
 
 // walk resolves root-relative components in the merged view.
-func (f *layer) walk(op, name string, pending []string, follow bool, hops int) (loc, error) {
+// seen, when set, is the node at a path the walk meets, looked up already.
+func (f *layer) walk(op, name string, pending []string, follow bool, hops int, seen *known) (loc, error) {
 	var frames [16]frame
 	stack := append(frames[:0], frame{"", true}) // the root is never opaque
 	// mustDir: the name resolved through a symlink whose target ends in a
@@ -247,7 +269,13 @@ func (f *layer) walk(op, name string, pending []string, follow bool, hops int) (
 		if last && !follow {
 			return loc{inside: true, rel: rel, visible: top.under, dirOnly: mustDir}, nil
 		}
-		n, err := f.step(rel, top.under, last)
+		var n node
+		var err error
+		if seen != nil && rel == seen.rel {
+			n = seen.n
+		} else {
+			n, err = f.step(rel, top.under, last)
+		}
 		if err != nil {
 			return loc{}, fixErr(op, name, err)
 		}

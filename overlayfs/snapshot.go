@@ -54,7 +54,7 @@ func (f *Fs) Restore(s *Snapshot) {
 func (f *layer) restore(s *savedLayer, fam *family) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.paths, f.blobs, f.deps = s.paths.Copy(), s.blobs.Copy(), s.deps.Copy()
+	f.paths, f.blobs, f.deps = newPathMap(s.paths.Copy()), s.blobs.Copy(), s.deps.Copy()
 	if fam != f.fam {
 		// Identities and generations of another family may collide with ours.
 		old := f.blobs
@@ -100,7 +100,7 @@ func (f *layer) fork() *layer {
 	nf := &layer{
 		shared:  f.shared,
 		root:    f.root,
-		paths:   f.paths.Copy(),
+		paths:   newPathMap(f.paths.Copy()),
 		blobs:   f.blobs.Copy(),
 		deps:    f.deps.Copy(),
 		gen:     f.fam.gen.Add(1),

@@ -1,0 +1,480 @@
+package overlayfs
+
+import (
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/spf13/afero"
+	"github.com/tidwall/btree"
+)
+
+// pathMap is a layer's entries: a copy-on-write B-tree from root-relative
+// slash path to entry, with the set of clean directories that the
+// resolver's fast path trusts (see fastLoc). Every insertion of a new
+// path goes through Set or Load here, which forget the clean
+// directories when the new path is one of them. Removing or replacing an
+// entry never makes a clean directory dirty: a clean directory and its
+// ancestors have no entry to remove or replace.
+type pathMap struct {
+	*btree.Map[string, entry]
+	clean *cleanDirs
+}
+
+// newPathMap wraps entries with an empty set of clean directories. A new
+// tree (Reset, Restore, Fork) starts with no directory known clean.
+func newPathMap(m *btree.Map[string, entry]) pathMap {
+	return pathMap{Map: m, clean: new(cleanDirs)}
+}
+
+// Set sets the entry at k.
+func (p pathMap) Set(k string, e entry) (entry, bool) {
+	prev, replaced := p.Map.Set(k, e)
+	if !replaced {
+		p.clean.inserted(k)
+	}
+	return prev, replaced
+}
+
+// Load sets the entry at k, fastest when k sorts last.
+func (p pathMap) Load(k string, e entry) (entry, bool) {
+	prev, replaced := p.Map.Load(k, e)
+	if !replaced {
+		p.clean.inserted(k)
+	}
+	return prev, replaced
+}
+
+// cleanDirs records directories the resolver may pass without walking
+// them, as a state per root-relative directory D:
+//
+//   - dirClean: D and every ancestor of D below the root has no layer entry
+//     and is a real lower directory (known from the cache of real lower
+//     directories, so not a symlink). Through such a D the merged view is
+//     the lower's: D/c is the layer entry at D/c if there is one, else
+//     the lower's D/c. The clean directories are closed under parent, so
+//     a new layer entry at any ancestor of one is itself clean, and
+//     inserting it forgets them all.
+//   - dirKnown: whether the layer has an entry directly in D is known, and
+//     dirBare says it has none: then D/c needs no look at the layer. The
+//     root ("") has only these bits. A new entry in D clears dirBare.
+//
+// Removing or replacing an entry never makes a recorded state wrong: a
+// clean directory and its ancestors have no entry to remove or replace,
+// and a removal only makes a directory barer than recorded.
+//
+// States are filled under the Fs's read lock, from many goroutines, by
+// adding bits atomically (or), so no fill loses another's; bits are only
+// taken away on insertion, under its write lock. The lower must not change
+// while the Fs is in use, so otherwise only Commit (which changes the
+// lower) forgets them.
+type cleanDirs struct {
+	root atomic.Uint32 // the root's dirState: names at the top cost no map lookup
+	m    sync.Map      // rel -> dirState, for the other directories
+}
+
+// dirState is what is known of a directory: see cleanDirs.
+type dirState uint8
+
+const (
+	dirClean dirState = 1 << iota
+	dirKnown
+	dirBare
+)
+
+func (c *cleanDirs) state(dir string) dirState {
+	if dir == "" {
+		return dirState(c.root.Load())
+	}
+	v, ok := c.m.Load(dir)
+	if !ok {
+		return 0
+	}
+	return v.(dirState)
+}
+
+// inserted updates the states for a new layer entry at k.
+func (c *cleanDirs) inserted(k string) {
+	if k == "" || c.state(k)&dirClean != 0 {
+		c.clear()
+		return
+	}
+	p := parent(k)
+	if st := c.state(p); st&dirBare != 0 {
+		c.set(p, st&^dirBare)
+	}
+}
+
+// set replaces dir's state. Callers hold the Fs's lock for writing.
+func (c *cleanDirs) set(dir string, st dirState) {
+	if dir == "" {
+		c.root.Store(uint32(st))
+		return
+	}
+	c.m.Store(dir, st)
+}
+
+// or adds bits to dir's state, atomically, and returns the new state.
+func (c *cleanDirs) or(dir string, bits dirState) dirState {
+	if dir == "" {
+		return dirState(c.root.Or(uint32(bits)) | uint32(bits))
+	}
+	for {
+		v, ok := c.m.Load(dir)
+		if !ok {
+			if _, loaded := c.m.LoadOrStore(dir, bits); !loaded {
+				return bits
+			}
+			continue
+		}
+		old := v.(dirState)
+		if old|bits == old || c.m.CompareAndSwap(dir, old, old|bits) {
+			return old | bits
+		}
+	}
+}
+
+func (c *cleanDirs) clear() {
+	c.root.Store(0)
+	c.m.Clear()
+}
+
+// markClean records dir as clean if it is: no layer entry at dir or an
+// ancestor, and each of them a known real lower directory. The cache of
+// real lower directories holds paths whose own lstat is a directory, so
+// never a symlink, though a path under a symlink may be there: every
+// prefix is checked, which rules symlinks out on the way. It reports
+// whether dir is clean; false may also mean "not yet known", until a full
+// walk has seen the lower directories. Callers hold f.mu (read or write).
+func (f *layer) markClean(dir string) bool {
+	c := f.paths.clean
+	for p := dir; p != ""; p = parent(p) {
+		if c.state(p)&dirClean != 0 {
+			break
+		}
+		if _, ok := f.paths.Get(p); ok {
+			return false
+		}
+		if _, ok := f.dirs.Load(p); !ok {
+			return false
+		}
+	}
+	for p := dir; p != ""; p = parent(p) {
+		if c.state(p)&dirClean != 0 {
+			break
+		}
+		c.or(p, dirClean)
+	}
+	return true
+}
+
+// markBare records whether the layer has an entry directly in dir, and
+// returns dir's new state (st is what the caller knew of it). It seeks past each subtree of the layer under
+// dir whose top has no entry, so it costs one B-tree search per such
+// subtree. Callers hold f.mu (read or write).
+func (f *layer) markBare(dir string, st dirState) dirState {
+	prefix := dir + "/"
+	if dir == "" {
+		prefix = ""
+	}
+	bare := true
+	for pivot := prefix; bare; {
+		next, found := "", false
+		f.paths.Ascend(pivot, func(k string, _ entry) bool {
+			if k == "" {
+				return true // the root's own entry
+			}
+			next, found = k, strings.HasPrefix(k, prefix)
+			return false
+		})
+		if !found {
+			break
+		}
+		child, _, deeper := strings.Cut(next[len(prefix):], "/")
+		if !deeper {
+			bare = false
+			break
+		}
+		pivot = prefix + child + "0" // '0' follows '/': past child's subtree
+	}
+	bits := dirKnown
+	if bare {
+		bits |= dirBare
+	}
+	return st | f.paths.clean.or(dir, bits)
+}
+
+// fastRel is the test of the resolver's fast path: abs is an absolute
+// name inside the root, clean (no empty, "." or ".." component, no
+// trailing slash, no NUL, no component longer than a name may be, shorter
+// than a path may be), whose directory is clean (see cleanDirs). Then abs
+// is the root joined with rel (so it is rel's host path), and the merged
+// view resolves it as the lower does up to its last component. It returns
+// rel, the directory's state, and whether the fast path applies.
+// Callers hold f.mu (read or write).
+func (f *layer) fastRel(abs string) (rel string, st dirState, ok bool) {
+	if f.paths.clean == nil || len(abs) >= pathMax || len(abs) < 2 || abs[0] != '/' {
+		return "", 0, false
+	}
+	rel, in := f.within(abs)
+	if !in {
+		return "", 0, false
+	}
+	dir, ok := cleanRel(rel)
+	if !ok {
+		return "", 0, false
+	}
+	st = f.paths.clean.state(dir)
+	if dir != "" && st&dirClean == 0 {
+		if !f.markClean(dir) {
+			return "", 0, false
+		}
+		st |= dirClean
+	}
+	return rel, st, true
+}
+
+// cleanRel reports whether rel is a non-empty slash path with no empty,
+// "." or ".." component, no NUL and no component longer than nameMax, and
+// returns its directory part. A short rel is checked in one pass; a long
+// one by searching for the bytes that can make it unclean.
+func cleanRel(rel string) (dir string, ok bool) {
+	if len(rel) <= 64 {
+		return cleanShort(rel)
+	}
+	if rel[0] == '/' || rel[len(rel)-1] == '/' ||
+		strings.IndexByte(rel, 0) >= 0 || strings.Contains(rel, "//") {
+		return "", false
+	}
+	for i := strings.IndexByte(rel, '.'); i >= 0; {
+		if i == 0 || rel[i-1] == '/' {
+			// A component starting with a dot: "." or ".." alone?
+			j := i + 1
+			if j < len(rel) && rel[j] == '.' {
+				j++
+			}
+			if j == len(rel) || rel[j] == '/' {
+				return "", false
+			}
+		}
+		k := strings.IndexByte(rel[i+1:], '.')
+		if k < 0 {
+			break
+		}
+		i += 1 + k
+	}
+	if len(rel) > nameMax {
+		for rest := rel; ; {
+			i := strings.IndexByte(rest, '/')
+			if i < 0 {
+				if len(rest) > nameMax {
+					return "", false
+				}
+				break
+			}
+			if i > nameMax {
+				return "", false
+			}
+			rest = rest[i+1:]
+		}
+	}
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		dir = rel[:i]
+	}
+	return dir, true
+}
+
+// cleanShort is cleanRel for a rel of at most 64 bytes (no component can
+// be too long), in one pass.
+func cleanShort(rel string) (dir string, ok bool) {
+	start := 0 // of the current component
+	for i := 0; i <= len(rel); i++ {
+		var c byte = '/'
+		if i < len(rel) {
+			c = rel[i]
+		}
+		switch c {
+		case 0:
+			return "", false
+		case '/':
+			switch i - start {
+			case 0:
+				return "", false
+			case 1:
+				if rel[start] == '.' {
+					return "", false
+				}
+			case 2:
+				if rel[start] == '.' && rel[start+1] == '.' {
+					return "", false
+				}
+			}
+			if i < len(rel) {
+				dir = rel[:i]
+			}
+			start = i + 1
+		}
+	}
+	return dir, true
+}
+
+// noEntry reports whether the layer has no entry at rel, searching the
+// B-tree only when rel's directory is not recorded bare.
+// Callers hold f.mu (read or write).
+func (f *layer) noEntry(rel string) bool {
+	dir := parent(rel)
+	st := f.paths.clean.state(dir)
+	if st&dirKnown == 0 {
+		st = f.markBare(dir, st)
+	}
+	if st&dirBare != 0 {
+		return true
+	}
+	_, ok := f.paths.Get(rel)
+	return !ok
+}
+
+// fastNode returns the node at rel, where fastRel applies with state st;
+// host is rel's host path. It looks at the layer only when the directory
+// may hold an entry, and makes one lstat of the lower otherwise.
+func (f *layer) fastNode(rel, host string, st dirState) (node, error) {
+	if st&dirKnown == 0 {
+		st = f.markBare(parent(rel), st)
+	}
+	if st&dirBare != 0 {
+		return f.lowerLookup(rel, host)
+	}
+	return f.lookupAt(rel, host, true)
+}
+
+// fastLoc resolves a name on the fast path (see fastRel), without walking
+// it: the result is what walk gives, at the cost of a map lookup or two,
+// and when follow is set one lstat of the final host path (which walk
+// makes too). ok is false when the fast path does not apply, or the name
+// ends in a symlink to follow; the caller then walks.
+// Callers hold f.mu (read or write).
+func (f *layer) fastLoc(op, name, abs string, follow bool) (l loc, ok bool, err error) {
+	rel, st, ok := f.fastRel(abs)
+	if !ok {
+		return loc{}, false, nil
+	}
+	l = loc{name: name, inside: true, rel: rel, host: abs, visible: true}
+	if !follow {
+		return l, true, nil
+	}
+	n, err := f.fastNode(rel, abs, st)
+	if err != nil {
+		return loc{}, true, fixErr(op, name, err)
+	}
+	if n.kind == kindSymlink {
+		return loc{}, false, nil
+	}
+	l.n, l.have = n, true
+	return l, true, nil
+}
+
+// fastEntry is the fast path's test for stat (see fastRel) of an absolute
+// name host: ok when it applies, and then lower when the layer has no
+// entry at rel, so that the lower's lstat of host is the answer.
+// Callers hold f.mu (read or write).
+func (f *layer) fastEntry(host string) (rel string, lower, ok bool) {
+	rel, st, ok := f.fastRel(host)
+	if !ok {
+		return "", false, false
+	}
+	if st&dirKnown == 0 {
+		st = f.markBare(parent(rel), st)
+	}
+	if st&dirBare != 0 {
+		return rel, true, true
+	}
+	_, in := f.paths.Get(rel)
+	return rel, !in, true
+}
+
+// lowerStat is stat of a name that fastEntry found to be the lower's at
+// rel: the lstat of host as it is, unless it is a symlink to follow (done
+// is false, fi its lstat). It makes no use of the lock and needs none: the answer is
+// the merged view as fastEntry saw it, the lower does not change while
+// the Fs is in use, and it caches nothing that depends on the layer.
+func (f *layer) lowerStat(op, name, rel, host string, follow bool) (fi fs.FileInfo, done bool, err error) {
+	fi, err = os.Lstat(host)
+	if err != nil {
+		if isMissing(err) {
+			return nil, true, pathErr(op, name, errNoEnt)
+		}
+		return nil, true, fixErr(op, name, err)
+	}
+	switch m := fi.Mode(); {
+	case follow && m&fs.ModeSymlink != 0:
+		return fi, false, nil
+	case m.IsDir():
+		f.sawDir(rel)
+	}
+	// Its Name is host's base, which is rel's, which is name's.
+	return fi, true, nil
+}
+
+// layerStat is stat of a name that fastEntry found to have a layer entry
+// at rel (host is its host path): done is false for a symlink to follow.
+// Callers hold f.mu (read or write).
+func (f *layer) layerStat(op, name, rel, host string, follow bool) (fi fs.FileInfo, done bool, err error) {
+	n, err := f.lookupAt(rel, host, true)
+	switch {
+	case err != nil:
+		return nil, true, fixErr(op, name, err)
+	case follow && n.kind == kindSymlink:
+		return nil, false, nil
+	case !n.exists():
+		return nil, true, pathErr(op, name, errNoEnt)
+	}
+	return f.infoLocked(base(rel), n), true, nil
+}
+
+// openLower opens read-only a name that the fast path finds in the lower
+// (see fastEntry): the handle is made and bound under the lock, as of
+// then, and the lower is opened (O_NOFOLLOW) outside it: the lower does
+// not change while the Fs is in use, and a rename or removal in between
+// moves the bound handle as it would an open one. done is false when the
+// fast path does not apply, and link is set too when the name is a
+// symlink, which the caller resolves.
+func (f *layer) openLower(name, abs string, flag int) (h afero.File, done, link bool, err error) {
+	host := abs
+	if host == "" {
+		host = name
+	}
+	f.mu.RLock()
+	rel, lower, fast := f.fastEntry(host)
+	if !fast || !lower {
+		f.mu.RUnlock()
+		return nil, false, false, nil
+	}
+	o := f.boundHandle(name, rel, flag)
+	f.mu.RUnlock()
+	fh, err := os.OpenFile(host, flag|oNoFollow, 0)
+	if err == nil {
+		o.File = fh
+		return o, true, false, nil
+	}
+	f.unbind(&o.at)
+	if errno(err) == errLoop {
+		return nil, false, true, nil
+	}
+	return nil, true, false, fixErr("open", name, err)
+}
+
+// lowerLink is for a name that fastEntry found in the lower, at host,
+// and that a look outside the lock (an lstat giving fi, or an O_NOFOLLOW
+// open failing with ELOOP, fi nil) found to be a symlink: the node the walk
+// is to take for it rather than look it up again, or nil when the layer
+// changed since and the name is no longer the lower's.
+// Callers hold f.mu (read or write).
+func (f *layer) lowerLink(host string, fi fs.FileInfo) *known {
+	rel, lower, fast := f.fastEntry(host)
+	if !fast || !lower {
+		return nil
+	}
+	return &known{rel: rel, n: node{kind: kindSymlink, fi: fi}}
+}
