@@ -259,14 +259,8 @@ func isBelow(p, dir string) bool {
 // viewSide returns what a layer entry shows.
 func (f *layer) viewSide(e entry) side {
 	switch e.kind {
-	case kindDir:
-		return side{kind: kindDir, mode: fs.ModeDir | e.perm}
-	case kindSymlink:
-		return side{kind: kindSymlink, mode: fs.ModeSymlink | e.perm, target: e.target}
-	case kindFIFO:
-		return side{kind: kindFIFO, mode: fs.ModeNamedPipe | e.perm}
-	case kindSocket:
-		return side{kind: kindSocket, mode: fs.ModeSocket | e.perm}
+	case kindDir, kindSymlink, kindFIFO, kindSocket:
+		return side{kind: e.kind, mode: typeOfKind(e.kind) | e.perm, target: e.target}
 	}
 	b := f.blobLocked(e.ino)
 	if b == nil {

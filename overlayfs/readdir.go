@@ -193,21 +193,6 @@ func mergeLower[T any](low []T, name func(T) string, typ func(T) fs.FileMode, in
 	return out
 }
 
-// typeOfKind returns the type bits of a layer entry of kind k.
-func typeOfKind(k kind) fs.FileMode {
-	switch k {
-	case kindDir:
-		return fs.ModeDir
-	case kindSymlink:
-		return fs.ModeSymlink
-	case kindFIFO:
-		return fs.ModeNamedPipe
-	case kindSocket:
-		return fs.ModeSocket
-	}
-	return 0
-}
-
 // nodeOf returns the node of entry i of a listing of the directory rel,
 // whose lower shows through when under: a layer entry as the layer has it
 // now, a lower one as listed.
