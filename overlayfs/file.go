@@ -433,7 +433,7 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 			fi := page.infoAt(i)
 			if fi == nil {
 				var ierr error
-				if fi, ierr = os.Lstat(d.name + "/" + name); errors.Is(ierr, fs.ErrNotExist) {
+				if fi, ierr = os.Lstat(d.lower.Name() + "/" + name); errors.Is(ierr, fs.ErrNotExist) {
 					continue // vanished since listed, as os skips it
 				} else if ierr != nil {
 					return infos, ierr
@@ -487,10 +487,11 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 
 // info returns the FileInfo of a listed entry as os's DirEntry.Info finds
 // it: by an Lstat of the handle's name joined with the entry's, now (so
-// relative to the working directory of now, as os does).
+// relative to the working directory of now, as os does); outside the root,
+// the name is the host path the handle was opened at, as os's is.
 func (d *dir) info(name string) (fs.FileInfo, error) {
 	if d.fs == nil {
-		return os.Lstat(d.name + "/" + name)
+		return os.Lstat(d.lower.Name() + "/" + name)
 	}
 	return d.fs.stat("lstat", d.name+"/"+name, "", false)
 }

@@ -199,3 +199,47 @@ func writeAfero(fsys target, name, data string) error {
 	}
 	return f.Close()
 }
+
+// TestReaddirOutsideAfterChdir: a directory outside the root, opened by a
+// relative name, lists its entries with their infos after the working
+// directory changed, page by page and whole, as os's handle does (os
+// lstats relative to the open directory, not by the name it was given).
+func TestReaddirOutsideAfterChdir(t *testing.T) {
+	base := t.TempDir()
+	outside := filepath.Join(base, "outside")
+	if err := os.MkdirAll(filepath.Join(outside, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "o"), []byte("o"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	c := newCow(t, t.TempDir())
+	for _, n := range []int{2, -1} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var got, want []string
+			for _, side := range []struct {
+				fsys target
+				out  *[]string
+			}{{osTarget{}, &want}, {c, &got}} {
+				t.Chdir(base)
+				h, err := side.fsys.Open("outside")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Chdir(outside + "/sub")
+				fis, err := h.Readdir(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, fi := range fis {
+					*side.out = append(*side.out, info(fi))
+				}
+				h.Close()
+				slices.Sort(*side.out)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("Readdir(%d):\n\tgot  %q\n\twant %q", n, got, want)
+			}
+		})
+	}
+}
