@@ -633,13 +633,6 @@ func (d *dir) fail(op string, err error) error {
 	return pathErr(op, d.name, err)
 }
 
-// isDir reports whether the view has a directory at *rel.
-func (f *layer) isDir(rel *string) bool {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.nodeAtLocked(*rel).kind == kindDir
-}
-
 // osFile is a real file opened read-only from the lower, or any real file
 // outside the root. Errors carry the caller's name; directory listings are
 // sorted (and merged with the layer when fs is set).
