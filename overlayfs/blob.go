@@ -1,20 +1,29 @@
 package overlayfs
 
 // blob is a layer file: its metadata and content. A lazy blob's content is
-// still the lower file src: renames and metadata copy-ups never read it;
-// or, with ext, a file outside the lower (see extFile).
+// still elsewhere (see lazySrc): renames and metadata copy-ups never read
+// it. A loaded blob holds no lazySrc, so that it takes 96 bytes.
 type blob struct {
 	meta
 	gen  uint64
 	data []byte
-	lazy bool
-	src  string   // root-relative lower path, while lazy
-	size int64    // size of src, while lazy
-	ext  *extFile // instead of src, while lazy
+	*lazySrc
 }
 
+// lazySrc is where the content of a lazy blob is: the lower file src, or
+// with ext, a file outside the lower (see extFile). It is never changed
+// once set (clones share it).
+type lazySrc struct {
+	src  string   // root-relative lower path
+	size int64    // size of src
+	ext  *extFile // instead of src
+}
+
+// lazy reports whether b's content is still elsewhere, not in data.
+func (b *blob) lazy() bool { return b.lazySrc != nil }
+
 func (b *blob) len() int64 {
-	if b.lazy {
+	if b.lazy() {
 		return b.size
 	}
 	return int64(len(b.data))
@@ -52,7 +61,7 @@ func (f *layer) ownBlobLocked(ino uint64) *blob {
 func (b *blob) clone(gen uint64) *blob {
 	nb := *b
 	nb.gen = gen
-	if !b.lazy {
+	if !b.lazy() {
 		nb.data = append([]byte(nil), b.data...)
 	}
 	return &nb
@@ -66,6 +75,9 @@ func (f *layer) dropBlobLocked(ino uint64) {
 	// A read handle opened on the lower file before its copy-up reads this
 	// content once it exists, even after an unlink, as with one inode.
 	if f.opened[ino] > 0 || f.copyIno[ino] {
+		if f.orphan == nil {
+			f.orphan = make(map[uint64]bool)
+		}
 		f.orphan[ino] = true
 		return
 	}

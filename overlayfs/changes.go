@@ -260,16 +260,16 @@ func isBelow(p, dir string) bool {
 func (f *layer) viewSide(e entry) side {
 	switch e.kind {
 	case kindDir, kindSymlink, kindFIFO, kindSocket:
-		return side{kind: e.kind, mode: typeOfKind(e.kind) | e.perm, target: e.target}
+		return side{kind: e.kind, mode: typeOfKind(e.kind) | e.meta().perm, target: e.target()}
 	}
 	b := f.blobLocked(e.ino)
 	if b == nil {
 		return side{}
 	}
-	s := side{kind: kindFile, mode: b.perm, size: b.len(), lazy: b.lazy}
+	s := side{kind: kindFile, mode: b.perm, size: b.len(), lazy: b.lazy()}
 	if b.external() {
 		s.ext = b.ext
-	} else if b.lazy {
+	} else if b.lazy() {
 		s.host = f.host(b.src)
 	} else {
 		s.data = b.data

@@ -276,14 +276,14 @@ func (f *layer) loadRenamedLocked() error {
 	var renamed []uint64
 	f.paths.Scan(func(k string, e entry) bool {
 		if e.kind == kindFile {
-			if b := f.blobLocked(e.ino); b != nil && b.lazy && !b.external() && b.src != k {
+			if b := f.blobLocked(e.ino); b != nil && b.lazy() && !b.external() && b.src != k {
 				renamed = append(renamed, e.ino)
 			}
 		}
 		return true
 	})
 	for _, ino := range renamed {
-		if err := f.ownBlobLocked(ino).load(f); err != nil {
+		if err := f.ownBlobLocked(ino).load(f, 0); err != nil {
 			return err
 		}
 	}
@@ -382,7 +382,7 @@ func (f *layer) stageEntryLocked(st *stage, s slot, e entry) error {
 		if s.lowDir() {
 			st.trash(s)
 		}
-		return st.j.stageSymlink(st.place(s), e.target, e.meta)
+		return st.j.stageSymlink(st.place(s), e.target(), e.meta())
 	case kindFile:
 		return f.stageFileLocked(st, s, e)
 	}
@@ -399,7 +399,7 @@ func (f *layer) stageDirLocked(st *stage, s slot, e entry) error {
 				return err
 			}
 		}
-		st.j.add(metaStep(s.k, e.meta, false))
+		st.j.add(metaStep(s.k, e.meta(), false))
 		return nil
 	}
 	if s.low != nil {
@@ -412,7 +412,7 @@ func (f *layer) stageDirLocked(st *stage, s slot, e entry) error {
 	if !s.inNew {
 		st.staged[s.k] = place
 	}
-	st.j.add(metaStep(s.k, e.meta, false))
+	st.j.add(metaStep(s.k, e.meta(), false))
 	return nil
 }
 
@@ -420,7 +420,7 @@ func (f *layer) stageDirLocked(st *stage, s slot, e entry) error {
 // metadata.
 func (st *stage) special(s slot, e entry) error {
 	if s.low != nil && kindOfMode(s.low.Mode()) == e.kind {
-		st.j.add(metaStep(s.k, e.meta, false)) // the same node, new metadata
+		st.j.add(metaStep(s.k, e.meta(), false)) // the same node, new metadata
 		return nil
 	}
 	if s.lowDir() {
@@ -429,7 +429,7 @@ func (st *stage) special(s slot, e entry) error {
 	if err := st.j.stageSpecial(st.place(s), e.kind); err != nil {
 		return err
 	}
-	st.j.add(metaStep(s.k, e.meta, false))
+	st.j.add(metaStep(s.k, e.meta(), false))
 	return nil
 }
 
@@ -441,7 +441,7 @@ func (f *layer) stageFileLocked(st *stage, s slot, e entry) error {
 	if b == nil {
 		return pathErr("commit", s.k, fs.ErrNotExist)
 	}
-	if b.lazy && !b.external() && b.src == s.k && s.low != nil && s.low.Mode().IsRegular() {
+	if b.lazy() && !b.external() && b.src == s.k && s.low != nil && s.low.Mode().IsRegular() {
 		st.j.add(metaStep(s.k, b.meta, false)) // same bytes, already there
 		return nil
 	}
@@ -449,7 +449,7 @@ func (f *layer) stageFileLocked(st *stage, s slot, e entry) error {
 		st.trash(s)
 	}
 	return st.j.stageFile(st.place(s), b.meta, func(fh *os.File) error {
-		if !b.lazy {
+		if !b.lazy() {
 			return sparse.Write(fh, b.data)
 		}
 		r, err := b.reader(f) // streamed: a large file is never held whole

@@ -196,7 +196,7 @@ func (c *conflictCheck) changedDepsLocked() {
 	for i, k := range c.p.keys {
 		c.sel[k] = true
 		if e := c.p.ents[i]; e.kind == kindFile {
-			if b := c.f.blobLocked(e.ino); b != nil && b.lazy && !b.external() {
+			if b := c.f.blobLocked(e.ino); b != nil && b.lazy() && !b.external() {
 				srcs[b.src] = true
 			}
 		}
@@ -227,7 +227,7 @@ func (c *conflictCheck) created(k string, e entry) {
 	case e.kind == kindWhiteout && c.p.keep[k]:
 		// hidden through an ancestor, whose subtree is a dependency
 	case err == nil && e.kind == kindSymlink && fi.Mode()&fs.ModeSymlink != 0:
-		if t, _ := os.Readlink(c.f.host(k)); t != e.target {
+		if t, _ := os.Readlink(c.f.host(k)); t != e.target() {
 			c.add(k, false)
 		}
 	case err == nil && e.kind.special() && kindOfMode(fi.Mode()) == e.kind:

@@ -35,12 +35,16 @@
 // entry leaves a whiteout; RemoveAll of a lower directory hides its whole
 // subtree; a directory created where a lower one was deleted is opaque: the
 // lower's children never reappear. New files and directories get
-// perm &^ umask. A copy-up keeps mode, mtime and owner; Chmod, Chown and
-// Chtimes of a lower entry copy up its metadata only. Opening a lower file
-// for writing copies it up lazily: its bytes are read at the first write
-// that needs them, and O_TRUNC never reads them. Rename works for lower
-// files and directories (the kernel says EXDEV; afero says EPERM); a
-// renamed lower file keeps referring to the lower's bytes until written.
+// perm &^ umask, as os gives them, owned by the process; the umask and the
+// owner are read from the process when the Fs (or a fork or an extra root
+// of it) first creates something, and kept from then on, unless
+// [WithUmask] sets the umask. A copy-up keeps mode, mtime and owner;
+// Chmod, Chown and Chtimes of a lower entry copy up its metadata only.
+// Opening a lower file for writing copies it up lazily: its bytes are read
+// at the first write that needs them, and O_TRUNC never reads them. Rename
+// works for lower files and directories (the kernel says EXDEV; afero says
+// EPERM); a renamed lower file keeps referring to the lower's bytes until
+// written.
 // Directory listings merge the layer and the lower and come back sorted by
 // name from Readdir, Readdirnames and ReadDir alike.
 //
@@ -144,6 +148,7 @@
 // commit.go: [Fs.Commit] and its staging; conflicts.go: what the layer
 // depends on in the lower, and Commit's conflict check; journal.go: the
 // commit journal and [Recover]; lowerstate.go: [LowerState]; iofs.go:
-// [Fs.IOFS]; errors.go: sentinels and error constructors; umask.go and
-// sys_*.go, device_*.go, mknod_*.go: what differs by platform.
+// [Fs.IOFS]; errors.go: sentinels and error constructors; umask.go: the
+// umask and owner of new entries, read at the first creation; sys_*.go,
+// device_*.go, mknod_*.go: what differs by platform.
 package overlayfs

@@ -88,12 +88,12 @@ func (f *layer) entries() []LayerEntry {
 	f.paths.Scan(func(k string, e entry) bool {
 		if k == "" {
 			if e.kind == kindDir { // the root's own metadata, first
-				out = append(out, LayerEntry{Path: ".", Type: EntryDir, Mode: e.perm, ModTime: e.mtime, Uid: e.uid, Gid: e.gid})
+				out = append(out, LayerEntry{Path: ".", Type: EntryDir, Mode: e.meta().perm, ModTime: e.meta().mtime, Uid: e.meta().uid, Gid: e.meta().gid})
 			}
 			return true
 		}
-		le := LayerEntry{Path: k, Opaque: e.opaque, Target: e.target}
-		m := e.meta
+		le := LayerEntry{Path: k, Opaque: e.opaque, Target: e.target()}
+		m := e.meta()
 		switch e.kind {
 		case kindFile:
 			le.Type = EntryFile
@@ -104,7 +104,7 @@ func (f *layer) entries() []LayerEntry {
 			m, le.Size = b.meta, b.len()
 			if b.external() {
 				le.ext = b.ext
-			} else if b.lazy {
+			} else if b.lazy() {
 				le.host = f.host(b.src)
 			} else {
 				le.data = b.data
@@ -148,7 +148,7 @@ func (f *layer) putEntry(e LayerEntry, content io.Reader) error {
 	if rel == "." && e.Type == EntryDir && !e.Opaque {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.paths.Set("", entry{kind: kindDir, meta: meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}})
+		f.paths.Set("", withAttrs(kindDir, meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}, ""))
 		return nil
 	}
 	if rel == "" || !fs.ValidPath(rel) || rel == "." || path.Clean(rel) != rel {
@@ -185,7 +185,8 @@ func (f *layer) putEntry(e LayerEntry, content io.Reader) error {
 			f.unlinkLocked(rel, visible, cur)
 		}
 	case EntryDir:
-		ne := entry{kind: kindDir, meta: m, opaque: true}
+		ne := withAttrs(kindDir, m, "")
+		ne.opaque = true
 		if cur.kind == kindDir && !e.Opaque {
 			ne.opaque = cur.layer && cur.e.opaque
 		} else {
@@ -198,20 +199,20 @@ func (f *layer) putEntry(e LayerEntry, content io.Reader) error {
 		f.deleteTreeLocked(rel)
 		b := &blob{meta: m, data: data}
 		if ext != nil {
-			b.lazy, b.ext, b.size = true, ext, e.Size
+			b.lazySrc = &lazySrc{ext: ext, size: e.Size}
 		}
 		f.paths.Set(rel, entry{kind: kindFile, ino: f.newBlobLocked(b)})
 	case EntrySymlink:
 		f.dependReplacedLocked(rel, visible)
 		f.deleteTreeLocked(rel)
-		f.paths.Set(rel, entry{kind: kindSymlink, meta: m, target: e.Target})
+		f.paths.Set(rel, withAttrs(kindSymlink, m, e.Target))
 	case EntryFIFO, EntrySocket:
 		k := kindFIFO
 		if e.Type == EntrySocket {
 			k = kindSocket
 		}
 		f.deleteTreeLocked(rel)
-		f.paths.Set(rel, entry{kind: k, meta: m})
+		f.paths.Set(rel, withAttrs(k, m, ""))
 	default:
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}

@@ -111,9 +111,6 @@ func nameErr(op, name string, err error) error {
 
 // errno returns the syscall.Errno inside err, or 0.
 func errno(err error) syscall.Errno {
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	return 0
+	e, _ := errors.AsType[syscall.Errno](err) // unlike errors.As, no allocation
+	return e
 }

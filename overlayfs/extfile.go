@@ -20,7 +20,7 @@ type extFile struct {
 }
 
 // external reports whether a blob's content is an extFile, not yet read.
-func (b *blob) external() bool { return b.lazy && b.ext != nil }
+func (b *blob) external() bool { return b.lazy() && b.ext != nil }
 
 // reader streams the content of a lazy blob without reading it into
 // memory. It reads what the blob holds at the time of the call.
@@ -43,9 +43,10 @@ type sectionFile struct{ *io.SectionReader }
 
 func (sectionFile) Close() error { return nil }
 
-// loadExt reads the whole content of an external blob.
-func (b *blob) loadExt() ([]byte, error) {
-	data := make([]byte, b.size)
+// loadExt reads the whole content of an external blob, into a buffer with
+// room for spare more bytes.
+func (b *blob) loadExt(spare int) ([]byte, error) {
+	data := make([]byte, b.size, b.size+int64(spare))
 	n, err := io.ReadFull(io.NewSectionReader(b.ext.f, 0, b.size), data)
 	if err == io.ErrUnexpectedEOF || err == io.EOF {
 		err = nil

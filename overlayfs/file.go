@@ -47,8 +47,10 @@ func (h *file) readable() bool { return h.flag&(os.O_WRONLY|os.O_RDWR) != os.O_W
 func (h *file) writable() bool { return h.flag&(os.O_WRONLY|os.O_RDWR) != 0 }
 
 // content returns the blob to read (write=false) or change (write=true).
-// Callers hold h.mu and h.fs.mu.
-func (h *file) content(write bool) (*blob, error) {
+// Content still on the lower is read into a buffer with room for spare
+// more bytes: what the caller is about to write. Callers hold h.mu and
+// h.fs.mu.
+func (h *file) content(write bool, spare int) (*blob, error) {
 	f := h.fs
 	var b *blob
 	if !h.detach {
@@ -67,11 +69,11 @@ func (h *file) content(write bool) (*blob, error) {
 	if b == nil {
 		return nil, pathErr("read", h.name, fs.ErrNotExist)
 	}
-	if b.lazy {
+	if b.lazy() {
 		if !h.detach && !write {
 			b = f.ownBlobLocked(h.ino)
 		}
-		if err := b.load(f); err != nil {
+		if err := b.load(f, spare); err != nil {
 			return nil, err
 		}
 	}
@@ -118,7 +120,7 @@ func (h *file) readLocked(p []byte, off int64) (int, error) {
 	if !h.readable() {
 		return 0, pathErr("read", h.name, errBadFd)
 	}
-	b, err := h.content(false)
+	b, err := h.content(false, 0)
 	if err != nil {
 		return 0, fixErr("read", h.name, err)
 	}
@@ -155,7 +157,7 @@ func (h *file) Write(p []byte) (int, error) {
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
-	b, err := h.content(true)
+	b, err := h.content(true, len(p))
 	if err != nil {
 		return 0, fixErr("write", h.name, err)
 	}
@@ -184,7 +186,7 @@ func (h *file) WriteAt(p []byte, off int64) (int, error) {
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
-	b, err := h.content(true)
+	b, err := h.content(true, len(p))
 	if err != nil {
 		return 0, fixErr("write", h.name, err)
 	}
@@ -225,7 +227,7 @@ func (h *file) Seek(offset int64, whence int) (int64, error) {
 	case io.SeekCurrent:
 		abs = h.off + offset
 	case io.SeekEnd:
-		b, err := h.content(false)
+		b, err := h.content(false, 0)
 		if err != nil {
 			return 0, fixErr("seek", h.name, err)
 		}
@@ -248,7 +250,7 @@ func (h *file) Truncate(size int64) error {
 	if size < 0 || !h.writable() {
 		return pathErr("truncate", h.name, errInval)
 	}
-	b, err := h.content(true)
+	b, err := h.content(true, 0)
 	if err != nil {
 		return fixErr("truncate", h.name, err)
 	}

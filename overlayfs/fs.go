@@ -28,14 +28,10 @@ type Fs struct {
 }
 
 // shared is what the layers of an Fs and of its forks have in common: the
-// options and the process's identity and umask as New saw them. Only fam
-// changes after New, atomically.
+// options and the family. Only fam changes after New, atomically.
 type shared struct {
-	opts  options
-	umask fs.FileMode
-	uid   int
-	gid   int
-	fam   *family
+	opts options
+	fam  *family
 }
 
 // layer is one root's copy-on-write layer: its entries and contents, what
@@ -66,20 +62,29 @@ type layer struct {
 	// so the caches are only dropped by Commit.
 	dirs  sync.Map // rel -> struct{}
 	names sync.Map // rel -> map[string]struct{}
+
+	// lowerDirs caches the metadata of lower directories in which entries
+	// were created (what a new entry inherits from a setgid directory).
+	lowerDirs sync.Map // rel -> meta
 }
 
 // dropCaches forgets what was seen of the lower.
 func (f *layer) dropCaches() {
 	f.dirs.Clear()
 	f.names.Clear()
+	f.lowerDirs.Clear()
 	f.paths.clean.clear()
 }
 
-// family is shared by an Fs and its forks: generations must be unique
-// across all of them because they share blobs.
+// family is shared by an Fs, its forks and its extra roots: generations
+// must be unique across all of them because they share blobs, and they
+// create entries with one umask and owner.
 type family struct {
 	gen atomic.Uint64
 	ino atomic.Uint64
+
+	once sync.Once
+	proc creator // the process's umask and ids, read at the first creation
 }
 
 type options struct {
@@ -104,7 +109,11 @@ func AllowOutsideWrites() Option { return func(o *options) { o.outsideWrites = t
 func DenyOutsideReads() Option { return func(o *options) { o.outsideReads = false } }
 
 // WithUmask sets the umask applied to the permission bits of new files and
-// directories. The default is the process umask at the time of New.
+// directories. Without it, an Fs applies the process umask as it is when
+// the Fs, one of its forks or one of its extra roots first creates a file
+// or directory: it is read then, once, and kept for all of them (os reads
+// it at every creation; a test that changes the umask after its Fs has
+// created something should pass WithUmask).
 func WithUmask(m fs.FileMode) Option {
 	return func(o *options) { o.umask, o.umaskSet = m&fs.ModePerm, true }
 }
@@ -112,23 +121,13 @@ func WithUmask(m fs.FileMode) Option {
 // New returns an overlay of the directory root. The root is made absolute and
 // its symlinks are resolved once, here; it must exist and be a directory.
 // An empty root is an error wrapping [fs.ErrInvalid], not the working
-// directory.
+// directory. New does not read the umask (see [WithUmask]).
 func New(root string, opts ...Option) (*Fs, error) {
 	o := options{outsideReads: true, now: time.Now}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	sh := &shared{
-		opts: o,
-		uid:  os.Getuid(),
-		gid:  os.Getgid(),
-		fam:  new(family),
-	}
-	sh.umask = o.umask
-	if !o.umaskSet {
-		sh.umask = processUmask()
-	}
-	f := &Fs{shared: sh}
+	f := &Fs{shared: &shared{opts: o, fam: new(family)}}
 	for _, dir := range append([]string{root}, o.extra...) {
 		if err := f.addRoot(dir); err != nil {
 			return nil, err
@@ -144,27 +143,55 @@ func newLayer(sh *shared, root string) (*layer, error) {
 		// would silently overlay the package directory.
 		return nil, pathErr("overlayfs.New", root, fmt.Errorf("empty root: %w", fs.ErrInvalid))
 	}
-	abs, err := filepath.Abs(root)
+	canon, err := canonRoot(root)
 	if err != nil {
-		return nil, pathErr("overlayfs.New", root, err)
-	}
-	canon, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fixErr("overlayfs.New", root, err)
-	}
-	fi, err := os.Stat(canon)
-	if err != nil {
-		return nil, fixErr("overlayfs.New", root, err)
-	}
-	if !fi.IsDir() {
-		return nil, pathErr("overlayfs.New", root, errNotDir)
-	}
-	if err := checkJournal("overlayfs.New", root, canon); err != nil {
 		return nil, err
 	}
 	f := &layer{shared: sh, root: canon}
 	f.resetLocked()
 	return f, nil
+}
+
+// canonRoot returns the canonical absolute path of the directory root,
+// which must not hold an unfinished commit journal. Where no component of
+// the absolute path is a symlink, the cleaned path is canonical already:
+// three system calls say so, and check the rest (see plainDir).
+func canonRoot(root string) (string, error) {
+	abs := filepath.Clean(root)
+	if !filepath.IsAbs(root) {
+		wd, err := getwd()
+		if err != nil {
+			return "", pathErr("overlayfs.New", root, err)
+		}
+		abs = filepath.Join(wd, root)
+	}
+	if journal, ok := plainDir(abs, journalName); ok {
+		if journal {
+			return "", interruptedErr("overlayfs.New", root)
+		}
+		return abs, nil
+	}
+	canon, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if _, serr := os.Stat(abs); serr != nil {
+			err = serr // as os says it: EvalSymlinks says ELOOP in words only
+		}
+		return "", fixErr("overlayfs.New", root, err)
+	}
+	isDir, err := checkJournal("overlayfs.New", root, canon)
+	if err != nil {
+		return "", err
+	}
+	if !isDir {
+		fi, err := os.Stat(canon)
+		if err != nil {
+			return "", fixErr("overlayfs.New", root, err)
+		}
+		if !fi.IsDir() {
+			return "", pathErr("overlayfs.New", root, errNotDir)
+		}
+	}
+	return canon, nil
 }
 
 // resetLocked empties the layer.
@@ -173,12 +200,9 @@ func (f *layer) resetLocked() {
 	f.blobs = btree.NewMap[uint64, *blob](32)
 	f.gen = f.fam.gen.Add(1)
 	f.deps = btree.NewMap[string, dep](32)
-	f.copied = make(map[string]uint64)
-	f.copyIno = make(map[uint64]bool)
+	f.copied, f.copyIno = nil, nil // made at the first copy-up
 	f.hmu.Lock()
-	f.bound = make(map[*string]struct{})
-	f.opened = make(map[uint64]int)
-	f.orphan = make(map[uint64]bool)
+	f.bound, f.opened, f.orphan = nil, nil, nil // made at the first use
 	f.hmu.Unlock()
 }
 

@@ -12,7 +12,7 @@ const goneRel = "\x00"
 // changes under f.mu held for writing.
 func (f *layer) bind(rel *string) {
 	f.hmu.Lock()
-	if f.bound == nil { // a fork or a snapshot's view
+	if f.bound == nil { // made at the first use
 		f.bound = make(map[*string]struct{})
 	}
 	f.bound[rel] = struct{}{}

@@ -38,7 +38,7 @@ func (f *layer) infoLocked(name string, n node) fs.FileInfo {
 		return renameInfo(n.fi, name)
 	}
 	e := n.e
-	m := e.meta
+	m := e.meta()
 	var b *blob
 	if e.kind == kindFile {
 		if b = f.blobLocked(e.ino); b != nil {
@@ -50,7 +50,7 @@ func (f *layer) infoLocked(name string, n node) fs.FileInfo {
 	case kindDir:
 		fi.size = 4096
 	case kindSymlink:
-		fi.size = int64(len(e.target))
+		fi.size = int64(len(e.target()))
 	case kindFile:
 		if b != nil {
 			fi.size = b.len()

@@ -109,12 +109,15 @@ func interruptedErr(op, root string) error {
 }
 
 // checkJournal returns an error wrapping ErrInterruptedCommit, naming name,
-// when the canonical root holds a journal. Cost: one Lstat.
-func checkJournal(op, name, root string) error {
-	if _, err := os.Lstat(filepath.Join(root, journalName)); err == nil {
-		return interruptedErr(op, name)
+// when the canonical root holds a journal. Cost: one Lstat, which also
+// tells whether root is a directory: isDir is set when the lookup in it
+// found nothing (ENOENT, where a non-directory gives ENOTDIR).
+func checkJournal(op, name, root string) (isDir bool, err error) {
+	_, err = os.Lstat(filepath.Join(root, journalName))
+	if err == nil {
+		return true, interruptedErr(op, name)
 	}
-	return nil
+	return errno(err) == errNoEnt, nil
 }
 
 func (j *journal) fault(op, rel string) error {

@@ -33,13 +33,41 @@ type meta struct {
 // entry is a layer entry. A file's metadata and content live in its blob,
 // found by identity (ino), so that handles follow a file through renames
 // and snapshots share content; directories, symlinks, FIFOs and sockets
-// carry their meta.
+// carry their meta in attrs. The entry is small (24 bytes) because the
+// B-tree holds it by value, and most entries are files.
 type entry struct {
-	kind kind
-	meta
+	kind   kind
 	opaque bool   // directory: the lower at this path is hidden
-	target string // symlink
 	ino    uint64 // file
+	attrs  *attrs // not a file: never changed once set (snapshots share it)
+}
+
+// attrs is what an entry other than a file or a whiteout carries.
+type attrs struct {
+	meta
+	target string // symlink
+}
+
+// withAttrs returns an entry of kind k with metadata m and symlink target.
+func withAttrs(k kind, m meta, target string) entry {
+	return entry{kind: k, attrs: &attrs{meta: m, target: target}}
+}
+
+// meta returns the metadata of an entry that is not a file (zero for files,
+// whose metadata is in their blob, and for whiteouts).
+func (e entry) meta() meta {
+	if e.attrs == nil {
+		return meta{}
+	}
+	return e.attrs.meta
+}
+
+// target returns a symlink entry's target.
+func (e entry) target() string {
+	if e.attrs == nil {
+		return ""
+	}
+	return e.attrs.target
 }
 
 // node is what a path is in the merged view.

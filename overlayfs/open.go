@@ -66,7 +66,13 @@ func (f *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.Fi
 			return nil, pathErr("open", name, errIsDir)
 		}
 		if ok && !excl {
-			l, ok, err = f.writeLoc("open", name, abs, true)
+			// Following the last component changes nothing unless it is
+			// a symlink: look it up once rather than resolve again.
+			if n, ferr := f.final(l); ferr == nil && n.kind != kindSymlink {
+				l.n, l.have = n, true
+			} else {
+				l, ok, err = f.writeLoc("open", name, abs, true)
+			}
 		}
 	} else {
 		l, ok, err = f.writeLoc("open", name, abs, true)
@@ -103,27 +109,54 @@ func (f *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.Fi
 	case n.kind == kindFIFO:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	}
-	var ino uint64
-	if n.exists() {
-		e, err := f.copyUpLocked(l.rel, n)
-		if err != nil {
-			return nil, fixErr("open", name, err)
-		}
-		f.paths.Set(l.rel, e)
-		ino = e.ino
-		if flag&os.O_TRUNC != 0 {
-			b := f.ownBlobLocked(ino)
-			b.data, b.lazy, b.src, b.size = nil, false, "", 0
-			b.mtime = f.now()
-		}
-	} else {
-		m := f.newMeta(perm & permBits &^ f.umask)
-		f.inheritLocked(l.rel, &m, false)
-		ino = f.newBlobLocked(&blob{meta: m})
-		f.paths.Set(l.rel, entry{kind: kindFile, ino: ino})
+	ino, b, err := f.fileLocked(l.rel, n, flag, perm)
+	if err != nil {
+		return nil, fixErr("open", name, err)
 	}
 	f.hold(ino)
-	return &file{fs: f, name: name, ino: ino, flag: flag, last: f.blobLocked(ino)}, nil
+	return &file{fs: f, name: name, ino: ino, flag: flag, last: b}, nil
+}
+
+// fileLocked returns the identity and content of the file an open for
+// writing gets at rel, where the view has n: a new file, or n copied up
+// (lazily) and, with O_TRUNC, emptied.
+func (f *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint64, *blob, error) {
+	if !n.exists() {
+		m := f.newMeta(perm & permBits &^ f.creator().umask)
+		f.inheritLocked(rel, &m, false)
+		b := &blob{meta: m}
+		ino := f.newBlobLocked(b)
+		f.paths.Set(rel, entry{kind: kindFile, ino: ino})
+		return ino, b, nil
+	}
+	e, err := f.copyUpLocked(rel, n)
+	if err != nil {
+		return 0, nil, err
+	}
+	if !n.layer {
+		f.paths.Set(rel, e)
+	}
+	if flag&os.O_TRUNC != 0 {
+		return e.ino, f.truncBlobLocked(e.ino), nil
+	}
+	return e.ino, f.blobLocked(e.ino), nil
+}
+
+// truncBlobLocked empties the content of ino for an open with O_TRUNC,
+// which never reads the old bytes. A blob only this layer holds (its gen is
+// the layer's: no snapshot, fork or frozen reader shares it) keeps its
+// buffer, so writing the file again copies into memory already there; a
+// shared one is replaced, its content not copied. Handles on ino read the
+// blob of the layer, so none still sees the old bytes, as with one inode.
+func (f *layer) truncBlobLocked(ino uint64) *blob {
+	b := f.blobLocked(ino)
+	if b.gen != f.gen {
+		b = &blob{meta: b.meta, gen: f.gen}
+		f.blobs.Set(ino, b)
+	}
+	b.data, b.lazySrc = b.data[:0], nil
+	b.mtime = f.now()
+	return b
 }
 
 // openRead opens name read-only. Lower files are opened directly with
@@ -229,6 +262,9 @@ func (f *layer) boundHandle(name, rel string, flag int) *osFile {
 // hold counts an open handle on a file identity.
 func (f *layer) hold(ino uint64) {
 	f.hmu.Lock()
+	if f.opened == nil {
+		f.opened = make(map[uint64]int)
+	}
 	f.opened[ino]++
 	f.hmu.Unlock()
 }
@@ -238,7 +274,8 @@ func (f *layer) hold(ino uint64) {
 func (f *layer) releaseLocked(ino uint64) {
 	f.hmu.Lock()
 	defer f.hmu.Unlock()
-	if f.opened[ino]--; f.opened[ino] > 0 {
+	if n := f.opened[ino] - 1; n > 0 {
+		f.opened[ino] = n
 		return
 	}
 	delete(f.opened, ino)

@@ -175,9 +175,11 @@ func (f *layer) mkdir(name, abs string, perm fs.FileMode) error {
 	if n.exists() {
 		return pathErr("mkdir", name, errExist)
 	}
-	m := f.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ f.umask)
+	m := f.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ f.creator().umask)
 	f.inheritLocked(l.rel, &m, true)
-	f.paths.Set(l.rel, entry{kind: kindDir, meta: m, opaque: true})
+	e := withAttrs(kindDir, m, "")
+	e.opaque = true
+	f.paths.Set(l.rel, e)
 	return nil
 }
 
@@ -185,25 +187,36 @@ func (f *layer) mkdir(name, abs string, perm fs.FileMode) error {
 // parent directory, as Linux does: its group, and for a directory the
 // setgid bit itself.
 func (f *layer) inheritLocked(rel string, m *meta, isDir bool) {
-	pn := f.nodeAtLocked(parent(rel))
-	var pm meta
-	switch {
-	case pn.kind != kindDir:
-		return
-	case pn.layer:
-		pm = pn.e.meta
-	case pn.fi != nil:
-		pm = metaOf(pn.fi)
-	default:
-		return
-	}
-	if pm.perm&fs.ModeSetgid == 0 {
+	pm, ok := f.dirMetaLocked(parent(rel))
+	if !ok || pm.perm&fs.ModeSetgid == 0 {
 		return
 	}
 	m.gid = pm.gid
 	if isDir {
 		m.perm |= fs.ModeSetgid
 	}
+}
+
+// dirMetaLocked returns the metadata of dir, the directory of the view an
+// entry is being created in: its layer entry, or the lower directory's,
+// which is looked up once (the lower must not change while the Fs is in
+// use), so that creating many entries in one lower directory costs no
+// system call each. dir is resolved (no symlink on the way), so when the
+// layer has no entry there it is the lower's directory at that path.
+func (f *layer) dirMetaLocked(dir string) (meta, bool) {
+	if e, ok := f.paths.Get(dir); ok {
+		return e.meta(), e.kind == kindDir
+	}
+	if v, ok := f.lowerDirs.Load(dir); ok {
+		return v.(meta), true
+	}
+	fi, err := os.Lstat(f.host(dir))
+	if err != nil || !fi.IsDir() {
+		return meta{}, false
+	}
+	m := metaOf(fi)
+	f.lowerDirs.Store(dir, m)
+	return m, true
 }
 
 // MkdirAll creates a directory and its missing parents, as os.MkdirAll.
@@ -274,7 +287,7 @@ func (f *layer) symlink(oldname, newname, abs string) error {
 	}
 	m := f.newMeta(fs.ModePerm)
 	f.inheritLocked(l.rel, &m, false)
-	f.paths.Set(l.rel, entry{kind: kindSymlink, meta: m, target: oldname})
+	f.paths.Set(l.rel, withAttrs(kindSymlink, m, oldname))
 	return nil
 }
 
@@ -385,7 +398,12 @@ func (f *layer) setMeta(op, name, abs string, outside func(host string) error, s
 	if e.kind == kindFile {
 		set(&f.ownBlobLocked(e.ino).meta, false)
 	} else {
-		set(&e.meta, e.kind == kindDir)
+		var a attrs // a new one: snapshots share the old
+		if e.attrs != nil {
+			a = *e.attrs
+		}
+		set(&a.meta, e.kind == kindDir)
+		e.attrs = &a
 	}
 	f.paths.Set(l.rel, e)
 	return nil
@@ -393,7 +411,8 @@ func (f *layer) setMeta(op, name, abs string, outside func(host string) error, s
 
 // newMeta is the metadata of something created now by this process.
 func (f *layer) newMeta(perm fs.FileMode) meta {
-	return meta{perm: perm, mtime: f.now(), uid: f.uid, gid: f.gid}
+	c := f.creator()
+	return meta{perm: perm, mtime: f.now(), uid: c.uid, gid: c.gid}
 }
 
 // Remove removes a file, symlink or empty directory, as os.Remove.

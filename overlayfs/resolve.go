@@ -364,7 +364,7 @@ func (f *layer) rootNode() (node, error) {
 // linkTarget returns the target of a symlink node.
 func (f *layer) linkTarget(rel string, n node) (string, error) {
 	if n.layer {
-		return n.e.target, nil
+		return n.e.target(), nil
 	}
 	return os.Readlink(f.host(rel))
 }

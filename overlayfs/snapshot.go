@@ -98,16 +98,12 @@ func (f *layer) fork() *layer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	nf := &layer{
-		shared:  f.shared,
-		root:    f.root,
-		paths:   newPathMap(f.paths.Copy()),
-		blobs:   f.blobs.Copy(),
-		deps:    f.deps.Copy(),
-		gen:     f.fam.gen.Add(1),
-		copied:  make(map[string]uint64),
-		copyIno: make(map[uint64]bool),
-		opened:  make(map[uint64]int),
-		orphan:  make(map[uint64]bool),
+		shared: f.shared,
+		root:   f.root,
+		paths:  newPathMap(f.paths.Copy()),
+		blobs:  f.blobs.Copy(),
+		deps:   f.deps.Copy(),
+		gen:    f.fam.gen.Add(1),
 	}
 	f.gen = f.fam.gen.Add(1)
 	return nf

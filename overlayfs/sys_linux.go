@@ -3,6 +3,8 @@ package overlayfs
 import (
 	"io/fs"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // sysStat gives layer entries the *syscall.Stat_t that os gives real files,
@@ -54,4 +56,29 @@ func identity(fi fs.FileInfo) fileID {
 		return fileID{}
 	}
 	return fileID{dev: st.Dev, ino: st.Ino, ctime: st.Ctim.Nano()}
+}
+
+// plainDir tells, in three system calls, what New needs to know of a
+// clean absolute root when no component of it is a symlink (then it is
+// already canonical): that it is a directory, and whether it holds name.
+// ok is false when this cannot be told so (a symlink on the way, any
+// error, a kernel before openat2): the caller resolves the root as
+// filepath.EvalSymlinks does, which costs an lstat per component.
+func plainDir(abs, name string) (has, ok bool) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, abs, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return false, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	switch err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err {
+	case nil:
+		return true, true
+	case unix.ENOENT:
+		return false, true
+	}
+	return false, false
 }

@@ -11,3 +11,6 @@ func sysStat(*fileInfo) any { return nil }
 type fileID struct{ ctime int64 }
 
 func identity(fs.FileInfo) fileID { return fileID{} }
+
+// plainDir: only Linux tells whether a path holds a symlink in one call.
+func plainDir(string, string) (has, ok bool) { return false, false }

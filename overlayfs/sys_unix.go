@@ -39,14 +39,15 @@ func getwd() (string, error) { return syscall.Getwd() }
 // readFileSized reads a lower file whose size is known from its Lstat, in
 // three system calls (os.ReadFile needs five: it stats, and reads to EOF).
 // The lower must not change while in use, so the size is trusted; a file
-// found shorter is returned as read.
-func readFileSized(host string, size int64) ([]byte, error) {
+// found shorter is returned as read. The buffer has room for spare more
+// bytes, so that a write after the load does not copy it again.
+func readFileSized(host string, size int64, spare int) ([]byte, error) {
 	fd, err := syscall.Open(host, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: host, Err: err}
 	}
 	defer syscall.Close(fd)
-	buf := make([]byte, size)
+	buf := make([]byte, size, size+int64(spare))
 	n := 0
 	for n < len(buf) {
 		m, err := syscall.Read(fd, buf[n:])

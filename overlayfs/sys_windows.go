@@ -33,7 +33,7 @@ func owner(fs.FileInfo) (uid, gid int) { return -1, -1 }
 func getwd() (string, error) { return os.Getwd() }
 
 // readFileSized reads a lower file; size is a hint on this platform.
-func readFileSized(host string, _ int64) ([]byte, error) { return os.ReadFile(host) }
+func readFileSized(host string, _ int64, _ int) ([]byte, error) { return os.ReadFile(host) }
 
 // swapUmask: Windows has no umask; os creates files with the mode asked for.
 func swapUmask() fs.FileMode { return 0 }

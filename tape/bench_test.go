@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 	"github.com/zeebo/blake3"
@@ -211,5 +212,70 @@ func BenchmarkCompare(b *testing.B) {
 		if c, _ := Classify(x, y); c != Data {
 			b.Fatal(c)
 		}
+	}
+}
+
+// statStub is an afero.Fs whose Stat returns one FileInfo at no cost, so
+// BenchmarkRecordStat measures what recording adds to a Stat and nothing
+// else.
+type statStub struct {
+	afero.Fs
+	fi os.FileInfo
+}
+
+func (s statStub) Stat(string) (os.FileInfo, error) { return s.fi, nil }
+
+// BenchmarkRecordStat: the cost of recording one successful Stat of a
+// regular file (path mapping, encoding, chain hash, lock, write to
+// io.Discard), over an inner Fs that costs nothing.
+func BenchmarkRecordStat(b *testing.B) {
+	dir := b.TempDir()
+	name := filepath.Join(dir, "file4k")
+	if err := os.WriteFile(name, make([]byte, 4096), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := NewRecorder(io.Discard)
+	defer rec.Close()
+	fsys := rec.Wrap(statStub{fi: fi}, dir)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := fsys.Stat(name); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRecordReadFile4K: afero.ReadFile of one 4 KiB file on OsFs,
+// bare and recorded: the difference is what recording adds to a whole
+// open, fstat, read and close of a file whose version hash is cached.
+func BenchmarkRecordReadFile4K(b *testing.B) {
+	dir := b.TempDir()
+	name := filepath.Join(dir, "file4k")
+	if err := os.WriteFile(name, pattern(4096, 1), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	// Old enough that its version key is not racy: the hash is reused.
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(name, old, old); err != nil {
+		b.Fatal(err)
+	}
+	rec := NewRecorder(io.Discard)
+	defer rec.Close()
+	for _, c := range []struct {
+		name string
+		fsys afero.Fs
+	}{{"bare", afero.NewOsFs()}, {"recorded", rec.Wrap(afero.NewOsFs(), dir)}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := afero.ReadFile(c.fsys, name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

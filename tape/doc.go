@@ -7,7 +7,9 @@
 // and then recorded; [Recorder.Close] writes the trailer. [Read] parses a
 // tape, [Compare] and [Classify] compare two. The format is specified in
 // FORMAT.md, next to this file, precisely enough for another tool to read
-// and write tapes.
+// and write tapes. A Recorder writes format 1.2, whose trailer holds one
+// running BLAKE3 of the lines before it; Read reads 1.0, 1.1 and 1.2 and
+// checks each trailer by the rule of the tape's own minor version.
 //
 // # Path names
 //

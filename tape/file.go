@@ -30,7 +30,7 @@ type file struct {
 	fs    *Fs
 	inner afero.File
 	id    int64
-	rec   Record // Op, Path, Flag, Mode filled at open
+	args  openArgs // what the open record says of the call
 
 	name   atomic.Pointer[string] // inner name now, cleaned; follows renames
 	opened string                 // name at open, cleaned; name points here until a rename
@@ -47,6 +47,13 @@ type file struct {
 	span1     [1]Span // spans' first backing array: most handles read one span
 	names     []string
 	fails     []string
+}
+
+// openArgs are the members of a handle's record fixed at open: the
+// recorded path, the flag and the permission asked for. A handle keeps
+// these rather than a whole Record, which would double its size.
+type openArgs struct {
+	path, flag, mode string
 }
 
 // handleState is what a handle knows about itself: how it was opened, how
@@ -105,8 +112,9 @@ const (
 
 func (m marks) has(x marks) bool { return m&x != 0 }
 
-func newFile(fsys *Fs, inner afero.File, name string, flag int, rec Record) *file {
-	f := &file{fs: fsys, inner: inner, rec: rec, id: fsys.rec.fileIDs.Add(1)}
+func newFile(fsys *Fs, inner afero.File, name string, flag int, rec *Record) *file {
+	f := &file{fs: fsys, inner: inner, id: fsys.rec.fileIDs.Add(1)}
+	f.args = openArgs{path: rec.Path, flag: rec.Flag, mode: rec.Mode}
 	f.cur.p = fsys.rec.pools
 	f.opened = filepath.Clean(name)
 	f.name.Store(&f.opened)
@@ -505,7 +513,7 @@ func (f *file) Stat() (os.FileInfo, error) {
 		}
 		f.mu.Unlock()
 	}
-	rec := Record{Op: OpFstat, Path: f.rec.Path, Err: ErrorOutcome(err)}
+	rec := Record{Op: OpFstat, Path: f.args.path, Err: ErrorOutcome(err)}
 	if err == nil {
 		statFields(&rec, fi)
 	}
@@ -580,7 +588,7 @@ func (f *file) flush(unclosed bool) error {
 		return nil
 	}
 	f.state.did |= markFlushed
-	rec := f.rec
+	rec := Record{Op: OpOpen, Path: f.args.path, Flag: f.args.flag, Mode: f.args.mode}
 	if f.state.read == readOngoing {
 		f.finishRead()
 	}

@@ -12,7 +12,7 @@ import (
 const (
 	FormatName = "cowfs-tape" // header "format"
 	Version    = 1            // header "version": major; a reader rejects a larger one
-	Minor      = 1            // header "minor": additions a version-1 reader may skip
+	Minor      = 2            // header "minor": 1.1 added command records, 1.2 the running chain hash
 	HashAlgo   = "blake3"     // header "hash": the only algorithm of version 1
 )
 

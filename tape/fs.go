@@ -56,6 +56,17 @@ func (f *Fs) Inner() afero.Fs { return f.inner }
 
 // rel maps a name as the caller gave it to the recorded path.
 func (f *Fs) rel(name string) string {
+	// The common case without filepath.Clean's copy: an absolute name
+	// that is a root spelling followed by a clean relative name, which is
+	// then the answer as it stands.
+	for i, root := range f.roots {
+		if name == root {
+			return "."
+		}
+		if prefix := f.prefixes[i]; strings.HasPrefix(name, prefix) && cleanRel(name[len(prefix):]) {
+			return filepath.ToSlash(name[len(prefix):])
+		}
+	}
 	abs := name
 	if !filepath.IsAbs(abs) {
 		var err error
@@ -73,6 +84,23 @@ func (f *Fs) rel(name string) string {
 		}
 	}
 	return OutsidePath
+}
+
+// cleanRel reports whether p is a relative name that filepath.Clean keeps
+// as it is and that does not climb: not empty, no leading, trailing or
+// doubled separator, no "." or ".." component.
+func cleanRel(p string) bool {
+	start := 0
+	for i := 0; i <= len(p); i++ {
+		if i == len(p) || os.IsPathSeparator(p[i]) {
+			switch p[start:i] {
+			case "", ".", "..":
+				return false
+			}
+			start = i + 1
+		}
+	}
+	return true
 }
 
 // target maps link text: an absolute name inside the root becomes
@@ -152,7 +180,7 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 		f.rec.emit(&rec)
 		return nil, err
 	}
-	h := newFile(f, inner, name, flag, rec)
+	h := newFile(f, inner, name, flag, &rec)
 	f.rec.track(h)
 	return h, nil
 }

@@ -3,7 +3,9 @@ package tape
 import (
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -353,4 +355,47 @@ func TestModeString(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRelAgreesWithFilepath: the recorded path of a name, fast path or
+// not, is what filepath.Clean and filepath.Rel say: the name relative to
+// the first spelling of the root (the one given, then the one through
+// symlinks) that contains it, "." for the root, OutsidePath otherwise.
+func TestRelAgreesWithFilepath(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Skipf("no symlinks here: %v", err)
+	}
+	fsys := NewRecorder(io.Discard).Wrap(afero.NewMemMapFs(), link).(*Fs)
+	spellings := []string{link, dir}
+	oracle := func(name string) string {
+		c := filepath.Clean(name)
+		for _, root := range spellings {
+			r, err := filepath.Rel(root, c)
+			if err == nil && r != ".." && !strings.HasPrefix(r, "../") {
+				return filepath.ToSlash(r)
+			}
+		}
+		return OutsidePath
+	}
+	parts := []string{"a", "b.txt", ".", "..", "", "..x"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	n := 0
+	for _, base := range []string{link, dir, link + "/", dir + "//", filepath.Dir(dir), "/"} {
+		for range 400 {
+			name := base
+			for range rng.IntN(4) {
+				name += "/" + parts[rng.IntN(len(parts))]
+			}
+			if got, want := fsys.rel(name), oracle(name); got != want {
+				t.Errorf("rel(%q) = %q, filepath says %q", name, got, want)
+			}
+			n++
+		}
+	}
+	t.Logf("%d names", n)
 }

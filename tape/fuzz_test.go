@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -31,6 +32,13 @@ func FuzzRead(f *testing.F) {
 	})
 	rec.Close()
 	f.Add(cmdTape.Bytes())
+	for _, golden := range []string{"sample.tape", "sample-1.1.tape", "sample-1.2.tape"} {
+		b, err := os.ReadFile(filepath.Join("testdata", golden))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tp, err := Read(bytes.NewReader(b))
 		if err != nil {
@@ -197,9 +205,61 @@ func runChecked(t *testing.T, fsys afero.Fs, root string, prog []byte) *Tape {
 		seen = len(tp.Records)
 	})
 	must(t, rec.Close())
+	ls := lines(buf.Bytes())
 	tp, err := Read(&buf)
 	must(t, err)
+	if want := specChain(t, ls[:len(ls)-1]); tp.Trailer == nil || tp.Trailer.Chain != want {
+		t.Fatalf("trailer %+v, chain by FORMAT.md %s", tp.Trailer, want)
+	}
 	return tp
+}
+
+// memFs is afero's MemMapFs with Remove and Rename refusing what every
+// kernel refuses: removing a directory that holds entries, renaming over a
+// directory (unless a directory over an empty one), renaming a name whose
+// parent is not a directory. MemMapFs does the first two, leaving entries
+// without a parent or under a file; a later Rename of one of them panics
+// inside afero while it holds a lock, a fatal error no recover can catch.
+type memFs struct{ *afero.MemMapFs }
+
+func (m memFs) Remove(name string) error {
+	if m.nonEmptyDir(name) {
+		return &os.PathError{Op: "remove", Path: name, Err: syscall.ENOTEMPTY}
+	}
+	return m.MemMapFs.Remove(name)
+}
+
+func (m memFs) Rename(oldname, newname string) error {
+	fail := func(errno syscall.Errno) error {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: errno}
+	}
+	from, err := m.MemMapFs.Stat(oldname)
+	if err != nil {
+		return fail(syscall.ENOENT)
+	}
+	for _, n := range []string{oldname, newname} {
+		if dir, err := m.MemMapFs.Stat(filepath.Dir(n)); err != nil || !dir.IsDir() {
+			return fail(syscall.ENOTDIR)
+		}
+	}
+	if to, err := m.MemMapFs.Stat(newname); err == nil && to.IsDir() {
+		switch {
+		case !from.IsDir():
+			return fail(syscall.EISDIR)
+		case m.nonEmptyDir(newname):
+			return fail(syscall.ENOTEMPTY)
+		}
+	}
+	return m.MemMapFs.Rename(oldname, newname)
+}
+
+func (m memFs) nonEmptyDir(name string) bool {
+	fi, err := m.MemMapFs.Stat(name)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	names, err := afero.ReadDir(m.MemMapFs, name)
+	return err == nil && len(names) > 0
 }
 
 // FuzzRoundTrip runs random operation programs on afero's in-memory fs:
@@ -215,7 +275,7 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		var tapes []*Tape
 		for range 2 {
-			mem := afero.NewMemMapFs()
+			mem := memFs{&afero.MemMapFs{}}
 			mem.MkdirAll("/r", 0o755)
 			tp := runChecked(t, mem, "/r", prog)
 			if tp.Truncated {

@@ -3,9 +3,11 @@ package tape
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -126,4 +128,26 @@ func (f countingFile) ReadAt(p []byte, off int64) (int, error) {
 
 var _ io.ReaderAt = countingFile{}
 
-func sumRaw(b []byte) [32]byte { return blake3.Sum256(b) }
+// specChain computes a tape's chain hash from its lines (header first,
+// trailer excluded, no newlines) as FORMAT.md defines it for the header's
+// minor version, with one-shot BLAKE3 calls over the bytes and nothing of
+// package tape's reader or chain type.
+func specChain(t testing.TB, lines []string) string {
+	t.Helper()
+	var h struct {
+		Minor int `json:"minor"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &h); err != nil {
+		t.Fatalf("specChain: header: %v", err)
+	}
+	if h.Minor >= 2 {
+		// BLAKE3 of the tape's bytes before the trailer line.
+		s := blake3.Sum256([]byte(strings.Join(lines, "\n") + "\n"))
+		return hex.EncodeToString(s[:])
+	}
+	c := blake3.Sum256([]byte(lines[0]))
+	for _, l := range lines[1:] {
+		c = blake3.Sum256(append(c[:], l...))
+	}
+	return hex.EncodeToString(c[:])
+}

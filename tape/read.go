@@ -50,7 +50,9 @@ const MaxLine = 16 << 20
 // write and dropped. Read rejects, with a *ReadError wrapping ErrFormat,
 // ErrVersion or ErrTrailer: a newer major version, a second header,
 // malformed JSON, sequence numbers out of order, and a trailer whose count,
-// final digest or chain hash disagrees with the records. Records with ops
+// final digest or chain hash disagrees with the records (the chain as
+// FORMAT.md defines it for the tape's minor version: per line before 1.2,
+// one running hash from 1.2 on). Records with ops
 // unknown to this reader are kept (Tape.Unknown) when the tape's minor
 // version is newer than Minor, and rejected otherwise; lines of unknown
 // kind from a newer minor version are skipped and their line numbers
@@ -94,7 +96,7 @@ func Read(r io.Reader) (*Tape, error) {
 			if err := parseHeader(line, &t.Header); err != nil {
 				return nil, &ReadError{Line: 1, Err: err}
 			}
-			chain.start(line)
+			chain.start(t.Header.Minor, line)
 			if last {
 				break
 			}

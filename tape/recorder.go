@@ -140,7 +140,7 @@ func NewRecorder(w io.Writer, opts ...Option) *Recorder {
 		r.err = err
 		return r
 	}
-	r.chain.start(line)
+	r.chain.start(Minor, line)
 	r.writeLine(line)
 	return r
 }

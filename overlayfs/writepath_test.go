@@ -1,0 +1,156 @@
+package overlayfs_test
+
+// Edges of the write path's fast paths (issue 14): an O_TRUNC that keeps the
+// file's buffer, checked against os on a real file for what handles see,
+// and against the content each frozen copy (Snapshot, Fork, Layer) had.
+
+import (
+	"bytes"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/cowfs/cowfs/overlayfs"
+)
+
+// truncSeq writes name three times through fsys (longer, shorter, empty,
+// then again), with a read handle opened before the first rewrite, and
+// returns what the handle and ReadFile saw after each step.
+func truncSeq(t *testing.T, fsys afero.Fs, name string) []string {
+	t.Helper()
+	var seen []string
+	must(t, afero.WriteFile(fsys, name, []byte("the first version, long"), 0o644))
+	h, err := fsys.Open(name)
+	must(t, err)
+	defer h.Close()
+	for _, content := range []string{"second, longer than the first one", "third", "", "fourth version"} {
+		must(t, afero.WriteFile(fsys, name, []byte(content), 0o644))
+		got, err := io.ReadAll(io.NewSectionReader(h, 0, 1<<10))
+		must(t, err)
+		all, err := afero.ReadFile(fsys, name)
+		must(t, err)
+		seen = append(seen, string(got), string(all))
+	}
+	return seen
+}
+
+func TestTruncReuseMatchesOs(t *testing.T) {
+	for _, lower := range []bool{false, true} {
+		root := t.TempDir()
+		name := filepath.Join(root, "f")
+		if lower {
+			must(t, os.WriteFile(name, []byte("lower content"), 0o644))
+		}
+		c := newCow(t, root)
+		got := truncSeq(t, c, name)
+		want := truncSeq(t, afero.NewOsFs(), filepath.Join(t.TempDir(), "f"))
+		if !slices.Equal(got, want) {
+			t.Errorf("lower=%v: handle and ReadFile saw\n%q\nos saw\n%q", lower, got, want)
+		}
+	}
+}
+
+// TestTruncReuseKeepsFrozenCopies: overwriting a file with O_TRUNC reuses
+// its buffer only while nothing else holds it: a snapshot, a fork and a
+// Layer listing taken before keep the old bytes.
+func TestTruncReuseKeepsFrozenCopies(t *testing.T) {
+	root := t.TempDir()
+	name := filepath.Join(root, "f")
+	c := newCow(t, root)
+	old := []byte("0123456789abcdef, the old content")
+	must(t, afero.WriteFile(c, name, old, 0o644))
+	s := c.Snapshot()
+	fork := c.Fork()
+	layer := c.Layer()
+
+	// Same length, shorter, longer: each rewrite may land in the old buffer.
+	for _, content := range []string{"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefg", "short", "a longer content than the old one was"} {
+		must(t, afero.WriteFile(c, name, []byte(content), 0o644))
+		if got, err := afero.ReadFile(c, name); err != nil || string(got) != content {
+			t.Fatalf("ReadFile after rewrite = %q, %v; want %q", got, err, content)
+		}
+	}
+	if got, err := afero.ReadFile(fork, name); err != nil || !bytes.Equal(got, old) {
+		t.Errorf("fork reads %q, %v; want the content at Fork %q", got, err, old)
+	}
+	for _, e := range layer {
+		if e.Path != "f" {
+			continue
+		}
+		r, err := e.Open()
+		must(t, err)
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || !bytes.Equal(got, old) {
+			t.Errorf("Layer entry reads %q, %v; want %q", got, err, old)
+		}
+	}
+	c.Restore(s)
+	if got, err := afero.ReadFile(c, name); err != nil || !bytes.Equal(got, old) {
+		t.Errorf("after Restore ReadFile = %q, %v; want %q", got, err, old)
+	}
+	// The restored content is shared with the snapshot again: rewriting it
+	// must not reach the snapshot.
+	must(t, afero.WriteFile(c, name, []byte("XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"), 0o644))
+	c.Restore(s)
+	if got, err := afero.ReadFile(c, name); err != nil || !bytes.Equal(got, old) {
+		t.Errorf("after a second Restore ReadFile = %q, %v; want %q", got, err, old)
+	}
+}
+
+// TestMetadataAfterSnapshot: directories and symlinks share their
+// metadata with the snapshots and forks taken before a Chmod or Chtimes of
+// them, which must not reach those copies. What is expected is what os
+// gives the same calls on a real tree.
+func TestMetadataAfterSnapshot(t *testing.T) {
+	root, osRoot := t.TempDir(), t.TempDir()
+	c := newCow(t, root, overlayfs.WithUmask(0o022))
+	old := setUmask(0o022)
+	defer setUmask(old)
+	then := time.Date(2001, 9, 9, 1, 46, 40, 0, time.UTC)
+	later := then.Add(time.Hour)
+	type state struct {
+		mode fs.FileMode
+		time time.Time
+	}
+	at := func(lstat func(string) (fs.FileInfo, error), p string) state {
+		t.Helper()
+		fi, err := lstat(p)
+		must(t, err)
+		return state{fi.Mode(), fi.ModTime().UTC()}
+	}
+	cowLstat := func(fsys *overlayfs.Fs) func(string) (fs.FileInfo, error) {
+		return func(p string) (fs.FileInfo, error) { return fsys.Lstat(filepath.Join(root, p)) }
+	}
+	osLstat := func(p string) (fs.FileInfo, error) { return os.Lstat(filepath.Join(osRoot, p)) }
+
+	must(t, c.Mkdir(filepath.Join(root, "d"), 0o755))
+	must(t, c.Chtimes(filepath.Join(root, "d"), then, then))
+	must(t, c.SymlinkIfPossible("d", filepath.Join(root, "l")))
+	must(t, os.Mkdir(filepath.Join(osRoot, "d"), 0o755))
+	must(t, os.Chtimes(filepath.Join(osRoot, "d"), then, then))
+	want := at(osLstat, "d")
+	s := c.Snapshot()
+	fork := c.Fork()
+
+	must(t, c.Chmod(filepath.Join(root, "l"), 0o700)) // through the symlink
+	must(t, c.Chtimes(filepath.Join(root, "d"), later, later))
+	must(t, os.Chmod(filepath.Join(osRoot, "d"), 0o700))
+	must(t, os.Chtimes(filepath.Join(osRoot, "d"), later, later))
+	if got, osGot := at(cowLstat(c), "d"), at(osLstat, "d"); got != osGot {
+		t.Errorf("after Chmod and Chtimes: %v; os gives %v", got, osGot)
+	}
+	if got := at(cowLstat(fork), "d"); got != want {
+		t.Errorf("fork: %v; want it as at Fork: %v", got, want)
+	}
+	c.Restore(s)
+	if got := at(cowLstat(c), "d"); got != want {
+		t.Errorf("restored: %v; want it as at Snapshot: %v", got, want)
+	}
+}
