@@ -89,8 +89,10 @@ type change struct {
 // sorted by path. A file written back to its original bytes and mode is not
 // a change; a deleted lower directory lists itself and its descendants; a
 // change of the root directory's own mode is listed at path ".".
-// Times and owners are not compared. Cost: O(layer) plus a read of each
-// changed file's lower content that has the same size as the new content.
+// Times and owners are not compared. Cost: O(layer), an lstat of each
+// layer path the lower can have (none below a layer directory the lower
+// has no directory at), and a read of each changed file's lower content
+// that has the same size as the new content.
 //
 // With several roots (WithRoot), the changes of each root follow those of
 // the previous one, in the order of Roots().
