@@ -77,8 +77,8 @@ func (f *layer) between(a, b *savedLayer) ([]change, error) {
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
-			for _, d := range ents {
-				names[d.name] = true
+			for _, name := range ents.names {
+				names[name] = true
 			}
 		}
 		for name := range names {

@@ -93,31 +93,68 @@ type change struct {
 // sorted by path. A file written back to its original bytes and mode is not
 // a change; a deleted lower directory lists itself and its descendants; a
 // change of the root directory's own mode is listed at path ".".
-// Times and owners are not compared. Cost: O(layer) plus a read of each
-// changed file's lower content that has the same size as the new content.
+// Times and owners are not compared. Cost: O(layer), an lstat of each
+// layer path the lower can have (none below a layer directory the lower
+// has no directory at), and a read of each changed file's lower content
+// that has the same size as the new content.
 //
 // With several roots (WithRoot), the changes of each root follow those of
 // the previous one, in the order of Roots().
 func (f *Fs) Changes() []Change {
 	var out []Change
 	for _, g := range f.layers {
-		cs, _ := g.changes()
-		for _, c := range cs {
-			out = append(out, c.Change)
+		g.mu.RLock()
+		cs := make([]Change, 0, g.paths.Len())
+		g.eachChangeLocked(func(c change) { cs = append(cs, c.Change) })
+		g.mu.RUnlock()
+		cs = sortedByPath(cs, func(c Change) string { return c.Path })
+		if out == nil {
+			out = cs
+		} else {
+			out = append(out, cs...)
 		}
 	}
 	return out
 }
 
+// changes returns the changes with both sides, for patches.
 func (f *layer) changes() ([]change, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var out []change
+	err := f.eachChangeLocked(func(c change) { out = append(out, c) })
+	return sortedByPath(out, func(c change) string { return c.Path }), err
+}
+
+// sortedByPath sorts changes by path unless they already are: they come in
+// the layer's order, unless the root's "." or deletions below a hidden
+// lower directory came in between.
+func sortedByPath[T any](cs []T, path func(T) string) []T {
+	byPath := func(a, b T) int { return strings.Compare(path(a), path(b)) }
+	if !slices.IsSortedFunc(cs, byPath) {
+		slices.SortFunc(cs, byPath)
+	}
+	return cs
+}
+
+// eachChangeLocked calls emit with each change, in the layer's path order
+// but for the root's own (at ".") and the deletions of a hidden lower
+// directory's subtree (after the directory); it returns the first error
+// met comparing contents. Callers hold f.mu.
+func (f *layer) eachChangeLocked(emit func(change)) error {
 	var firstErr error
 	note := func(err error) {
 		if firstErr == nil && err != nil {
 			firstErr = err
 		}
+	}
+	// The ancestors of the path being scanned at which the lower has no
+	// directory, outermost first: nothing below them is in the lower, so
+	// their descendants (scanned after them) cost no lstat.
+	var absent []string
+	send := func(c change) {
+		c.Root = f.root
+		emit(c)
 	}
 	f.paths.Scan(func(k string, e entry) bool {
 		if k == "" {
@@ -125,14 +162,26 @@ func (f *layer) changes() ([]change, error) {
 			if fi, err := os.Stat(f.root); err == nil && e.kind == kindDir {
 				low := side{kind: kindDir, mode: fi.Mode()}
 				if c, ok, _ := compare(".", low, f.viewSide(e)); ok {
-					out = append(out, c)
+					send(c)
 				}
 			} else {
 				note(err)
 			}
 			return true
 		}
-		low := f.lowerSide(k)
+		for len(absent) > 0 && !isBelow(k, absent[len(absent)-1]) {
+			absent = absent[:len(absent)-1]
+		}
+		var low side
+		if len(absent) == 0 {
+			var missing string
+			if low, missing = f.lowerSideOf(k); missing != "" {
+				absent = append(absent, missing)
+			}
+		}
+		if e.kind == kindDir && low.kind != kindDir {
+			absent = append(absent, k)
+		}
 		var view side
 		if e.kind != kindWhiteout {
 			view = f.viewSide(e)
@@ -140,23 +189,19 @@ func (f *layer) changes() ([]change, error) {
 		c, ok, err := compare(k, low, view)
 		note(err)
 		if ok {
-			out = append(out, c)
+			send(c)
 		}
 		if low.kind == kindDir && (e.kind != kindDir || e.opaque) {
-			note(f.deletedBelow(k, &out))
+			note(f.deletedBelow(k, emit))
 		}
 		return true
 	})
-	slices.SortFunc(out, func(a, b change) int { return strings.Compare(a.Path, b.Path) })
-	for i := range out {
-		out[i].Root = f.root
-	}
-	return out, firstErr
+	return firstErr
 }
 
-// deletedBelow lists the lower's subtree of rel, which the view hides, as
+// deletedBelow emits the lower's subtree of rel, which the view hides, as
 // deletions; paths the layer has are left to their own entries.
-func (f *layer) deletedBelow(rel string, out *[]change) error {
+func (f *layer) deletedBelow(rel string, emit func(change)) error {
 	des, err := os.ReadDir(f.host(rel))
 	if err != nil {
 		return err
@@ -170,9 +215,9 @@ func (f *layer) deletedBelow(rel string, out *[]change) error {
 		if low.kind == kindNone {
 			continue
 		}
-		*out = append(*out, change{Change: Change{Root: f.root, Path: p, Kind: Deleted, OldMode: low.mode}, old: low})
+		emit(change{Change: Change{Root: f.root, Path: p, Kind: Deleted, OldMode: low.mode}, old: low})
 		if low.kind == kindDir {
-			if err := f.deletedBelow(p, out); err != nil {
+			if err := f.deletedBelow(p, emit); err != nil {
 				return err
 			}
 		}
@@ -183,38 +228,45 @@ func (f *layer) deletedBelow(rel string, out *[]change) error {
 // lowerSide returns what the lower tree has at rel: every ancestor must be
 // a real directory there, so a lower symlink is never followed.
 func (f *layer) lowerSide(rel string) side {
+	s, _ := f.lowerSideOf(rel)
+	return s
+}
+
+// lowerSideOf is lowerSide, also returning the ancestor of rel found not
+// to be a directory in the lower, if that is why it has nothing at rel.
+func (f *layer) lowerSideOf(rel string) (side, string) {
 	for p := parent(rel); p != ""; p = parent(p) {
 		if _, ok := f.dirs.Load(p); ok {
 			break
 		}
 		fi, err := os.Lstat(f.host(p))
 		if err != nil || !fi.IsDir() {
-			return side{}
+			return side{}, p
 		}
 		f.dirs.Store(p, struct{}{})
 	}
-	fi, err := os.Lstat(f.host(rel))
+	host := f.host(rel)
+	fi, err := os.Lstat(host)
 	if err != nil {
-		return side{}
+		return side{}, ""
 	}
-	s := side{kind: kindOfMode(fi.Mode()), mode: fi.Mode(), size: fi.Size(), host: f.host(rel), lazy: true}
+	s := side{kind: kindOfMode(fi.Mode()), mode: fi.Mode(), size: fi.Size(), host: host, lazy: true}
 	if s.kind == kindSymlink {
 		s.target, _ = os.Readlink(s.host)
 	}
-	return s
+	return s, ""
+}
+
+// isBelow reports whether the slash path p lies strictly below dir.
+func isBelow(p, dir string) bool {
+	return len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
 }
 
 // viewSide returns what a layer entry shows.
 func (f *layer) viewSide(e entry) side {
 	switch e.kind {
-	case kindDir:
-		return side{kind: kindDir, mode: fs.ModeDir | e.meta().perm}
-	case kindSymlink:
-		return side{kind: kindSymlink, mode: fs.ModeSymlink | e.meta().perm, target: e.target()}
-	case kindFIFO:
-		return side{kind: kindFIFO, mode: fs.ModeNamedPipe | e.meta().perm}
-	case kindSocket:
-		return side{kind: kindSocket, mode: fs.ModeSocket | e.meta().perm}
+	case kindDir, kindSymlink, kindFIFO, kindSocket:
+		return side{kind: e.kind, mode: typeOfKind(e.kind) | e.meta().perm, target: e.target()}
 	}
 	b := f.blobLocked(e.ino)
 	if b == nil {
@@ -301,7 +353,7 @@ func equalFile(host string, data []byte) (bool, error) {
 		return false, err
 	}
 	defer fh.Close()
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, min(32<<10, len(data)+1)) // one byte more shows a longer file
 	for {
 		n, err := io.ReadFull(fh, buf)
 		if n > len(data) || !bytes.Equal(buf[:n], data[:n]) {

@@ -141,7 +141,8 @@
 // ops.go: Stat, Mkdir, Symlink, Readlink, Chmod, Chown, Chtimes, Remove and
 // RemoveAll; open.go and file.go: opening, and the handles; handles.go:
 // how open handles follow renames and removals; readdir.go and info.go: merged
-// listings and FileInfo; rename.go: [Fs.Rename]; changes.go, between.go
+// listings and FileInfo; namesort.go: the order of a listing's names;
+// rename.go: [Fs.Rename]; changes.go, between.go
 // and patch.go: [Fs.Changes], [Fs.ChangesBetween] and the git patch;
 // entries.go: [Fs.Layer] and [Fs.PutEntry]; extfile*.go: content kept by
 // reference; snapshot.go: [Fs.Snapshot], [Fs.Restore] and [Fs.Fork];

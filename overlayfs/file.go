@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -375,8 +374,14 @@ type dir struct {
 
 	appnd bool // opened with O_APPEND: WriteAt refuses first, as os
 
+	// lower is the open lower directory of a handle opened on it (owned
+	// by that handle), listed instead of opening it again while the
+	// handle is still at lowerRel.
+	lower    *os.File
+	lowerRel string
+
 	mu     sync.Mutex
-	ents   []dirent
+	ents   listing
 	read   bool
 	pos    int
 	off    int64 // what Seek reports; only a seek to 0 rewinds the listing
@@ -385,96 +390,174 @@ type dir struct {
 
 func (d *dir) Name() string { return d.name }
 
-// next returns up to n entries (all remaining for n <= 0).
-func (d *dir) next(n int) ([]dirent, error) {
+// next returns up to n entries (all remaining for n <= 0), listing the
+// directory in the given mode at the first read.
+func (d *dir) next(n int, mode listMode) (listing, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, pathErr("readdirent", d.name, errFileClosing)
+		return listing{}, pathErr("readdirent", d.name, errFileClosing)
 	}
-	if !d.read || d.pos == len(d.ents) {
-		// As getdents on Linux: a directory removed since it was opened
-		// lists nothing more, with ENOENT.
-		if d.fs != nil && !d.fs.isDir(&d.rel) {
-			return nil, pathErr("readdirent", d.name, errNoEnt)
-		}
-	}
-	if !d.read {
-		d.fs.mu.RLock()
-		ents, err := d.fs.listLocked(d.rel, d.fs.nodeAtLocked(d.rel))
-		d.fs.mu.RUnlock()
+	if !d.read || d.pos == len(d.ents.names) {
+		ents, err := d.list(mode)
 		if err != nil {
-			return nil, fixErr("readdirent", d.name, err)
+			return listing{}, err
 		}
-		d.ents, d.read = ents, true
+		if !d.read {
+			d.ents, d.read = ents, true
+		}
 	}
-	rest := d.ents[d.pos:]
+	end := len(d.ents.names)
 	if n > 0 {
-		if len(rest) == 0 {
-			return nil, io.EOF
+		if d.pos == end {
+			return listing{}, io.EOF
 		}
-		rest = rest[:min(n, len(rest))]
+		end = min(d.pos+n, end)
 	}
-	d.pos += len(rest)
-	return rest, nil
+	page := d.ents.page(d.pos, end)
+	d.pos = end
+	return page, nil
+}
+
+// list checks that the handle's directory is still there, as getdents on
+// Linux does (a directory removed since it was opened lists nothing more,
+// with ENOENT), and takes its listing unless it has one. Callers hold d.mu.
+func (d *dir) list(mode listMode) (listing, error) {
+	if d.fs == nil {
+		if d.read {
+			return listing{}, nil
+		}
+		ents, err := readLower(d.lower, mode, listing{}, nil)
+		return ents, fixErr("readdirent", d.name, err)
+	}
+	f := d.fs
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var n node
+	lower := d.lower
+	if _, inLayer := f.paths.Get(d.rel); lower != nil && d.rel == d.lowerRel && !inLayer && f.lowerVisible(d.rel) {
+		// The lower directory this handle has open, still shown: the
+		// lower does not change, so it is still a directory.
+		n = node{kind: kindDir, under: true}
+	} else {
+		n = f.nodeAtLocked(d.rel)
+		if d.rel != d.lowerRel {
+			lower = nil // moved since opened: the lower of where it is now
+		}
+	}
+	switch {
+	case n.kind != kindDir:
+		return listing{}, pathErr("readdirent", d.name, errNoEnt)
+	case d.read:
+		return listing{}, nil
+	}
+	ents, err := f.listDirLocked(d.rel, n, mode, lower)
+	return ents, fixErr("readdirent", d.name, err)
 }
 
 func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
-	ents, err := d.next(n)
-	infos := make([]fs.FileInfo, 0, len(ents))
-	for i := range ents {
-		fi, ierr := d.infoAt(ents[i])
+	// Readdir(-1) takes the lower's infos with the listing, as os's
+	// Readdir takes them (an lstat relative to the open directory); pages
+	// of a listing are looked up when they are returned, as os does.
+	mode := listInfos
+	if n > 0 {
+		mode = listTypes
+	}
+	page, err := d.next(n, mode)
+	infos := make([]fs.FileInfo, 0, len(page.names))
+	if d.fs == nil {
+		for i, name := range page.names {
+			fi := page.infoAt(i)
+			if fi == nil {
+				var ierr error
+				if fi, ierr = os.Lstat(d.lower.Name() + "/" + name); errors.Is(ierr, fs.ErrNotExist) {
+					continue // vanished since listed, as os skips it
+				} else if ierr != nil {
+					return infos, ierr
+				}
+			}
+			infos = append(infos, fi)
+		}
+		return infos, err
+	}
+	f := d.fs
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if d.rel == goneRel {
+		return infos, err // every entry vanished with the directory
+	}
+	// The page's entries as they are now: the layer's children, looked up
+	// in one pass beside the page (both are in name order), over the
+	// lower's when it still shows through the directory.
+	visible := f.lowerVisible(d.rel)
+	kids, es := f.childrenLocked(d.rel)
+	k := 0
+	for i, name := range page.names {
+		for k < len(kids) && kids[k] < name {
+			k++
+		}
+		var fi fs.FileInfo
 		switch {
-		case errors.Is(ierr, fs.ErrNotExist):
-			continue // vanished since listed, as os skips it
-		case ierr != nil:
-			return infos, ierr
+		case k < len(kids) && kids[k] == name:
+			if es[k].kind == kindWhiteout {
+				continue // removed since listed
+			}
+			fi = f.infoLocked(name, node{kind: es[k].kind, layer: true, e: es[k]})
+		case !visible:
+			continue // the lower is hidden since listed
+		case page.infoAt(i) != nil:
+			fi = page.infoAt(i) // taken with the listing, by this call
+		default:
+			var ierr error
+			fi, ierr = os.Lstat(f.host(join(d.rel, name)))
+			switch {
+			case errors.Is(ierr, fs.ErrNotExist):
+				continue // vanished since listed, as os skips it
+			case ierr != nil:
+				return infos, ierr
+			}
 		}
 		infos = append(infos, fi)
 	}
 	return infos, err
 }
 
-// infoAt returns the FileInfo of a listed entry as os's Readdir finds it:
-// by an lstat in the handle's directory, now.
-func (d *dir) infoAt(e dirent) (fs.FileInfo, error) {
-	if d.fs == nil {
-		return e.info()
-	}
-	f := d.fs
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	n := f.nodeAtLocked(join(d.rel, e.name))
-	if !n.exists() || d.rel == goneRel {
-		return nil, pathErr("lstat", e.name, fs.ErrNotExist)
-	}
-	return f.infoLocked(e.name, n), nil
-}
-
 // info returns the FileInfo of a listed entry as os's DirEntry.Info finds
 // it: by an Lstat of the handle's name joined with the entry's, now (so
-// relative to the working directory of now, as os does).
-func (d *dir) info(e dirent) (fs.FileInfo, error) {
+// relative to the working directory of now, as os does); outside the root,
+// the name is the host path the handle was opened at, as os's is.
+func (d *dir) info(name string) (fs.FileInfo, error) {
 	if d.fs == nil {
-		return e.info()
+		return os.Lstat(d.lower.Name() + "/" + name)
 	}
-	return d.fs.stat("lstat", d.name+"/"+e.name, "", false)
+	return d.fs.stat("lstat", d.name+"/"+name, "", false)
 }
 
+// Readdirnames returns the listing's own names: pages are capped, and the
+// handle never changes a listing once taken.
 func (d *dir) Readdirnames(n int) ([]string, error) {
-	ents, err := d.next(n)
-	names := make([]string, len(ents))
-	for i := range ents {
-		names[i] = ents[i].name
+	page, err := d.next(n, listNames)
+	if page.names == nil {
+		page.names = []string{}
 	}
-	return names, err
+	return page.names, err
 }
 
 func (d *dir) ReadDir(n int) ([]fs.DirEntry, error) {
-	ents, err := d.next(n)
+	page, err := d.next(n, listTypes)
 	var out []fs.DirEntry
-	for _, e := range ents {
-		out = append(out, dirEntry{e, d})
+	for i, name := range page.names {
+		typ, ok := page.typeAt(i)
+		if !ok {
+			// Listed by name by an earlier Readdirnames: the type as
+			// os's ReadDir finds one getdents does not give.
+			fi, err := d.info(name)
+			if err != nil {
+				continue // vanished since listed
+			}
+			typ = fi.Mode().Type()
+		}
+		out = append(out, dirEntry{name, typ, d})
 	}
 	return out, err
 }
@@ -534,7 +617,7 @@ func (d *dir) Seek(offset int64, whence int) (int64, error) {
 		return 0, pathErr("seek", d.name, errInval)
 	}
 	if abs == 0 {
-		d.read, d.ents, d.pos = false, nil, 0
+		d.read, d.ents, d.pos = false, listing{}, 0
 	}
 	d.off = abs
 	return abs, nil
@@ -585,13 +668,6 @@ func (d *dir) fail(op string, err error) error {
 		return nil
 	}
 	return pathErr(op, d.name, err)
-}
-
-// isDir reports whether the view has a directory at *rel.
-func (f *layer) isDir(rel *string) bool {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.nodeAtLocked(*rel).kind == kindDir
 }
 
 // osFile is a real file opened read-only from the lower, or any real file
@@ -783,39 +859,10 @@ func (o *osFile) Close() error {
 	return err
 }
 
-// listing returns the whole sorted listing of the directory.
-func (o *osFile) listing() ([]dirent, error) {
-	if o.fs == nil {
-		des, err := o.File.ReadDir(-1)
-		if err != nil {
-			return nil, fixErr("", o.name, err)
-		}
-		ents := make([]dirent, len(des))
-		for i, de := range des {
-			ents[i] = dirent{name: de.Name(), n: node{kind: kindOfMode(de.Type())}, de: de}
-		}
-		slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
-		return ents, nil
-	}
-	// Inside the root the lower handle is a merged directory: list it so,
-	// where it was opened (the name may be relative to another directory
-	// by now).
-	f := o.fs
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	n := f.nodeAtLocked(o.at)
-	switch {
-	case !n.exists():
-		return nil, pathErr("readdirent", o.name, errNoEnt) // removed since opened
-	case n.kind != kindDir:
-		return nil, pathErr("readdirent", o.name, errNotDir)
-	}
-	return f.listLocked(o.at, n)
-}
-
-// asDir returns the dir that an osFile on a directory pages through.
-// They are rare: the fast path opens directories this way only when
-// nothing marks them in the layer.
+// asDir makes the listing state of a directory opened on the lower (the
+// fast path opens a directory so when nothing marks it in the layer). The
+// listing is taken at the first read, from this handle's descriptor while
+// the directory is where it was opened, merged with the layer there.
 func (o *osFile) asDir() (*dir, error) {
 	fi, err := o.File.Stat()
 	if errors.Is(err, os.ErrClosed) {
@@ -827,14 +874,10 @@ func (o *osFile) asDir() (*dir, error) {
 	if !fi.IsDir() {
 		return nil, pathErr("readdirent", o.name, errNotDir)
 	}
-	ents, err := o.listing()
-	if err != nil {
-		return nil, err
-	}
-	d := &dir{name: o.name, ents: ents, read: true}
+	d := &dir{name: o.name, lower: o.File}
 	if o.fs != nil {
 		o.fs.mu.RLock()
-		d.fs, d.rel = o.fs, o.at
+		d.fs, d.rel, d.lowerRel = o.fs, o.at, o.rel
 		o.fs.mu.RUnlock()
 		o.fs.bind(&d.rel)
 	}

@@ -45,18 +45,12 @@ func (f *layer) infoLocked(name string, n node) fs.FileInfo {
 			m = b.meta
 		}
 	}
-	fi := &fileInfo{name: name, mode: m.perm, mtime: m.mtime, uid: m.uid, gid: m.gid}
+	fi := &fileInfo{name: name, mode: m.perm | typeOfKind(e.kind), mtime: m.mtime, uid: m.uid, gid: m.gid}
 	switch e.kind {
 	case kindDir:
-		fi.mode |= fs.ModeDir
 		fi.size = 4096
 	case kindSymlink:
-		fi.mode |= fs.ModeSymlink
 		fi.size = int64(len(e.target()))
-	case kindFIFO:
-		fi.mode |= fs.ModeNamedPipe
-	case kindSocket:
-		fi.mode |= fs.ModeSocket
 	case kindFile:
 		if b != nil {
 			fi.size = b.len()

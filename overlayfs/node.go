@@ -96,6 +96,22 @@ func kindOfMode(m fs.FileMode) kind {
 	}
 }
 
+// typeOfKind returns the type bits of an entry of kind k: kindOfMode's
+// inverse.
+func typeOfKind(k kind) fs.FileMode {
+	switch k {
+	case kindDir:
+		return fs.ModeDir
+	case kindSymlink:
+		return fs.ModeSymlink
+	case kindFIFO:
+		return fs.ModeNamedPipe
+	case kindSocket:
+		return fs.ModeSocket
+	}
+	return 0
+}
+
 // permBits are the mode bits chmod sets.
 const permBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 

@@ -457,7 +457,7 @@ func (f *layer) remove(name, abs string) error {
 		if err != nil {
 			return fixErr("remove", name, err)
 		}
-		if len(ents) > 0 {
+		if len(ents.names) > 0 {
 			return pathErr("remove", name, errNotEmpty)
 		}
 	}
@@ -539,8 +539,8 @@ func (f *layer) removeAllDotDotLocked(name string, l loc) error {
 	if err != nil {
 		return fixErr("unlinkat", name, err)
 	}
-	for _, d := range ents {
-		f.unlinkLocked(join(l.rel, d.name), n.under, d.n)
+	for i, name := range ents.names {
+		f.unlinkLocked(join(l.rel, name), n.under, f.nodeOf(l.rel, n.under, ents, i))
 	}
 	return pathErr("unlinkat", name, errNotEmpty)
 }

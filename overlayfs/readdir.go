@@ -3,29 +3,98 @@ package overlayfs
 import (
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 )
 
-// dirent is one entry of a merged directory listing.
-type dirent struct {
-	name string
-	n    node        // layer node, or a lower node whose fi is not yet read
-	de   fs.DirEntry // lower entry, when !n.layer
-	fi   fs.FileInfo // layer entry's info, taken when listed
+// listing is a merged directory listing, sorted by name, in parallel
+// slices.
+type listing struct {
+	names []string
+	types []fs.FileMode // type bits per name; nil when listed by name only
+	infos []fs.FileInfo // per name, the lower's Lstat when listed with infos (nil for the layer's); else nil
 }
 
-// listLocked returns the merged listing of the directory rel, sorted by
-// name: layer children (whiteouts hidden) over the lower's children when
-// the lower shows through. Cost: one lower ReadDir plus the layer children;
-// the layer's deeper descendants are skipped, not visited.
-func (f *layer) listLocked(rel string, n node) ([]dirent, error) {
+// page returns the entries [i, j), capped so that a caller appending to a
+// page cannot write over the next.
+func (l listing) page(i, j int) listing {
+	p := listing{names: l.names[i:j:j]}
+	if l.types != nil {
+		p.types = l.types[i:j:j]
+	}
+	if l.infos != nil {
+		p.infos = l.infos[i:j:j]
+	}
+	return p
+}
+
+// typeAt returns the type bits of entry i, if it was listed with them.
+func (l listing) typeAt(i int) (fs.FileMode, bool) {
+	if l.types == nil {
+		return 0, false
+	}
+	return l.types[i], true
+}
+
+// infoAt returns the lower's Lstat of entry i, if it was listed with one.
+func (l listing) infoAt(i int) fs.FileInfo {
+	if l.infos == nil {
+		return nil
+	}
+	return l.infos[i]
+}
+
+// listMode is what a listing reads of each lower entry: what the os call it
+// serves reads, so that it costs what that call costs.
+type listMode uint8
+
+const (
+	listTypes listMode = iota // names and types (getdents): ReadDir and the Fs's own operations
+	listNames                 // names only: Readdirnames
+	listInfos                 // an Lstat of each, relative to the open directory: Readdir
+)
+
+// listLocked returns the merged listing of the directory rel, with types.
+func (f *layer) listLocked(rel string, n node) (listing, error) {
+	return f.listDirLocked(rel, n, listTypes, nil)
+}
+
+// listDirLocked returns the merged listing of the directory rel: layer
+// children (whiteouts hidden) over the lower's children when the lower
+// shows through, read from lower when it is open on rel (else opened).
+// Cost: what os's call of the same mode costs for the lower, plus the
+// layer's children (their descendants are skipped, not visited) and a
+// radix sort of the names.
+func (f *layer) listDirLocked(rel string, n node, mode listMode, lower *os.File) (listing, error) {
+	hidden, es := f.childrenLocked(rel) // whiteouts included
+	var shown listing
+	for i, e := range es {
+		if e.kind != kindWhiteout {
+			shown.names = append(shown.names, hidden[i])
+			shown.types = append(shown.types, typeOfKind(e.kind))
+		}
+	}
+	if !n.under {
+		return shown, nil
+	}
+	if lower == nil {
+		d, err := os.Open(f.host(rel))
+		if err != nil {
+			return listing{}, err
+		}
+		defer d.Close()
+		lower = d
+	}
+	return readLower(lower, mode, shown, hidden)
+}
+
+// childrenLocked returns the layer's entries directly in the directory
+// rel (whiteouts included), in name order; their descendants are skipped,
+// not visited.
+func (f *layer) childrenLocked(rel string) (names []string, es []entry) {
 	prefix := ""
 	if rel != "" {
 		prefix = rel + "/"
 	}
-	var out []dirent
-	var hidden []string // layer names, whiteouts included, in order
 	it := f.paths.Iter()
 	for ok := it.Seek(prefix); ok; {
 		k := it.Key()
@@ -41,58 +110,112 @@ func (f *layer) listLocked(rel string, n node) ([]dirent, error) {
 			ok = it.Seek(prefix + name[:i] + "0") // '0' follows '/': past the subtree
 			continue
 		}
-		e := it.Value()
-		hidden = append(hidden, name)
-		if e.kind != kindWhiteout {
-			cn := node{kind: e.kind, layer: true, e: e, under: n.under && e.kind == kindDir && !e.opaque}
-			out = append(out, dirent{name: name, n: cn, fi: f.infoLocked(name, cn)})
-		}
+		names = append(names, name)
+		es = append(es, it.Value())
 		ok = it.Next()
 	}
-	if n.under {
-		d, err := os.Open(f.host(rel))
-		if err != nil {
-			return nil, err
-		}
-		des, err := d.ReadDir(-1)
-		d.Close()
-		if err != nil {
-			return nil, err
-		}
-		for _, de := range des {
-			if _, found := slices.BinarySearch(hidden, de.Name()); found {
-				continue
-			}
-			k := kindOfMode(de.Type())
-			out = append(out, dirent{name: de.Name(), n: node{kind: k, under: k == kindDir}, de: de})
-		}
-	}
-	slices.SortFunc(out, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
-	return out, nil
+	return names, es
 }
 
-// info returns the FileInfo of a listed entry; lower entries are Lstat'ed
-// now, as os's Readdir does.
-func (d *dirent) info() (fs.FileInfo, error) {
-	if d.fi != nil {
-		return d.fi, nil
+// readLower reads the open directory d in the given mode and merges its
+// entries, sorted, with shown (sorted, with types), leaving out the names
+// in hidden (sorted).
+func readLower(d *os.File, mode listMode, shown listing, hidden []string) (listing, error) {
+	switch mode {
+	case listNames:
+		names, err := d.Readdirnames(-1)
+		if err != nil {
+			return listing{}, err
+		}
+		return mergeLower(names, func(s string) string { return s }, nil, nil, shown, hidden), nil
+	case listInfos:
+		fis, err := d.Readdir(-1)
+		if err != nil {
+			return listing{}, err
+		}
+		return mergeLower(fis, fs.FileInfo.Name, func(fi fs.FileInfo) fs.FileMode { return fi.Mode().Type() },
+			func(fi fs.FileInfo) fs.FileInfo { return fi }, shown, hidden), nil
 	}
-	return d.de.Info()
+	des, err := d.ReadDir(-1)
+	if err != nil {
+		return listing{}, err
+	}
+	return mergeLower(des, fs.DirEntry.Name, fs.DirEntry.Type, nil, shown, hidden), nil
 }
 
-// dirEntry adapts a dirent of a directory handle to fs.DirEntry.
+// mergeLower merges the lower's entries, in name order, with the layer's
+// in one pass. typ and info, when set, give each lower entry's type bits
+// and Lstat.
+func mergeLower[T any](low []T, name func(T) string, typ func(T) fs.FileMode, info func(T) fs.FileInfo, shown listing, hidden []string) listing {
+	order := nameOrder(low, name)
+	size := len(low) + len(shown.names)
+	out := listing{names: make([]string, 0, size)}
+	if typ != nil {
+		out.types = make([]fs.FileMode, 0, size)
+	}
+	if info != nil {
+		out.infos = make([]fs.FileInfo, 0, size)
+	}
+	i, j := 0, 0
+	take := func() { // the next layer entry
+		out.names = append(out.names, shown.names[i])
+		if typ != nil {
+			out.types = append(out.types, shown.types[i])
+		}
+		if info != nil {
+			out.infos = append(out.infos, nil)
+		}
+		i++
+	}
+	for _, k := range order {
+		x := low[k.idx]
+		nx := name(x)
+		for j < len(hidden) && hidden[j] < nx {
+			j++
+		}
+		if j < len(hidden) && hidden[j] == nx {
+			continue // the layer has it, or a whiteout hides it
+		}
+		for i < len(shown.names) && shown.names[i] < nx {
+			take()
+		}
+		out.names = append(out.names, nx)
+		if typ != nil {
+			out.types = append(out.types, typ(x))
+		}
+		if info != nil {
+			out.infos = append(out.infos, info(x))
+		}
+	}
+	for i < len(shown.names) {
+		take()
+	}
+	return out
+}
+
+// nodeOf returns the node of entry i of a listing of the directory rel,
+// whose lower shows through when under: a layer entry as the layer has it
+// now, a lower one as listed.
+func (f *layer) nodeOf(rel string, under bool, l listing, i int) node {
+	p := join(rel, l.names[i])
+	typ, typed := l.typeAt(i)
+	if _, inLayer := f.paths.Get(p); inLayer || !typed {
+		n, _ := f.lookup(p, under)
+		return n
+	}
+	k := kindOfMode(typ)
+	return node{kind: k, fi: l.infoAt(i), under: k == kindDir}
+}
+
+// dirEntry adapts an entry of a directory handle's listing to fs.DirEntry.
 type dirEntry struct {
-	d dirent
-	h *dir
+	name string
+	typ  fs.FileMode
+	h    *dir
 }
 
-func (e dirEntry) Name() string { return e.d.name }
-func (e dirEntry) IsDir() bool  { return e.d.n.kind == kindDir }
-func (e dirEntry) Type() fs.FileMode {
-	if e.d.de != nil {
-		return e.d.de.Type()
-	}
-	return e.d.fi.Mode().Type()
-}
-func (e dirEntry) Info() (fs.FileInfo, error) { return e.h.info(e.d) }
+func (e dirEntry) Name() string               { return e.name }
+func (e dirEntry) IsDir() bool                { return e.typ.IsDir() }
+func (e dirEntry) Type() fs.FileMode          { return e.typ }
+func (e dirEntry) Info() (fs.FileInfo, error) { return e.h.info(e.name) }
 func (e dirEntry) String() string             { return fs.FormatDirEntry(e) }

@@ -120,7 +120,7 @@ func (f *layer) emptyDirLocked(rel string, n node) error {
 	if err != nil {
 		return err
 	}
-	if len(ents) > 0 {
+	if len(ents.names) > 0 {
 		return errNotEmpty
 	}
 	return nil
@@ -249,8 +249,8 @@ func (f *layer) subtreeLocked(rel string, n node) ([]movedEntry, error) {
 		if err != nil {
 			return err
 		}
-		for _, d := range ents {
-			if err := add(join(sub, d.name), join(rel, d.name), d.n); err != nil {
+		for i, name := range ents.names {
+			if err := add(join(sub, name), join(rel, name), f.nodeOf(rel, n.under, ents, i)); err != nil {
 				return err
 			}
 		}
