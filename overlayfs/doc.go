@@ -41,7 +41,9 @@
 // [WithUmask] sets the umask. A copy-up keeps mode, mtime and owner;
 // Chmod, Chown and Chtimes of a lower entry copy up its metadata only.
 // Opening a lower file for writing copies it up lazily: its bytes are read
-// at the first write that needs them, and O_TRUNC never reads them. Rename
+// once, when something first needs them (a read, a write before the end, a
+// truncation, a diff); O_TRUNC never reads them, and appends at the end
+// are kept after them unread until then. Rename
 // works for lower files and directories (the kernel says EXDEV; afero says
 // EPERM); a renamed lower file keeps referring to the lower's bytes until
 // written.

@@ -22,8 +22,8 @@ func (f *Fs) Create(name string) (afero.File, error) {
 }
 
 // OpenFile opens name with os's flags. Opening a lower file for writing puts
-// a lazy copy in the layer (its bytes are read at the first write that needs
-// them; O_TRUNC never reads them). Handles on one layer file share it:
+// a lazy copy in the layer (its bytes are read when first needed; O_TRUNC
+// never reads them, and an append at the end does not need them). Handles on one layer file share it:
 // every handle sees every write.
 //
 // A handle opened read-only on a lower file reads the lower directly, as
