@@ -25,7 +25,13 @@
 // wrapping [ErrOutsideRoot] (which also matches [fs.ErrPermission]),
 // unless [AllowOutsideWrites] is given. This holds for names reaching
 // outside through "..", and through symlinks inside the root that point
-// outside it.
+// outside it. Even with AllowOutsideWrites, the real root is never changed
+// from outside: a Remove, RemoveAll or Rename of a root, or a RemoveAll or
+// Rename of a directory that holds one (RemoveAll(filepath.Dir(root)),
+// "link-to-outside/.."), compared by device and inode so bind mounts and
+// other aliases count, fails before anything is touched with a
+// *fs.PathError or *os.LinkError wrapping syscall.EBUSY, as the kernel
+// refuses to remove or move a mount point in use.
 //
 // [Fs.IOFS] gives an [io/fs] view rooted at the root.
 //

@@ -28,10 +28,12 @@ type Fs struct {
 }
 
 // shared is what the layers of an Fs and of its forks have in common: the
-// options and the family. Only fam changes after New, atomically.
+// options, the family and the canonical roots. Only fam changes after
+// New, atomically.
 type shared struct {
-	opts options
-	fam  *family
+	opts  options
+	fam   *family
+	roots []string // every layer's root, set in New: outside writes may not reach them
 }
 
 // layer is one root's copy-on-write layer: its entries and contents, what

@@ -427,6 +427,9 @@ func (f *layer) remove(name, abs string) error {
 	l, ok, err := f.writeEntryLoc("remove", name, abs)
 	if !ok {
 		if err == nil {
+			if f.reachesRoot(l.host, false) { // an ancestor is never empty: os says ENOTEMPTY
+				return pathErr("remove", name, errRootBusy)
+			}
 			err = fixErr("", name, os.Remove(l.host))
 		}
 		return err
@@ -493,6 +496,8 @@ func (f *layer) removeAll(name, abs string) error {
 	l, ok, err := f.writeLoc("unlinkat", trimmed, abs, false)
 	if !ok {
 		switch {
+		case err == nil && f.reachesRoot(l.host, true):
+			return pathErr("unlinkat", name, errRootBusy)
 		case err == nil:
 			return fixErr("", name, os.RemoveAll(l.host))
 		case errno(err) == errNoEnt:

@@ -84,6 +84,10 @@ func (f *layer) renameOutsideLocked(lo, ln loc) error {
 			}
 		}
 		return errXDev
+	case f.reachesRoot(lo.host, true):
+		// As a target, a root or a directory holding one is refused
+		// already: os.Rename never replaces a directory (EEXIST).
+		return errRootBusy
 	}
 	return os.Rename(lo.host, ln.host)
 }

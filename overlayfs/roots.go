@@ -33,6 +33,7 @@ func (f *Fs) addRoot(dir string) error {
 		}
 	}
 	f.layers = append(f.layers, g)
+	f.roots = append(f.roots, g.root)
 	return nil
 }
 
