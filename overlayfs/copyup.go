@@ -1,9 +1,15 @@
 package overlayfs
 
-import "os"
+import (
+	"io/fs"
+	"os"
+)
 
 // copyUpLocked returns the layer entry for a node, making one from the
-// lower's metadata if needed (files stay lazy: no content is read).
+// lower's metadata if needed (files stay lazy: no content is read). A
+// lower character or block device is refused (errDeviceNode): what would
+// change it (Chmod, Chown, Chtimes, an open for writing, a Rename of it
+// or of a directory holding it) fails, and the device stays as it is.
 func (f *layer) copyUpLocked(rel string, n node) (entry, error) {
 	if n.layer {
 		return n.e, nil
@@ -13,6 +19,10 @@ func (f *layer) copyUpLocked(rel string, n node) (entry, error) {
 		if n, err = f.lookup(rel, true); err != nil {
 			return entry{}, err
 		}
+	}
+	if n.fi.Mode()&fs.ModeDevice != 0 {
+		// Not a lazy regular file: the layer cannot hold a device node.
+		return entry{}, pathErr("copyup", rel, errDeviceNode)
 	}
 	m := metaOf(n.fi)
 	var e entry

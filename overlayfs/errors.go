@@ -19,9 +19,27 @@ var ErrConflict = errors.New("overlayfs: lower changed since it was read")
 // ErrSpecialFile is wrapped by the error of an open that would do I/O on a
 // FIFO the layer holds, or open any FIFO for writing: the layer keeps a
 // FIFO's type and metadata, not a pipe, and a write would leave the
-// layer. errors.Is(err, errors.ErrUnsupported) is true for it as well.
-// (A unix socket fails to open with ENXIO, as on os.)
+// layer (a unix socket fails to open with ENXIO, as on os); and by the error of an operation that would copy a lower
+// character or block device into the layer (Chmod, Chown, Chtimes, an open
+// for writing, a Rename of it or of a directory holding it), which holds
+// no device nodes. errors.Is(err, errors.ErrUnsupported) is true for it as
+// well.
 var ErrSpecialFile error = specialFileError{}
+
+// errDeviceNode is the error of an operation that would copy a lower
+// character or block device into the layer, which holds no device nodes;
+// it matches ErrSpecialFile (and errors.ErrUnsupported).
+var errDeviceNode error = deviceNodeError{}
+
+type deviceNodeError struct{}
+
+func (deviceNodeError) Error() string {
+	return "overlayfs: a device node cannot be copied up into the layer"
+}
+
+func (deviceNodeError) Is(target error) bool {
+	return target == ErrSpecialFile || target == errors.ErrUnsupported
+}
 
 type specialFileError struct{}
 
