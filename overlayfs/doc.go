@@ -58,7 +58,12 @@
 //
 // Not kept: access times, hard links, directory modification times
 // changing with their entries, and permission checks (the process is
-// assumed to be allowed everything the root's owner is).
+// assumed to be allowed everything the root's owner is). The layer holds
+// no device nodes: a lower character or block device reads, stats and
+// deletes as on os, but Chmod, Chown, Chtimes, an open for writing and a
+// Rename of it (or of a directory holding it) fail with an error wrapping
+// [ErrSpecialFile], leaving it as it is, rather than turn it into a
+// regular file.
 //
 // # Concurrency
 //
