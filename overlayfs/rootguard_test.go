@@ -170,3 +170,38 @@ func TestOutsideWriteCannotReachRootAlias(t *testing.T) {
 		checkUnchanged(t, base, before)
 	}
 }
+
+// TestOutsideWriteCannotReachExtraRoot: an extra root (WithRoot) is guarded
+// as the primary one is; a symlink to a directory holding a root is only a
+// link, removed as os removes it.
+func TestOutsideWriteCannotReachExtraRoot(t *testing.T) {
+	base := t.TempDir()
+	top := guardLayout(t, base)
+	extra := filepath.Join(top, "outside/sub")
+	link := filepath.Join(base, "link-to-outside")
+	if err := os.Symlink(filepath.Join(top, "outside"), link); err != nil {
+		t.Fatal(err)
+	}
+	c := newCow(t, filepath.Join(top, "root"), overlayfs.WithRoot(extra), overlayfs.AllowOutsideWrites())
+	before := hashTree(t, top)
+	for _, tc := range []struct {
+		desc string
+		err  error
+	}{
+		{"RemoveAll holding the extra root", c.RemoveAll(top + "/outside")},
+		{"RemoveAll through a link", c.RemoveAll(link + "/sub/..")},
+		{"Rename holding the extra root", c.Rename(top+"/outside", top+"/gone")},
+	} {
+		if !errors.Is(tc.err, syscall.EBUSY) {
+			t.Errorf("%s: err = %v, want EBUSY", tc.desc, tc.err)
+		}
+		checkUnchanged(t, top, before)
+	}
+	if err := c.RemoveAll(link + "/"); err != nil {
+		t.Errorf("RemoveAll of the link: %v", err)
+	}
+	if _, err := os.Lstat(link); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the link is still there: %v", err)
+	}
+	checkUnchanged(t, top, before)
+}
