@@ -71,8 +71,16 @@ func (p pathMap) Load(k string, e entry) (entry, bool) {
 // while the Fs is in use, so otherwise only Commit (which changes the
 // lower) forgets them.
 type cleanDirs struct {
-	root atomic.Uint32 // the root's dirState: names at the top cost no map lookup
-	m    sync.Map      // rel -> dirState, for the other directories
+	root atomic.Uint32           // the root's dirState: names at the top cost no map lookup
+	m    sync.Map                // rel -> *dirSlot, for the other directories
+	last atomic.Pointer[dirSlot] // the slot state last found in m: a run of names in one directory costs no map lookup
+}
+
+// dirSlot holds the state of one directory other than the root. A slot
+// stays in m until clear, which forgets last too.
+type dirSlot struct {
+	dir string
+	st  atomic.Uint32
 }
 
 // dirState is what is known of a directory: see cleanDirs.
@@ -88,11 +96,16 @@ func (c *cleanDirs) state(dir string) dirState {
 	if dir == "" {
 		return dirState(c.root.Load())
 	}
+	if s := c.last.Load(); s != nil && s.dir == dir {
+		return dirState(s.st.Load())
+	}
 	v, ok := c.m.Load(dir)
 	if !ok {
 		return 0
 	}
-	return v.(dirState)
+	s := v.(*dirSlot)
+	c.last.Store(s)
+	return dirState(s.st.Load())
 }
 
 // inserted updates the states for a new layer entry at k.
@@ -113,7 +126,13 @@ func (c *cleanDirs) set(dir string, st dirState) {
 		c.root.Store(uint32(st))
 		return
 	}
-	c.m.Store(dir, st)
+	if v, ok := c.m.Load(dir); ok {
+		v.(*dirSlot).st.Store(uint32(st))
+		return
+	}
+	s := &dirSlot{dir: dir}
+	s.st.Store(uint32(st))
+	c.m.Store(dir, s)
 }
 
 // or adds bits to dir's state, atomically, and returns the new state.
@@ -121,23 +140,21 @@ func (c *cleanDirs) or(dir string, bits dirState) dirState {
 	if dir == "" {
 		return dirState(c.root.Or(uint32(bits)) | uint32(bits))
 	}
-	for {
-		v, ok := c.m.Load(dir)
-		if !ok {
-			if _, loaded := c.m.LoadOrStore(dir, bits); !loaded {
-				return bits
-			}
-			continue
-		}
-		old := v.(dirState)
-		if old|bits == old || c.m.CompareAndSwap(dir, old, old|bits) {
-			return old | bits
+	v, ok := c.m.Load(dir)
+	if !ok {
+		s := &dirSlot{dir: dir}
+		s.st.Store(uint32(bits))
+		if v, ok = c.m.LoadOrStore(dir, s); !ok {
+			return bits
 		}
 	}
+	return dirState(v.(*dirSlot).st.Or(uint32(bits)) | uint32(bits))
 }
 
+// clear forgets every state. Callers hold the Fs's lock for writing.
 func (c *cleanDirs) clear() {
 	c.root.Store(0)
+	c.last.Store(nil)
 	c.m.Clear()
 }
 

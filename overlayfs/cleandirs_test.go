@@ -95,6 +95,19 @@ func TestFastPathAncestorChanges(t *testing.T) {
 			[]op{remove("a/b/c/file.txt")},
 			[]op{writeFile("a/b/c/file.txt", "new bytes\n", 0o600)},
 		)},
+		// The directory last looked up is the one changed: its state,
+		// kept at hand for a run of names in one directory, must follow.
+		{name: "run-in-one-directory", ops: []op{
+			writeFile("layer.txt", "not empty\n", 0o644),
+			stat("a/b/c/file.txt"), lstat("a/b/c/missing"), stat("a/b/c/new.txt"),
+			writeFile("a/b/c/new.txt", "hi\n", 0o644),
+			stat("a/b/c/new.txt"), readFile("a/b/c/new.txt"), stat("a/b/c/file.txt"),
+			remove("a/b/c/file.txt"),
+			stat("a/b/c/file.txt"), lstat("a/b/c/new.txt"),
+			stat("a/b/file.txt"), writeFile("a/b/new2.txt", "x\n", 0o644),
+			stat("a/b/new2.txt"), stat("a/b/c/util.go"),
+			removeAll("a/b"), stat("a/b/c/util.go"), stat("a/b/new2.txt"),
+		}},
 		{name: "new-entries-in-bare-dirs", ops: withProbes(
 			[]op{writeFile("a/b/c/new.txt", "hi\n", 0o644), writeFile("new-at-root", "root\n", 0o644)},
 			[]op{symlink("file.txt", "a/b/c/ln"), mkdir("a/b/c/nd", 0o750)},

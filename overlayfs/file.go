@@ -73,6 +73,13 @@ func (h *file) content(write bool, spare int) (*blob, error) {
 // is gone. Callers hold h.mu and h.fs.mu.
 func (h *file) current(write bool) (*blob, error) {
 	f := h.fs
+	if b := h.last; b != nil && !h.detach && b.gen == f.gen {
+		// Owned by the layer: it is the layer's blob of ino, found
+		// without a search. Every change that could make it not so
+		// (a snapshot, fork, restore, reset) moves f.gen, and the layer
+		// forgets an identity only when no handle holds it.
+		return b, nil
+	}
 	var b *blob
 	if !h.detach {
 		if write {

@@ -99,9 +99,11 @@ func (f *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 		// A symlink whose target ends in a slash, to create through.
 		return nil, pathErr("open", name, errIsDir)
 	}
-	n, err := f.final(l)
-	if err != nil {
-		return nil, fixErr("open", name, err)
+	n := l.n // found above, in the common case: not passed by value again
+	if !l.have {
+		if n, err = f.final(l); err != nil {
+			return nil, fixErr("open", name, err)
+		}
 	}
 	switch {
 	case n.exists() && excl:
