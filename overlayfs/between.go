@@ -35,12 +35,12 @@ func (f *Fs) WriteDiffBetween(w io.Writer, a, b *Snapshot) error {
 
 // viewOf returns a read-only layer over a snapshot's layer. Snapshot trees
 // are never changed, so it needs no lock.
-func (f *layer) viewOf(s *savedLayer) *layer {
-	return &layer{shared: f.shared, root: f.root, paths: newPathMap(s.paths), blobs: s.blobs}
+func (l *layer) viewOf(s *savedLayer) *layer {
+	return &layer{shared: l.shared, root: l.root, paths: newPathMap(s.paths), blobs: s.blobs}
 }
 
-func (f *layer) between(a, b *savedLayer) ([]change, error) {
-	va, vb := f.viewOf(a), f.viewOf(b)
+func (l *layer) between(a, b *savedLayer) ([]change, error) {
+	va, vb := l.viewOf(a), l.viewOf(b)
 	keys := make(map[string]bool)
 	for _, s := range []*savedLayer{a, b} {
 		s.paths.Scan(func(k string, _ entry) bool {
@@ -101,20 +101,20 @@ func (f *layer) between(a, b *savedLayer) ([]change, error) {
 	}
 	slices.SortFunc(out, func(x, y change) int { return strings.Compare(x.Path, y.Path) })
 	for i := range out {
-		out[i].Root = f.root
+		out[i].Root = l.root
 	}
 	return out, firstErr
 }
 
 // sideOf returns what a node of this view is, for comparison.
-func (f *layer) sideOf(rel string, n node) side {
+func (l *layer) sideOf(rel string, n node) side {
 	switch {
 	case !n.exists():
 		return side{}
 	case n.layer:
-		return f.viewSide(n.e)
+		return l.viewSide(n.e)
 	}
-	s := side{kind: n.kind, mode: n.fi.Mode(), size: n.fi.Size(), host: f.host(rel), lazy: true}
+	s := side{kind: n.kind, mode: n.fi.Mode(), size: n.fi.Size(), host: l.host(rel), lazy: true}
 	if s.kind == kindSymlink {
 		s.target, _ = os.Readlink(s.host)
 	}

@@ -67,29 +67,29 @@ func (b *blob) len() int64 {
 }
 
 // newBlobLocked registers content for a new file identity.
-func (f *layer) newBlobLocked(b *blob) uint64 {
-	ino := f.fam.ino.Add(1)
-	b.gen = f.gen
-	f.blobs.Set(ino, b)
+func (l *layer) newBlobLocked(b *blob) uint64 {
+	ino := l.fam.ino.Add(1)
+	b.gen = l.gen
+	l.blobs.Set(ino, b)
 	return ino
 }
 
 // blobLocked returns the content of ino for reading.
-func (f *layer) blobLocked(ino uint64) *blob {
-	b, _ := f.blobs.Get(ino)
+func (l *layer) blobLocked(ino uint64) *blob {
+	b, _ := l.blobs.Get(ino)
 	return b
 }
 
 // ownBlobLocked returns the blob of ino for changing, cloning it first if a
 // snapshot or a fork shares it. It returns nil if ino is gone.
-func (f *layer) ownBlobLocked(ino uint64) *blob {
-	b, ok := f.blobs.Get(ino)
+func (l *layer) ownBlobLocked(ino uint64) *blob {
+	b, ok := l.blobs.Get(ino)
 	if !ok {
 		return nil
 	}
-	if b.gen != f.gen {
-		b = b.clone(f.gen)
-		f.blobs.Set(ino, b)
+	if b.gen != l.gen {
+		b = b.clone(l.gen)
+		l.blobs.Set(ino, b)
 	}
 	return b
 }
@@ -104,17 +104,17 @@ func (b *blob) clone(gen uint64) *blob {
 
 // dropBlobLocked forgets the content of an unlinked file, or marks it as an
 // orphan while handles still use it.
-func (f *layer) dropBlobLocked(ino uint64) {
-	f.hmu.Lock()
-	defer f.hmu.Unlock()
+func (l *layer) dropBlobLocked(ino uint64) {
+	l.hmu.Lock()
+	defer l.hmu.Unlock()
 	// A read handle opened on the lower file before its copy-up reads this
 	// content once it exists, even after an unlink, as with one inode.
-	if f.opened[ino] > 0 || f.copyIno[ino] {
-		if f.orphan == nil {
-			f.orphan = make(map[uint64]bool)
+	if l.opened[ino] > 0 || l.copyIno[ino] {
+		if l.orphan == nil {
+			l.orphan = make(map[uint64]bool)
 		}
-		f.orphan[ino] = true
+		l.orphan[ino] = true
 		return
 	}
-	f.blobs.Delete(ino)
+	l.blobs.Delete(ino)
 }

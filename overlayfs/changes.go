@@ -118,11 +118,11 @@ func (f *Fs) Changes() []Change {
 }
 
 // changes returns the changes with both sides, for patches.
-func (f *layer) changes() ([]change, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+func (l *layer) changes() ([]change, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	var out []change
-	err := f.eachChangeLocked(func(c change) { out = append(out, c) })
+	err := l.eachChangeLocked(func(c change) { out = append(out, c) })
 	return sortedByPath(out, func(c change) string { return c.Path }), err
 }
 
@@ -140,8 +140,8 @@ func sortedByPath[T any](cs []T, path func(T) string) []T {
 // eachChangeLocked calls emit with each change, in the layer's path order
 // but for the root's own (at ".") and the deletions of a hidden lower
 // directory's subtree (after the directory); it returns the first error
-// met comparing contents. Callers hold f.mu.
-func (f *layer) eachChangeLocked(emit func(change)) error {
+// met comparing contents. Callers hold l.mu.
+func (l *layer) eachChangeLocked(emit func(change)) error {
 	var firstErr error
 	note := func(err error) {
 		if firstErr == nil && err != nil {
@@ -153,15 +153,15 @@ func (f *layer) eachChangeLocked(emit func(change)) error {
 	// their descendants (scanned after them) cost no lstat.
 	var absent []string
 	send := func(c change) {
-		c.Root = f.root
+		c.Root = l.root
 		emit(c)
 	}
-	f.paths.Scan(func(k string, e entry) bool {
+	l.paths.Scan(func(k string, e entry) bool {
 		if k == "" {
 			// The root's own mode is a change like any other, at ".".
-			if fi, err := os.Stat(f.root); err == nil && e.kind == kindDir {
+			if fi, err := os.Stat(l.root); err == nil && e.kind == kindDir {
 				low := side{kind: kindDir, mode: fi.Mode()}
-				if c, ok, _ := compare(".", low, f.viewSide(e)); ok {
+				if c, ok, _ := compare(".", low, l.viewSide(e)); ok {
 					send(c)
 				}
 			} else {
@@ -175,7 +175,7 @@ func (f *layer) eachChangeLocked(emit func(change)) error {
 		var low side
 		if len(absent) == 0 {
 			var missing string
-			if low, missing = f.lowerSideOf(k); missing != "" {
+			if low, missing = l.lowerSideOf(k); missing != "" {
 				absent = append(absent, missing)
 			}
 		}
@@ -184,7 +184,7 @@ func (f *layer) eachChangeLocked(emit func(change)) error {
 		}
 		var view side
 		if e.kind != kindWhiteout {
-			view = f.viewSide(e)
+			view = l.viewSide(e)
 		}
 		c, ok, err := compare(k, low, view)
 		note(err)
@@ -192,7 +192,7 @@ func (f *layer) eachChangeLocked(emit func(change)) error {
 			send(c)
 		}
 		if low.kind == kindDir && (e.kind != kindDir || e.opaque) {
-			note(f.deletedBelow(k, emit))
+			note(l.deletedBelow(k, emit))
 		}
 		return true
 	})
@@ -201,23 +201,23 @@ func (f *layer) eachChangeLocked(emit func(change)) error {
 
 // deletedBelow emits the lower's subtree of rel, which the view hides, as
 // deletions; paths the layer has are left to their own entries.
-func (f *layer) deletedBelow(rel string, emit func(change)) error {
-	des, err := os.ReadDir(f.host(rel))
+func (l *layer) deletedBelow(rel string, emit func(change)) error {
+	des, err := os.ReadDir(l.host(rel))
 	if err != nil {
 		return err
 	}
 	for _, de := range des {
 		p := join(rel, de.Name())
-		if _, ok := f.paths.Get(p); ok {
+		if _, ok := l.paths.Get(p); ok {
 			continue
 		}
-		low := f.lowerSide(p)
+		low := l.lowerSide(p)
 		if low.kind == kindNone {
 			continue
 		}
-		emit(change{Change: Change{Root: f.root, Path: p, Kind: Deleted, OldMode: low.mode}, old: low})
+		emit(change{Change: Change{Root: l.root, Path: p, Kind: Deleted, OldMode: low.mode}, old: low})
 		if low.kind == kindDir {
-			if err := f.deletedBelow(p, emit); err != nil {
+			if err := l.deletedBelow(p, emit); err != nil {
 				return err
 			}
 		}
@@ -227,25 +227,25 @@ func (f *layer) deletedBelow(rel string, emit func(change)) error {
 
 // lowerSide returns what the lower tree has at rel: every ancestor must be
 // a real directory there, so a lower symlink is never followed.
-func (f *layer) lowerSide(rel string) side {
-	s, _ := f.lowerSideOf(rel)
+func (l *layer) lowerSide(rel string) side {
+	s, _ := l.lowerSideOf(rel)
 	return s
 }
 
 // lowerSideOf is lowerSide, also returning the ancestor of rel found not
 // to be a directory in the lower, if that is why it has nothing at rel.
-func (f *layer) lowerSideOf(rel string) (side, string) {
+func (l *layer) lowerSideOf(rel string) (side, string) {
 	for p := parent(rel); p != ""; p = parent(p) {
-		if _, ok := f.dirs.Load(p); ok {
+		if _, ok := l.dirs.Load(p); ok {
 			break
 		}
-		fi, err := os.Lstat(f.host(p))
+		fi, err := os.Lstat(l.host(p))
 		if err != nil || !fi.IsDir() {
 			return side{}, p
 		}
-		f.dirs.Store(p, struct{}{})
+		l.dirs.Store(p, struct{}{})
 	}
-	host := f.host(rel)
+	host := l.host(rel)
 	fi, err := os.Lstat(host)
 	if err != nil {
 		return side{}, ""
@@ -263,12 +263,12 @@ func isBelow(p, dir string) bool {
 }
 
 // viewSide returns what a layer entry shows.
-func (f *layer) viewSide(e entry) side {
+func (l *layer) viewSide(e entry) side {
 	switch e.kind {
 	case kindDir, kindSymlink, kindFIFO, kindSocket:
 		return side{kind: e.kind, mode: typeOfKind(e.kind) | e.meta().perm, target: e.target()}
 	}
-	b := f.blobLocked(e.ino)
+	b := l.blobLocked(e.ino)
 	if b == nil {
 		return side{}
 	}
@@ -277,7 +277,7 @@ func (f *layer) viewSide(e entry) side {
 	if b.external() {
 		s.ext = b.ext
 	} else if b.lazy() {
-		s.host = f.host(b.src)
+		s.host = l.host(b.src)
 	}
 	return s
 }

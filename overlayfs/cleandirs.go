@@ -164,17 +164,17 @@ func (c *cleanDirs) clear() {
 // never a symlink, though a path under a symlink may be there: every
 // prefix is checked, which rules symlinks out on the way. It reports
 // whether dir is clean; false may also mean "not yet known", until a full
-// walk has seen the lower directories. Callers hold f.mu (read or write).
-func (f *layer) markClean(dir string) bool {
-	c := f.paths.clean
+// walk has seen the lower directories. Callers hold l.mu (read or write).
+func (l *layer) markClean(dir string) bool {
+	c := l.paths.clean
 	for p := dir; p != ""; p = parent(p) {
 		if c.state(p)&dirClean != 0 {
 			break
 		}
-		if _, ok := f.paths.Get(p); ok {
+		if _, ok := l.paths.Get(p); ok {
 			return false
 		}
-		if _, ok := f.dirs.Load(p); !ok {
+		if _, ok := l.dirs.Load(p); !ok {
 			return false
 		}
 	}
@@ -190,8 +190,8 @@ func (f *layer) markClean(dir string) bool {
 // markBare records whether the layer has an entry directly in dir, and
 // returns dir's new state (st is what the caller knew of it). It seeks past each subtree of the layer under
 // dir whose top has no entry, so it costs one B-tree search per such
-// subtree. Callers hold f.mu (read or write).
-func (f *layer) markBare(dir string, st dirState) dirState {
+// subtree. Callers hold l.mu (read or write).
+func (l *layer) markBare(dir string, st dirState) dirState {
 	prefix := dir + "/"
 	if dir == "" {
 		prefix = ""
@@ -199,7 +199,7 @@ func (f *layer) markBare(dir string, st dirState) dirState {
 	bare := true
 	for pivot := prefix; bare; {
 		next, found := "", false
-		f.paths.Ascend(pivot, func(k string, _ entry) bool {
+		l.paths.Ascend(pivot, func(k string, _ entry) bool {
 			if k == "" {
 				return true // the root's own entry
 			}
@@ -220,7 +220,7 @@ func (f *layer) markBare(dir string, st dirState) dirState {
 	if bare {
 		bits |= dirBare
 	}
-	return st | f.paths.clean.or(dir, bits)
+	return st | l.paths.clean.or(dir, bits)
 }
 
 // fastRel is the test of the resolver's fast path: abs is an absolute
@@ -230,12 +230,12 @@ func (f *layer) markBare(dir string, st dirState) dirState {
 // is the root joined with rel (so it is rel's host path), and the merged
 // view resolves it as the lower does up to its last component. It returns
 // rel, the directory's state, and whether the fast path applies.
-// Callers hold f.mu (read or write).
-func (f *layer) fastRel(abs string) (rel string, st dirState, ok bool) {
-	if f.paths.clean == nil || len(abs) >= pathMax || len(abs) < 2 || abs[0] != '/' {
+// Callers hold l.mu (read or write).
+func (l *layer) fastRel(abs string) (rel string, st dirState, ok bool) {
+	if l.paths.clean == nil || len(abs) >= pathMax || len(abs) < 2 || abs[0] != '/' {
 		return "", 0, false
 	}
-	rel, in := f.within(abs)
+	rel, in := l.within(abs)
 	if !in {
 		return "", 0, false
 	}
@@ -243,9 +243,9 @@ func (f *layer) fastRel(abs string) (rel string, st dirState, ok bool) {
 	if !ok {
 		return "", 0, false
 	}
-	st = f.paths.clean.state(dir)
+	st = l.paths.clean.state(dir)
 	if dir != "" && st&dirClean == 0 {
-		if !f.markClean(dir) {
+		if !l.markClean(dir) {
 			return "", 0, false
 		}
 		st |= dirClean
@@ -339,31 +339,31 @@ func cleanShort(rel string) (dir string, ok bool) {
 
 // noEntry reports whether the layer has no entry at rel, searching the
 // B-tree only when rel's directory is not recorded bare.
-// Callers hold f.mu (read or write).
-func (f *layer) noEntry(rel string) bool {
+// Callers hold l.mu (read or write).
+func (l *layer) noEntry(rel string) bool {
 	dir := parent(rel)
-	st := f.paths.clean.state(dir)
+	st := l.paths.clean.state(dir)
 	if st&dirKnown == 0 {
-		st = f.markBare(dir, st)
+		st = l.markBare(dir, st)
 	}
 	if st&dirBare != 0 {
 		return true
 	}
-	_, ok := f.paths.Get(rel)
+	_, ok := l.paths.Get(rel)
 	return !ok
 }
 
 // fastNode returns the node at rel, where fastRel applies with state st;
 // host is rel's host path. It looks at the layer only when the directory
 // may hold an entry, and makes one lstat of the lower otherwise.
-func (f *layer) fastNode(rel, host string, st dirState) (node, error) {
+func (l *layer) fastNode(rel, host string, st dirState) (node, error) {
 	if st&dirKnown == 0 {
-		st = f.markBare(parent(rel), st)
+		st = l.markBare(parent(rel), st)
 	}
 	if st&dirBare != 0 {
-		return f.lowerLookup(rel, host)
+		return l.lowerLookup(rel, host)
 	}
-	return f.lookupAt(rel, host, true)
+	return l.lookupAt(rel, host, true)
 }
 
 // fastLoc resolves a name on the fast path (see fastRel), without walking
@@ -371,43 +371,43 @@ func (f *layer) fastNode(rel, host string, st dirState) (node, error) {
 // and when follow is set one lstat of the final host path (which walk
 // makes too). ok is false when the fast path does not apply, or the name
 // ends in a symlink to follow; the caller then walks.
-// Callers hold f.mu (read or write).
-func (f *layer) fastLoc(op, name, abs string, follow bool) (l loc, ok bool, err error) {
-	rel, st, ok := f.fastRel(abs)
+// Callers hold l.mu (read or write).
+func (l *layer) fastLoc(op, name, abs string, follow bool) (at loc, ok bool, err error) {
+	rel, st, ok := l.fastRel(abs)
 	if !ok {
 		return loc{}, false, nil
 	}
-	l = loc{name: name, inside: true, rel: rel, host: abs, visible: true}
+	at = loc{name: name, inside: true, rel: rel, host: abs, visible: true}
 	if !follow {
-		return l, true, nil
+		return at, true, nil
 	}
-	n, err := f.fastNode(rel, abs, st)
+	n, err := l.fastNode(rel, abs, st)
 	if err != nil {
 		return loc{}, true, fixErr(op, name, err)
 	}
 	if n.kind == kindSymlink {
 		return loc{}, false, nil
 	}
-	l.n, l.have = n, true
-	return l, true, nil
+	at.n, at.have = n, true
+	return at, true, nil
 }
 
 // fastEntry is the fast path's test for stat (see fastRel) of an absolute
 // name host: ok when it applies, and then lower when the layer has no
 // entry at rel, so that the lower's lstat of host is the answer.
-// Callers hold f.mu (read or write).
-func (f *layer) fastEntry(host string) (rel string, lower, ok bool) {
-	rel, st, ok := f.fastRel(host)
+// Callers hold l.mu (read or write).
+func (l *layer) fastEntry(host string) (rel string, lower, ok bool) {
+	rel, st, ok := l.fastRel(host)
 	if !ok {
 		return "", false, false
 	}
 	if st&dirKnown == 0 {
-		st = f.markBare(parent(rel), st)
+		st = l.markBare(parent(rel), st)
 	}
 	if st&dirBare != 0 {
 		return rel, true, true
 	}
-	_, in := f.paths.Get(rel)
+	_, in := l.paths.Get(rel)
 	return rel, !in, true
 }
 
@@ -416,7 +416,7 @@ func (f *layer) fastEntry(host string) (rel string, lower, ok bool) {
 // is false, fi its lstat). It makes no use of the lock and needs none: the answer is
 // the merged view as fastEntry saw it, the lower does not change while
 // the Fs is in use, and it caches nothing that depends on the layer.
-func (f *layer) lowerStat(op, name, rel, host string, follow bool) (fi fs.FileInfo, done bool, err error) {
+func (l *layer) lowerStat(op, name, rel, host string, follow bool) (fi fs.FileInfo, done bool, err error) {
 	fi, err = os.Lstat(host)
 	if err != nil {
 		if isMissing(err) {
@@ -428,7 +428,7 @@ func (f *layer) lowerStat(op, name, rel, host string, follow bool) (fi fs.FileIn
 	case follow && m&fs.ModeSymlink != 0:
 		return fi, false, nil
 	case m.IsDir():
-		f.sawDir(rel)
+		l.sawDir(rel)
 	}
 	// Its Name is host's base, which is rel's, which is name's.
 	return fi, true, nil
@@ -436,9 +436,9 @@ func (f *layer) lowerStat(op, name, rel, host string, follow bool) (fi fs.FileIn
 
 // layerStat is stat of a name that fastEntry found to have a layer entry
 // at rel (host is its host path): done is false for a symlink to follow.
-// Callers hold f.mu (read or write).
-func (f *layer) layerStat(op, name, rel, host string, follow bool) (fi fs.FileInfo, done bool, err error) {
-	n, err := f.lookupAt(rel, host, true)
+// Callers hold l.mu (read or write).
+func (l *layer) layerStat(op, name, rel, host string, follow bool) (fi fs.FileInfo, done bool, err error) {
+	n, err := l.lookupAt(rel, host, true)
 	switch {
 	case err != nil:
 		return nil, true, fixErr(op, name, err)
@@ -447,7 +447,7 @@ func (f *layer) layerStat(op, name, rel, host string, follow bool) (fi fs.FileIn
 	case !n.exists():
 		return nil, true, pathErr(op, name, errNoEnt)
 	}
-	return f.infoLocked(base(rel), n), true, nil
+	return l.infoLocked(base(rel), n), true, nil
 }
 
 // openLower opens read-only a name that the fast path finds in the lower
@@ -457,25 +457,25 @@ func (f *layer) layerStat(op, name, rel, host string, follow bool) (fi fs.FileIn
 // moves the bound handle as it would an open one. done is false when the
 // fast path does not apply, and link is set too when the name is a
 // symlink, which the caller resolves.
-func (f *layer) openLower(name, abs string, flag int) (h afero.File, done, link bool, err error) {
+func (l *layer) openLower(name, abs string, flag int) (h afero.File, done, link bool, err error) {
 	host := abs
 	if host == "" {
 		host = name
 	}
-	f.mu.RLock()
-	rel, lower, fast := f.fastEntry(host)
+	l.mu.RLock()
+	rel, lower, fast := l.fastEntry(host)
 	if !fast || !lower {
-		f.mu.RUnlock()
+		l.mu.RUnlock()
 		return nil, false, false, nil
 	}
-	o := f.boundHandle(name, rel, flag)
-	f.mu.RUnlock()
+	o := l.boundHandle(name, rel, flag)
+	l.mu.RUnlock()
 	fh, err := os.OpenFile(host, flag|oNoFollow, 0)
 	if err == nil {
 		o.File = fh
 		return o, true, false, nil
 	}
-	f.unbind(&o.at)
+	l.unbind(&o.at)
 	if errno(err) == errLoop {
 		return nil, false, true, nil
 	}
@@ -487,9 +487,9 @@ func (f *layer) openLower(name, abs string, flag int) (h afero.File, done, link 
 // open failing with ELOOP, fi nil) found to be a symlink: the node the walk
 // is to take for it rather than look it up again, or nil when the layer
 // changed since and the name is no longer the lower's.
-// Callers hold f.mu (read or write).
-func (f *layer) lowerLink(host string, fi fs.FileInfo) *known {
-	rel, lower, fast := f.fastEntry(host)
+// Callers hold l.mu (read or write).
+func (l *layer) lowerLink(host string, fi fs.FileInfo) *known {
+	rel, lower, fast := l.fastEntry(host)
 	if !fast || !lower {
 		return nil
 	}

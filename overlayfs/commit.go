@@ -238,9 +238,9 @@ func prefixAll(root string, rels []string) []string {
 // A selected name the layer hides only through an ancestor (an opaque or
 // replaced directory) gets a deletion step of its own. The root's own
 // entry (key "") comes first.
-func (f *layer) planLocked(rels []string, partial bool) plan {
+func (l *layer) planLocked(rels []string, partial bool) plan {
 	p := plan{keep: make(map[string]bool)}
-	f.paths.Scan(func(k string, e entry) bool {
+	l.paths.Scan(func(k string, e entry) bool {
 		if k == "" && e.kind != kindDir {
 			return true
 		}
@@ -259,7 +259,7 @@ func (f *layer) planLocked(rels []string, partial bool) plan {
 		if r == "" || slices.ContainsFunc(p.keys, func(k string) bool { return under(k, []string{r}) }) {
 			continue
 		}
-		if !f.nodeAtLocked(r).exists() && f.lowerSide(r).kind != kindNone {
+		if !l.nodeAtLocked(r).exists() && l.lowerSide(r).kind != kindNone {
 			i, _ := slices.BinarySearch(p.keys, r)
 			p.keys = slices.Insert(p.keys, i, r)
 			p.ents = slices.Insert(p.ents, i, entry{kind: kindWhiteout})
@@ -272,18 +272,18 @@ func (f *layer) planLocked(rels []string, partial bool) plan {
 // loadRenamedLocked reads into memory the bytes of every renamed file that
 // still refers to the lower under its old name: the commit may delete or
 // overwrite that name, whether or not the renamed file is committed now.
-func (f *layer) loadRenamedLocked() error {
+func (l *layer) loadRenamedLocked() error {
 	var renamed []uint64
-	f.paths.Scan(func(k string, e entry) bool {
+	l.paths.Scan(func(k string, e entry) bool {
 		if e.kind == kindFile {
-			if b := f.blobLocked(e.ino); b != nil && b.lazy() && !b.external() && b.src != k {
+			if b := l.blobLocked(e.ino); b != nil && b.lazy() && !b.external() && b.src != k {
 				renamed = append(renamed, e.ino)
 			}
 		}
 		return true
 	})
 	for _, ino := range renamed {
-		if err := f.ownBlobLocked(ino).load(f, 0); err != nil {
+		if err := l.ownBlobLocked(ino).load(l, 0); err != nil {
 			return err
 		}
 	}
@@ -294,7 +294,7 @@ func (f *layer) loadRenamedLocked() error {
 // and records the steps that put them in place. Nothing outside the
 // journal is written. A new directory is staged with its whole subtree, so
 // that one rename places it.
-func (f *layer) stageLocked(j *journal, p plan) error {
+func (l *layer) stageLocked(j *journal, p plan) error {
 	st := &stage{j: j, keep: p.keep, staged: map[string]string{}}
 	for i, k := range p.keys {
 		e := p.ents[i]
@@ -312,7 +312,7 @@ func (f *layer) stageLocked(j *journal, p plan) error {
 				return escapeErr(err)
 			}
 		}
-		if err := f.stageEntryLocked(st, s, e); err != nil {
+		if err := l.stageEntryLocked(st, s, e); err != nil {
 			return err
 		}
 	}
@@ -368,14 +368,14 @@ func (st *stage) place(s slot) string {
 }
 
 // stageEntryLocked stages one entry by kind.
-func (f *layer) stageEntryLocked(st *stage, s slot, e entry) error {
+func (l *layer) stageEntryLocked(st *stage, s slot, e entry) error {
 	switch e.kind {
 	case kindWhiteout:
 		if s.low != nil {
 			st.trash(s)
 		}
 	case kindDir:
-		return f.stageDirLocked(st, s, e)
+		return l.stageDirLocked(st, s, e)
 	case kindFIFO, kindSocket:
 		return st.special(s, e)
 	case kindSymlink:
@@ -384,7 +384,7 @@ func (f *layer) stageEntryLocked(st *stage, s slot, e entry) error {
 		}
 		return st.j.stageSymlink(st.place(s), e.target(), e.meta())
 	case kindFile:
-		return f.stageFileLocked(st, s, e)
+		return l.stageFileLocked(st, s, e)
 	}
 	return nil
 }
@@ -392,10 +392,10 @@ func (f *layer) stageEntryLocked(st *stage, s slot, e entry) error {
 // stageDirLocked stages a directory: over a lower directory only its
 // metadata (and, opaque, the trashing of the lower children the layer
 // does not have); otherwise a new directory, staged whole.
-func (f *layer) stageDirLocked(st *stage, s slot, e entry) error {
+func (l *layer) stageDirLocked(st *stage, s slot, e entry) error {
 	if s.lowDir() {
 		if e.opaque && !st.keep[s.k] {
-			if err := f.pruneLocked(st.j, s.k); err != nil {
+			if err := l.pruneLocked(st.j, s.k); err != nil {
 				return err
 			}
 		}
@@ -436,8 +436,8 @@ func (st *stage) special(s slot, e entry) error {
 // stageFileLocked stages a file's content, streamed from the lower or an
 // external file when it is still lazy; a file still the lower's own bytes
 // at the same place gets only its metadata.
-func (f *layer) stageFileLocked(st *stage, s slot, e entry) error {
-	b := f.blobLocked(e.ino)
+func (l *layer) stageFileLocked(st *stage, s slot, e entry) error {
+	b := l.blobLocked(e.ino)
 	if b == nil {
 		return pathErr("commit", s.k, fs.ErrNotExist)
 	}
@@ -452,7 +452,7 @@ func (f *layer) stageFileLocked(st *stage, s slot, e entry) error {
 		if !b.lazy() {
 			return sparse.Write(fh, b.data)
 		}
-		r, err := b.reader(f) // streamed: a large file is never held whole
+		r, err := b.reader(l) // streamed: a large file is never held whole
 		if err != nil {
 			return err
 		}
@@ -465,26 +465,26 @@ func (f *layer) stageFileLocked(st *stage, s slot, e entry) error {
 // settlePlanLocked brings the layer up to date with a plan now on disk:
 // what the lower shows as the layer did leaves the layer, and the lower's
 // new state is what later commits compare with.
-func (f *layer) settlePlanLocked(p plan) {
+func (l *layer) settlePlanLocked(p plan) {
 	defer func() {
-		f.dropCaches()
-		clear(f.copied)
-		clear(f.copyIno)
+		l.dropCaches()
+		clear(l.copied)
+		clear(l.copyIno)
 	}()
 	for i, k := range p.keys {
 		for a := k; a != ""; {
 			a = parent(a)
-			f.refreshDepLocked(a) // Commit's own write is no conflict
+			l.refreshDepLocked(a) // Commit's own write is no conflict
 		}
 		if !p.keep[k] {
-			f.settleLocked(k, p.ents[i])
+			l.settleLocked(k, p.ents[i])
 		} else {
-			f.recordDepLocked(k)
+			l.recordDepLocked(k)
 		}
 	}
 	for i := len(p.keys) - 1; i >= 0; i-- {
 		if p.ents[i].kind == kindDir {
-			f.refreshDepLocked(p.keys[i])
+			l.refreshDepLocked(p.keys[i])
 		}
 	}
 }
@@ -522,16 +522,16 @@ func selectedAbove(rel string, sel map[string]bool) bool {
 // settleLocked drops an applied entry from the layer once the lower shows
 // the same thing through it; under a directory the layer still hides, the
 // entry stays (it is now equal to the lower there, and harmless).
-func (f *layer) settleLocked(k string, e entry) {
-	if !f.lowerVisible(parent(k)) {
-		f.recordDepLocked(k)
+func (l *layer) settleLocked(k string, e entry) {
+	if !l.lowerVisible(parent(k)) {
+		l.recordDepLocked(k)
 		return
 	}
-	f.paths.Delete(k)
+	l.paths.Delete(k)
 	// The lower at and below k is now what the layer said: nothing there is
 	// a dependency any more.
 	var stale []string
-	f.deps.Ascend(k, func(p string, _ dep) bool {
+	l.deps.Ascend(k, func(p string, _ dep) bool {
 		if p != k && !strings.HasPrefix(p, k+"/") {
 			return !strings.HasPrefix(p, k)
 		}
@@ -539,16 +539,16 @@ func (f *layer) settleLocked(k string, e entry) {
 		return true
 	})
 	for _, p := range stale {
-		f.deps.Delete(p)
+		l.deps.Delete(p)
 	}
 	if e.kind == kindFile {
-		f.dropBlobLocked(e.ino)
+		l.dropBlobLocked(e.ino)
 	}
 }
 
 // pruneLocked moves to the trash the lower children of an opaque
 // directory that the layer does not have.
-func (f *layer) pruneLocked(j *journal, rel string) error {
+func (l *layer) pruneLocked(j *journal, rel string) error {
 	d, err := j.rt.Open(osName(rel))
 	if err != nil {
 		return escapeErr(err)
@@ -560,7 +560,7 @@ func (f *layer) pruneLocked(j *journal, rel string) error {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		if _, ok := f.paths.Get(join(rel, name)); !ok {
+		if _, ok := l.paths.Get(join(rel, name)); !ok {
 			j.add(step{Op: opTrash, Path: join(rel, name), N: j.next()})
 		}
 	}

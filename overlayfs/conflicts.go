@@ -34,8 +34,8 @@ func (d dep) same(fi fs.FileInfo) bool { return depOf(fi) == d }
 // which the layer is deleting or hiding: an edit or a new entry anywhere in
 // it then shows as a conflict, instead of being deleted silently by Commit.
 // Cost: one Lstat per entry, as os.RemoveAll pays.
-func (f *layer) dependBelowLocked(rel string) {
-	top := f.host(rel)
+func (l *layer) dependBelowLocked(rel string) {
+	top := l.host(rel)
 	filepath.WalkDir(top, func(p string, de fs.DirEntry, err error) error {
 		if err != nil || p == top {
 			return nil
@@ -44,57 +44,57 @@ func (f *layer) dependBelowLocked(rel string) {
 		if err != nil {
 			return nil
 		}
-		r, _ := filepath.Rel(f.root, p)
-		f.dependLocked(filepath.ToSlash(r), fi)
+		r, _ := filepath.Rel(l.root, p)
+		l.dependLocked(filepath.ToSlash(r), fi)
 		return nil
 	})
 }
 
 // dependLocked records the first state of a lower path the layer relies on.
-func (f *layer) dependLocked(rel string, fi fs.FileInfo) {
-	if _, ok := f.deps.Get(rel); !ok {
-		f.deps.Set(rel, depOf(fi))
+func (l *layer) dependLocked(rel string, fi fs.FileInfo) {
+	if _, ok := l.deps.Get(rel); !ok {
+		l.deps.Set(rel, depOf(fi))
 	}
 }
 
 // dependReplacedLocked records what the lower shows at rel, which a new
 // layer entry replaces without reading it (PutEntry): Commit then checks
 // that the lower is still that, as for a deletion.
-func (f *layer) dependReplacedLocked(rel string, visible bool) {
+func (l *layer) dependReplacedLocked(rel string, visible bool) {
 	if !visible {
 		return
 	}
-	low := f.lowerNode(rel)
+	low := l.lowerNode(rel)
 	if !low.exists() {
 		return
 	}
-	f.dependLocked(rel, low.fi)
+	l.dependLocked(rel, low.fi)
 	if low.kind == kindDir {
-		f.dependBelowLocked(rel)
+		l.dependBelowLocked(rel)
 	}
 }
 
 // refreshDepLocked records the lower's new state at rel after Commit itself
 // changed it, so that a later Commit does not take its own write for
 // someone else's.
-func (f *layer) refreshDepLocked(rel string) {
-	if _, ok := f.deps.Get(rel); !ok {
+func (l *layer) refreshDepLocked(rel string) {
+	if _, ok := l.deps.Get(rel); !ok {
 		return
 	}
-	if fi, err := os.Lstat(f.host(rel)); err == nil {
-		f.deps.Set(rel, depOf(fi))
+	if fi, err := os.Lstat(l.host(rel)); err == nil {
+		l.deps.Set(rel, depOf(fi))
 	} else {
-		f.deps.Delete(rel)
+		l.deps.Delete(rel)
 	}
 }
 
 // recordDepLocked records the lower's current state at rel as what the
 // layer saw there: after Commit wrote an entry the layer keeps.
-func (f *layer) recordDepLocked(rel string) {
-	if fi, err := os.Lstat(f.host(rel)); err == nil {
-		f.deps.Set(rel, depOf(fi))
+func (l *layer) recordDepLocked(rel string) {
+	if fi, err := os.Lstat(l.host(rel)); err == nil {
+		l.deps.Set(rel, depOf(fi))
 	} else {
-		f.deps.Delete(rel)
+		l.deps.Delete(rel)
 	}
 }
 
@@ -118,22 +118,22 @@ type conflict struct {
 //
 // Cost: one Lstat per dependency, per planned path and per distinct
 // parent directory.
-func (f *layer) conflictsLocked(p plan) ([]conflict, error) {
+func (l *layer) conflictsLocked(p plan) ([]conflict, error) {
 	c := &conflictCheck{
-		f:     f,
+		f:     l,
 		p:     p,
 		sel:   make(map[string]bool, len(p.keys)),
 		bad:   map[string]bool{},
 		isDir: map[string]bool{},
 	}
 	c.changedDepsLocked()
-	rootFi, err := os.Lstat(f.root)
+	rootFi, err := os.Lstat(l.root)
 	if err != nil {
 		return nil, err
 	}
 	c.dev = deviceOf(rootFi)
 	for i, k := range p.keys {
-		if _, ok := f.deps.Get(k); !ok && k != "" {
+		if _, ok := l.deps.Get(k); !ok && k != "" {
 			c.created(k, p.ents[i])
 		}
 		c.parents(k)
@@ -257,21 +257,21 @@ func (c *conflictCheck) parents(k string) {
 // leadsOutside reports whether the lower at rel, or one of its ancestors,
 // is a symlink that resolves outside the root. The root itself is not
 // looked at: it was resolved once, in New.
-func (f *layer) leadsOutside(rel string) bool {
+func (l *layer) leadsOutside(rel string) bool {
 	for p := rel; p != ""; p = parent(p) {
-		fi, err := os.Lstat(f.host(p))
+		fi, err := os.Lstat(l.host(p))
 		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 			continue
 		}
-		r, err := filepath.EvalSymlinks(f.host(p))
+		r, err := filepath.EvalSymlinks(l.host(p))
 		if err != nil {
-			t, _ := os.Readlink(f.host(p))
+			t, _ := os.Readlink(l.host(p))
 			r = t
 			if !filepath.IsAbs(t) {
-				r = filepath.Join(filepath.Dir(f.host(p)), t)
+				r = filepath.Join(filepath.Dir(l.host(p)), t)
 			}
 		}
-		if !nested(f.root, filepath.Clean(r)) {
+		if !nested(l.root, filepath.Clean(r)) {
 			return true
 		}
 	}

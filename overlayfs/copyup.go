@@ -10,13 +10,13 @@ import (
 // lower character or block device is refused (errDeviceNode): what would
 // change it (Chmod, Chown, Chtimes, an open for writing, a Rename of it
 // or of a directory holding it) fails, and the device stays as it is.
-func (f *layer) copyUpLocked(rel string, n node) (entry, error) {
+func (l *layer) copyUpLocked(rel string, n node) (entry, error) {
 	if n.layer {
 		return n.e, nil
 	}
 	if n.fi == nil {
 		var err error
-		if n, err = f.lookup(rel, true); err != nil {
+		if n, err = l.lookup(rel, true); err != nil {
 			return entry{}, err
 		}
 	}
@@ -28,18 +28,18 @@ func (f *layer) copyUpLocked(rel string, n node) (entry, error) {
 	var e entry
 	switch n.kind {
 	case kindFile:
-		e = entry{kind: kindFile, ino: f.newBlobLocked(&blob{meta: m, lazySrc: &lazySrc{src: rel, size: n.fi.Size()}})}
-		f.dependLocked(rel, n.fi)
+		e = entry{kind: kindFile, ino: l.newBlobLocked(&blob{meta: m, lazySrc: &lazySrc{src: rel, size: n.fi.Size()}})}
+		l.dependLocked(rel, n.fi)
 		// Read handles open on the lower file read this identity from now
 		// on (a metadata change, a truncation, a rename of it show).
-		if f.copied == nil {
-			f.copied, f.copyIno = make(map[string]uint64), make(map[uint64]bool)
+		if l.copied == nil {
+			l.copied, l.copyIno = make(map[string]uint64), make(map[uint64]bool)
 		}
-		f.copied[rel] = e.ino
-		f.copyIno[e.ino] = true
-		f.copies.Add(1)
+		l.copied[rel] = e.ino
+		l.copyIno[e.ino] = true
+		l.copies.Add(1)
 	case kindSymlink:
-		t, err := os.Readlink(f.host(rel))
+		t, err := os.Readlink(l.host(rel))
 		if err != nil {
 			return entry{}, err
 		}

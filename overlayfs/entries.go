@@ -75,13 +75,13 @@ func (e LayerEntry) Open() (io.ReadCloser, error) {
 // the path. Cost: O(layer entries); content is not copied.
 func (f *Fs) Layer() []LayerEntry { return f.primary().entries() }
 
-func (f *layer) entries() []LayerEntry {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (l *layer) entries() []LayerEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	// Freeze the blobs: from now on writes through f clone before changing.
-	f.gen = f.fam.gen.Add(1)
+	l.gen = l.fam.gen.Add(1)
 	var out []LayerEntry
-	f.paths.Scan(func(k string, e entry) bool {
+	l.paths.Scan(func(k string, e entry) bool {
 		if k == "" {
 			if e.kind == kindDir { // the root's own metadata, first
 				out = append(out, LayerEntry{Path: ".", Type: EntryDir, Mode: e.meta().perm, ModTime: e.meta().mtime, Uid: e.meta().uid, Gid: e.meta().gid})
@@ -93,7 +93,7 @@ func (f *layer) entries() []LayerEntry {
 		switch e.kind {
 		case kindFile:
 			le.Type = EntryFile
-			b := f.blobLocked(e.ino)
+			b := l.blobLocked(e.ino)
 			if b == nil {
 				return true
 			}
@@ -101,7 +101,7 @@ func (f *layer) entries() []LayerEntry {
 			if b.external() {
 				le.ext = b.ext
 			} else if b.lazy() {
-				le.host = f.host(b.src)
+				le.host = l.host(b.src)
 			}
 		case kindDir:
 			le.Type = EntryDir
@@ -137,12 +137,12 @@ func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
 	return f.primary().putEntry(e, content)
 }
 
-func (f *layer) putEntry(e LayerEntry, content io.Reader) error {
+func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 	rel := e.Path
 	if rel == "." && e.Type == EntryDir && !e.Opaque {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.paths.Set("", withAttrs(kindDir, meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}, ""))
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.paths.Set("", withAttrs(kindDir, meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}, ""))
 		return nil
 	}
 	if rel == "" || !fs.ValidPath(rel) || rel == "." || path.Clean(rel) != rel {
@@ -158,9 +158,9 @@ func (f *layer) putEntry(e LayerEntry, content io.Reader) error {
 			}
 		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	pn := f.nodeAtLocked(parent(rel))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pn := l.nodeAtLocked(parent(rel))
 	if pn.kind != kindDir {
 		if pn.exists() {
 			return pathErr("put", e.Path, errNotDir)
@@ -168,7 +168,7 @@ func (f *layer) putEntry(e LayerEntry, content io.Reader) error {
 		return pathErr("put", e.Path, errNoEnt)
 	}
 	visible := pn.under
-	cur, err := f.lookup(rel, visible)
+	cur, err := l.lookup(rel, visible)
 	if err != nil {
 		return pathErr("put", e.Path, err)
 	}
@@ -176,7 +176,7 @@ func (f *layer) putEntry(e LayerEntry, content io.Reader) error {
 	switch e.Type {
 	case EntryWhiteout:
 		if cur.exists() {
-			f.unlinkLocked(rel, visible, cur)
+			l.unlinkLocked(rel, visible, cur)
 		}
 	case EntryDir:
 		ne := withAttrs(kindDir, m, "")
@@ -184,29 +184,29 @@ func (f *layer) putEntry(e LayerEntry, content io.Reader) error {
 		if cur.kind == kindDir && !e.Opaque {
 			ne.opaque = cur.layer && cur.e.opaque
 		} else {
-			f.dependReplacedLocked(rel, visible)
-			f.deleteTreeLocked(rel)
+			l.dependReplacedLocked(rel, visible)
+			l.deleteTreeLocked(rel)
 		}
-		f.paths.Set(rel, ne)
+		l.paths.Set(rel, ne)
 	case EntryFile:
-		f.dependReplacedLocked(rel, visible)
-		f.deleteTreeLocked(rel)
+		l.dependReplacedLocked(rel, visible)
+		l.deleteTreeLocked(rel)
 		b := &blob{meta: m, data: data}
 		if ext != nil {
 			b.lazySrc = &lazySrc{ext: ext, size: e.Size}
 		}
-		f.paths.Set(rel, entry{kind: kindFile, ino: f.newBlobLocked(b)})
+		l.paths.Set(rel, entry{kind: kindFile, ino: l.newBlobLocked(b)})
 	case EntrySymlink:
-		f.dependReplacedLocked(rel, visible)
-		f.deleteTreeLocked(rel)
-		f.paths.Set(rel, withAttrs(kindSymlink, m, e.Target))
+		l.dependReplacedLocked(rel, visible)
+		l.deleteTreeLocked(rel)
+		l.paths.Set(rel, withAttrs(kindSymlink, m, e.Target))
 	case EntryFIFO, EntrySocket:
 		k := kindFIFO
 		if e.Type == EntrySocket {
 			k = kindSocket
 		}
-		f.deleteTreeLocked(rel)
-		f.paths.Set(rel, withAttrs(k, m, ""))
+		l.deleteTreeLocked(rel)
+		l.paths.Set(rel, withAttrs(k, m, ""))
 	default:
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}
@@ -215,16 +215,16 @@ func (f *layer) putEntry(e LayerEntry, content io.Reader) error {
 
 // nodeAtLocked returns the node at a literal root-relative path: no
 // symlink is followed.
-func (f *layer) nodeAtLocked(rel string) node {
+func (l *layer) nodeAtLocked(rel string) node {
 	if rel == "" {
-		n, _ := f.rootNode()
+		n, _ := l.rootNode()
 		return n
 	}
-	pn := f.nodeAtLocked(parent(rel))
+	pn := l.nodeAtLocked(parent(rel))
 	if pn.kind != kindDir {
 		return node{}
 	}
-	n, _ := f.lookup(rel, pn.under)
+	n, _ := l.lookup(rel, pn.under)
 	return n
 }
 

@@ -240,7 +240,7 @@ func (h *file) WriteString(s string) (int, error) { return h.Write([]byte(s)) }
 
 // writeAt writes p at off in an owned, loaded blob, zero-filling any gap,
 // and returns the offset after it.
-func (f *layer) writeAt(b *blob, p []byte, off int64) int64 {
+func (l *layer) writeAt(b *blob, p []byte, off int64) int64 {
 	if len(p) == 0 {
 		return off // writing nothing past the end makes no hole
 	}
@@ -253,7 +253,7 @@ func (f *layer) writeAt(b *blob, p []byte, off int64) int64 {
 	} else {
 		copy(b.data[off:], p)
 	}
-	b.mtime = f.now()
+	b.mtime = l.now()
 	return end
 }
 

@@ -71,11 +71,11 @@ type layer struct {
 }
 
 // dropCaches forgets what was seen of the lower.
-func (f *layer) dropCaches() {
-	f.dirs.Clear()
-	f.names.Clear()
-	f.lowerDirs.Clear()
-	f.paths.clean.clear()
+func (l *layer) dropCaches() {
+	l.dirs.Clear()
+	l.names.Clear()
+	l.lowerDirs.Clear()
+	l.paths.clean.clear()
 }
 
 // family is shared by an Fs, its forks and its extra roots: generations
@@ -197,15 +197,15 @@ func canonRoot(root string) (string, error) {
 }
 
 // resetLocked empties the layer.
-func (f *layer) resetLocked() {
-	f.paths = newPathMap(btree.NewMap[string, entry](32))
-	f.blobs = btree.NewMap[uint64, *blob](32)
-	f.gen = f.fam.gen.Add(1)
-	f.deps = btree.NewMap[string, dep](32)
-	f.copied, f.copyIno = nil, nil // made at the first copy-up
-	f.hmu.Lock()
-	f.bound, f.opened, f.orphan = nil, nil, nil // made at the first use
-	f.hmu.Unlock()
+func (l *layer) resetLocked() {
+	l.paths = newPathMap(btree.NewMap[string, entry](32))
+	l.blobs = btree.NewMap[uint64, *blob](32)
+	l.gen = l.fam.gen.Add(1)
+	l.deps = btree.NewMap[string, dep](32)
+	l.copied, l.copyIno = nil, nil // made at the first copy-up
+	l.hmu.Lock()
+	l.bound, l.opened, l.orphan = nil, nil, nil // made at the first use
+	l.hmu.Unlock()
 }
 
 // Root returns the canonical absolute path of the root.
@@ -225,14 +225,14 @@ func (f *Fs) Reset() {
 }
 
 // host returns the host path of a root-relative path.
-func (f *layer) host(rel string) string {
+func (l *layer) host(rel string) string {
 	if rel == "" {
-		return f.root
+		return l.root
 	}
-	if f.root == "/" {
+	if l.root == "/" {
 		return "/" + rel
 	}
-	return f.root + "/" + filepath.FromSlash(rel)
+	return l.root + "/" + filepath.FromSlash(rel)
 }
 
 func (s *shared) now() time.Time { return s.opts.now() }

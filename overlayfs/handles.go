@@ -8,30 +8,30 @@ const goneRel = "\x00"
 
 // bind registers where an open directory handle is, so that the handle
 // follows its directory through renames and knows its removal, as a
-// handle on an inode does. Callers hold f.mu (read or write); the string
-// changes under f.mu held for writing.
-func (f *layer) bind(rel *string) {
-	f.hmu.Lock()
-	if f.bound == nil { // made at the first use
-		f.bound = make(map[*string]struct{})
+// handle on an inode does. Callers hold l.mu (read or write); the string
+// changes under l.mu held for writing.
+func (l *layer) bind(rel *string) {
+	l.hmu.Lock()
+	if l.bound == nil { // made at the first use
+		l.bound = make(map[*string]struct{})
 	}
-	f.bound[rel] = struct{}{}
-	f.hmu.Unlock()
+	l.bound[rel] = struct{}{}
+	l.hmu.Unlock()
 }
 
 // unbind forgets a directory handle.
-func (f *layer) unbind(rel *string) {
-	f.hmu.Lock()
-	delete(f.bound, rel)
-	f.hmu.Unlock()
+func (l *layer) unbind(rel *string) {
+	l.hmu.Lock()
+	delete(l.bound, rel)
+	l.hmu.Unlock()
 }
 
 // movedLocked moves the bound handles at and below from to the same place
-// below to. Callers hold f.mu for writing.
-func (f *layer) movedLocked(from, to string) {
-	f.hmu.Lock()
-	defer f.hmu.Unlock()
-	for p := range f.bound {
+// below to. Callers hold l.mu for writing.
+func (l *layer) movedLocked(from, to string) {
+	l.hmu.Lock()
+	defer l.hmu.Unlock()
+	for p := range l.bound {
 		if *p == from || strings.HasPrefix(*p, from+"/") {
 			*p = to + (*p)[len(from):]
 		}
@@ -39,11 +39,11 @@ func (f *layer) movedLocked(from, to string) {
 }
 
 // goneLocked marks the bound handles at and below rel as removed.
-// Callers hold f.mu for writing.
-func (f *layer) goneLocked(rel string) {
-	f.hmu.Lock()
-	defer f.hmu.Unlock()
-	for p := range f.bound {
+// Callers hold l.mu for writing.
+func (l *layer) goneLocked(rel string) {
+	l.hmu.Lock()
+	defer l.hmu.Unlock()
+	for p := range l.bound {
 		if *p == rel || strings.HasPrefix(*p, rel+"/") || rel == "" {
 			*p = goneRel
 		}

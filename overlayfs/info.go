@@ -33,7 +33,7 @@ type renamedInfo struct {
 func (fi renamedInfo) Name() string { return fi.name }
 
 // infoLocked returns the FileInfo of a node under the given name.
-func (f *layer) infoLocked(name string, n node) fs.FileInfo {
+func (l *layer) infoLocked(name string, n node) fs.FileInfo {
 	if !n.layer {
 		return renameInfo(n.fi, name)
 	}
@@ -41,7 +41,7 @@ func (f *layer) infoLocked(name string, n node) fs.FileInfo {
 	m := e.meta()
 	var b *blob
 	if e.kind == kindFile {
-		if b = f.blobLocked(e.ino); b != nil {
+		if b = l.blobLocked(e.ino); b != nil {
 			m = b.meta
 		}
 	}

@@ -3,34 +3,34 @@ package overlayfs
 import "strings"
 
 // deleteTreeLocked removes the layer entries at and below rel.
-func (f *layer) deleteTreeLocked(rel string) {
+func (l *layer) deleteTreeLocked(rel string) {
 	var keys []string
-	f.eachBelow(rel, true, func(k string, e entry) bool {
+	l.eachBelow(rel, true, func(k string, e entry) bool {
 		keys = append(keys, k)
 		return true
 	})
 	for _, k := range keys {
-		if e, ok := f.paths.Delete(k); ok && e.kind == kindFile {
-			f.dropBlobLocked(e.ino)
+		if e, ok := l.paths.Delete(k); ok && e.kind == kindFile {
+			l.dropBlobLocked(e.ino)
 		}
 	}
 }
 
 // eachBelow calls fn for layer entries strictly below rel (and rel itself if
 // self), in path order.
-func (f *layer) eachBelow(rel string, self bool, fn func(k string, e entry) bool) {
+func (l *layer) eachBelow(rel string, self bool, fn func(k string, e entry) bool) {
 	prefix := rel + "/"
 	if rel == "" {
 		prefix = ""
 	}
 	if self {
-		if e, ok := f.paths.Get(rel); ok && rel != "" {
+		if e, ok := l.paths.Get(rel); ok && rel != "" {
 			if !fn(rel, e) {
 				return
 			}
 		}
 	}
-	f.paths.Ascend(prefix, func(k string, e entry) bool {
+	l.paths.Ascend(prefix, func(k string, e entry) bool {
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}

@@ -8,15 +8,15 @@ import (
 
 // lookup returns the merged-view node at rel without following a final
 // symlink. visible says whether the lower shows through rel's parent.
-// Callers hold f.mu.
-func (f *layer) lookup(rel string, visible bool) (node, error) {
-	return f.lookupAt(rel, "", visible)
+// Callers hold l.mu.
+func (l *layer) lookup(rel string, visible bool) (node, error) {
+	return l.lookupAt(rel, "", visible)
 }
 
 // lookupAt is lookup with rel's host path, when the caller has it at hand
 // ("" for f.host(rel)).
-func (f *layer) lookupAt(rel, host string, visible bool) (node, error) {
-	if e, ok := f.paths.Get(rel); ok {
+func (l *layer) lookupAt(rel, host string, visible bool) (node, error) {
+	if e, ok := l.paths.Get(rel); ok {
 		if e.kind == kindWhiteout {
 			return node{}, nil
 		}
@@ -25,19 +25,19 @@ func (f *layer) lookupAt(rel, host string, visible bool) (node, error) {
 	if !visible {
 		return node{}, nil
 	}
-	if names, ok := f.names.Load(parent(rel)); ok {
+	if names, ok := l.names.Load(parent(rel)); ok {
 		if _, ok := names.(map[string]struct{})[base(rel)]; !ok {
 			return node{}, nil
 		}
 	}
-	return f.lowerLookup(rel, host)
+	return l.lowerLookup(rel, host)
 }
 
 // lowerLookup returns the lower's node at rel, a path the layer has no
 // entry at and whose parent shows the lower; host is rel's host path, or
 // "" for f.host(rel).
-func (f *layer) lowerLookup(rel, host string) (node, error) {
-	fi, err := f.lowerInfo(rel, host)
+func (l *layer) lowerLookup(rel, host string) (node, error) {
+	fi, err := l.lowerInfo(rel, host)
 	if fi == nil {
 		return node{}, err
 	}
@@ -47,42 +47,42 @@ func (f *layer) lowerLookup(rel, host string) (node, error) {
 
 // lowerInfo is the lstat of the lower at rel (host as for lowerLookup):
 // nil when nothing is there. It remembers what it learns of the lower.
-func (f *layer) lowerInfo(rel, host string) (fs.FileInfo, error) {
+func (l *layer) lowerInfo(rel, host string) (fs.FileInfo, error) {
 	if host == "" {
-		host = f.host(rel)
+		host = l.host(rel)
 	}
 	fi, err := os.Lstat(host)
 	if err != nil {
 		if isMissing(err) {
-			f.cacheNames(parent(rel))
+			l.cacheNames(parent(rel))
 			return nil, nil
 		}
 		return nil, err
 	}
 	if fi.IsDir() {
-		f.sawDir(rel)
+		l.sawDir(rel)
 	}
 	return fi, nil
 }
 
 // sawDir records that the lower has a real directory at rel. It needs no
 // lock: the lower does not change while the Fs is in use.
-func (f *layer) sawDir(rel string) {
-	if _, ok := f.dirs.Load(rel); !ok {
-		f.dirs.Store(rel, struct{}{})
+func (l *layer) sawDir(rel string) {
+	if _, ok := l.dirs.Load(rel); !ok {
+		l.dirs.Store(rel, struct{}{})
 	}
 }
 
 // cacheNames remembers the names in the lower directory dir, once it is
 // known to be a real directory.
-func (f *layer) cacheNames(dir string) {
-	if _, ok := f.names.Load(dir); ok {
+func (l *layer) cacheNames(dir string) {
+	if _, ok := l.names.Load(dir); ok {
 		return
 	}
-	if _, ok := f.dirs.Load(dir); !ok && dir != "" {
+	if _, ok := l.dirs.Load(dir); !ok && dir != "" {
 		return
 	}
-	d, err := os.Open(f.host(dir))
+	d, err := os.Open(l.host(dir))
 	if err != nil {
 		return
 	}
@@ -95,7 +95,7 @@ func (f *layer) cacheNames(dir string) {
 	for _, n := range list {
 		names[n] = struct{}{}
 	}
-	f.names.Store(dir, names)
+	l.names.Store(dir, names)
 }
 
 // isMissing reports whether a lower lookup error means "nothing there".
@@ -104,8 +104,8 @@ func isMissing(err error) bool {
 }
 
 // lowerNode returns the lower's node at rel ignoring the layer, or kindNone.
-func (f *layer) lowerNode(rel string) node {
-	fi, err := os.Lstat(f.host(rel))
+func (l *layer) lowerNode(rel string) node {
+	fi, err := os.Lstat(l.host(rel))
 	if err != nil {
 		return node{}
 	}
@@ -114,10 +114,10 @@ func (f *layer) lowerNode(rel string) node {
 
 // lowerVisible reports whether the lower shows through at rel: no ancestor
 // (nor rel itself) is opaque, a whiteout, or a non-directory in the layer.
-// Callers hold f.mu.
-func (f *layer) lowerVisible(rel string) bool {
+// Callers hold l.mu.
+func (l *layer) lowerVisible(rel string) bool {
 	for p := rel; ; {
-		if e, ok := f.paths.Get(p); ok {
+		if e, ok := l.paths.Get(p); ok {
 			if e.kind != kindDir || e.opaque {
 				return false
 			}

@@ -39,32 +39,32 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 	return g.openFile(name, abs, flag, perm)
 }
 
-func (f *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
+func (l *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
 	if flag&writeFlags == 0 {
-		return f.openRead(name, abs, flag)
+		return l.openRead(name, abs, flag)
 	}
 	// Unlocked without defer: openWriteLocked's many returns would make
 	// the defer a slow one, a tenth of an overwrite's open.
-	f.mu.Lock()
-	h, err := f.openWriteLocked(name, abs, flag, perm)
-	f.mu.Unlock()
+	l.mu.Lock()
+	h, err := l.openWriteLocked(name, abs, flag, perm)
+	l.mu.Unlock()
 	return h, err
 }
 
 // openWriteLocked is openFile for an open that may change the layer.
-func (f *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
+func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
 	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
-	var l loc
+	var at loc
 	var ok bool
 	var err error
 	if flag&os.O_CREATE != 0 {
 		// As Linux: with O_CREAT, the last component is looked at before
 		// any final symlink is followed; a name ending in a slash, "." or
 		// ".." cannot be created.
-		l, ok, err = f.writeEntryLoc("open", name, abs)
-		if ok && (l.slash || l.last != lastNorm) {
-			if l.last != lastNorm {
-				if err := f.dirCheck(l); err != nil {
+		at, ok, err = l.writeEntryLoc("open", name, abs)
+		if ok && (at.slash || at.last != lastNorm) {
+			if at.last != lastNorm {
+				if err := l.dirCheck(at); err != nil {
 					return nil, nameErr("open", name, err)
 				}
 				if excl {
@@ -76,18 +76,18 @@ func (f *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 		if ok && !excl {
 			// Following the last component changes nothing unless it is
 			// a symlink: look it up once rather than resolve again.
-			if n, ferr := f.final(l); ferr == nil && n.kind != kindSymlink {
-				l.n, l.have = n, true
+			if n, ferr := l.final(at); ferr == nil && n.kind != kindSymlink {
+				at.n, at.have = n, true
 			} else {
-				l, ok, err = f.writeLoc("open", name, abs, true)
+				at, ok, err = l.writeLoc("open", name, abs, true)
 			}
 		}
 	} else {
-		l, ok, err = f.writeLoc("open", name, abs, true)
+		at, ok, err = l.writeLoc("open", name, abs, true)
 	}
 	if !ok {
 		if err == nil {
-			fh, err := os.OpenFile(l.host, flag, perm)
+			fh, err := os.OpenFile(at.host, flag, perm)
 			if err != nil {
 				return nil, fixErr("", name, err)
 			}
@@ -95,13 +95,13 @@ func (f *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 		}
 		return nil, err
 	}
-	if l.dirOnly && flag&os.O_CREATE != 0 {
+	if at.dirOnly && flag&os.O_CREATE != 0 {
 		// A symlink whose target ends in a slash, to create through.
 		return nil, pathErr("open", name, errIsDir)
 	}
-	n := l.n // found above, in the common case: not passed by value again
-	if !l.have {
-		if n, err = f.final(l); err != nil {
+	n := at.n // found above, in the common case: not passed by value again
+	if !at.have {
+		if n, err = l.final(at); err != nil {
 			return nil, fixErr("open", name, err)
 		}
 	}
@@ -112,44 +112,44 @@ func (f *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 		return nil, pathErr("open", name, errNoEnt)
 	case n.kind == kindDir:
 		return nil, pathErr("open", name, errIsDir)
-	case l.dirOnly:
+	case at.dirOnly:
 		return nil, pathErr("open", name, errNotDir)
 	case n.kind == kindSocket:
 		return nil, pathErr("open", name, errNoDevice)
 	case n.kind == kindFIFO:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	}
-	ino, b, err := f.fileLocked(l.rel, n, flag, perm)
+	ino, b, err := l.fileLocked(at.rel, n, flag, perm)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
-	f.hold(ino)
-	return &file{fs: f, name: name, ino: ino, flag: flag, last: b}, nil
+	l.hold(ino)
+	return &file{fs: l, name: name, ino: ino, flag: flag, last: b}, nil
 }
 
 // fileLocked returns the identity and content of the file an open for
 // writing gets at rel, where the view has n: a new file, or n copied up
 // (lazily) and, with O_TRUNC, emptied.
-func (f *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint64, *blob, error) {
+func (l *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint64, *blob, error) {
 	if !n.exists() {
-		m := f.newMeta(perm & permBits &^ f.creator().umask)
-		f.inheritLocked(rel, &m, false)
+		m := l.newMeta(perm & permBits &^ l.creator().umask)
+		l.inheritLocked(rel, &m, false)
 		b := &blob{meta: m}
-		ino := f.newBlobLocked(b)
-		f.paths.Set(rel, entry{kind: kindFile, ino: ino})
+		ino := l.newBlobLocked(b)
+		l.paths.Set(rel, entry{kind: kindFile, ino: ino})
 		return ino, b, nil
 	}
-	e, err := f.copyUpLocked(rel, n)
+	e, err := l.copyUpLocked(rel, n)
 	if err != nil {
 		return 0, nil, err
 	}
 	if !n.layer {
-		f.paths.Set(rel, e)
+		l.paths.Set(rel, e)
 	}
 	if flag&os.O_TRUNC != 0 {
-		return e.ino, f.truncBlobLocked(e.ino), nil
+		return e.ino, l.truncBlobLocked(e.ino), nil
 	}
-	return e.ino, f.blobLocked(e.ino), nil
+	return e.ino, l.blobLocked(e.ino), nil
 }
 
 // truncBlobLocked empties the content of ino for an open with O_TRUNC,
@@ -158,53 +158,53 @@ func (f *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint
 // buffer, so writing the file again copies into memory already there; a
 // shared one is replaced, its content not copied. Handles on ino read the
 // blob of the layer, so none still sees the old bytes, as with one inode.
-func (f *layer) truncBlobLocked(ino uint64) *blob {
-	b := f.blobLocked(ino)
-	if b.gen != f.gen {
-		b = &blob{meta: b.meta, gen: f.gen}
-		f.blobs.Set(ino, b)
+func (l *layer) truncBlobLocked(ino uint64) *blob {
+	b := l.blobLocked(ino)
+	if b.gen != l.gen {
+		b = &blob{meta: b.meta, gen: l.gen}
+		l.blobs.Set(ino, b)
 	}
 	b.data, b.lazySrc = b.data[:0], nil
-	b.mtime = f.now()
+	b.mtime = l.now()
 	return b
 }
 
 // openRead opens name read-only. Lower files are opened directly with
 // O_NOFOLLOW, so the common case costs one system call more than nothing.
-func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
-	h, done, link, err := f.openLower(name, abs, flag)
+func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
+	h, done, link, err := l.openLower(name, abs, flag)
 	if done {
 		return h, err
 	}
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	var seen *known // the lower's symlink openLower met, if the layer did not change since
 	if link {
 		host := abs
 		if host == "" {
 			host = name
 		}
-		seen = f.lowerLink(host, nil)
+		seen = l.lowerLink(host, nil)
 	}
-	l, err := f.resolve("open", name, abs, false)
+	at, err := l.resolve("open", name, abs, false)
 	if err != nil {
 		return nil, err
 	}
-	if !l.inside {
-		if !f.opts.outsideReads {
+	if !at.inside {
+		if !l.opts.outsideReads {
 			return nil, pathErr("open", name, ErrOutsideRoot)
 		}
-		fh, err := os.OpenFile(l.host, flag, 0)
+		fh, err := os.OpenFile(at.host, flag, 0)
 		if err != nil {
 			return nil, fixErr("", name, err)
 		}
 		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
-	if !l.have && !l.dirOnly && seen == nil {
-		if l.visible && f.noEntry(l.rel) {
-			fh, err := os.OpenFile(f.hostOf(l), flag|oNoFollow, 0)
+	if !at.have && !at.dirOnly && seen == nil {
+		if at.visible && l.noEntry(at.rel) {
+			fh, err := os.OpenFile(l.hostOf(at), flag|oNoFollow, 0)
 			if err == nil {
-				return f.lowerHandle(fh, name, l.rel, flag), nil
+				return l.lowerHandle(fh, name, at.rel, flag), nil
 			}
 			if errno(err) != errLoop {
 				return nil, fixErr("open", name, err)
@@ -212,87 +212,87 @@ func (f *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		}
 	}
 	// A symlink, a directory, a layer entry or a trailing slash.
-	if l, err = f.resolveName("open", name, abs, true, true, seen); err != nil {
+	if at, err = l.resolveName("open", name, abs, true, true, seen); err != nil {
 		return nil, err
 	}
-	if !l.inside {
-		if !f.opts.outsideReads {
+	if !at.inside {
+		if !l.opts.outsideReads {
 			return nil, pathErr("open", name, ErrOutsideRoot)
 		}
-		fh, err := os.OpenFile(l.host, flag, 0)
+		fh, err := os.OpenFile(at.host, flag, 0)
 		if err != nil {
 			return nil, fixErr("open", name, err)
 		}
 		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
-	n, err := f.final(l)
+	n, err := l.final(at)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
 	switch {
 	case !n.exists():
 		return nil, pathErr("open", name, errNoEnt)
-	case l.dirOnly && n.kind != kindDir:
+	case at.dirOnly && n.kind != kindDir:
 		return nil, pathErr("open", name, errNotDir)
 	case n.kind == kindDir:
-		d := &dir{fs: f, name: name, rel: l.rel, n: n, appnd: flag&os.O_APPEND != 0}
-		f.bind(&d.rel)
+		d := &dir{fs: l, name: name, rel: at.rel, n: n, appnd: flag&os.O_APPEND != 0}
+		l.bind(&d.rel)
 		return d, nil
 	case n.kind == kindSocket:
 		return nil, pathErr("open", name, errNoDevice)
 	case n.kind == kindFIFO && n.layer:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	case n.layer:
-		f.hold(n.e.ino)
-		return &file{fs: f, name: name, ino: n.e.ino, flag: flag, last: f.blobLocked(n.e.ino)}, nil
+		l.hold(n.e.ino)
+		return &file{fs: l, name: name, ino: n.e.ino, flag: flag, last: l.blobLocked(n.e.ino)}, nil
 	}
-	fh, err := os.OpenFile(f.hostOf(l), flag, 0)
+	fh, err := os.OpenFile(l.hostOf(at), flag, 0)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
-	return f.lowerHandle(fh, name, l.rel, flag), nil
+	return l.lowerHandle(fh, name, at.rel, flag), nil
 }
 
 // lowerHandle wraps a handle opened on the lower at rel.
-func (f *layer) lowerHandle(fh *os.File, name, rel string, flag int) *osFile {
-	o := f.boundHandle(name, rel, flag)
+func (l *layer) lowerHandle(fh *os.File, name, rel string, flag int) *osFile {
+	o := l.boundHandle(name, rel, flag)
 	o.File = fh
 	return o
 }
 
 // boundHandle returns a lower handle at rel, not yet opened, bound so that
-// renames and removals from now on move it. Callers hold f.mu.
-func (f *layer) boundHandle(name, rel string, flag int) *osFile {
-	o := &osFile{name: name, fs: f, rel: rel, at: rel, flag: flag}
-	o.seen.Store(f.copies.Load())
-	f.bind(&o.at)
+// renames and removals from now on move it. Callers hold l.mu.
+func (l *layer) boundHandle(name, rel string, flag int) *osFile {
+	o := &osFile{name: name, fs: l, rel: rel, at: rel, flag: flag}
+	o.seen.Store(l.copies.Load())
+	l.bind(&o.at)
 	return o
 }
 
 // hold counts an open handle on a file identity.
-func (f *layer) hold(ino uint64) {
-	f.hmu.Lock()
-	if f.opened == nil {
-		f.opened = make(map[uint64]int)
+func (l *layer) hold(ino uint64) {
+	l.hmu.Lock()
+	if l.opened == nil {
+		l.opened = make(map[uint64]int)
 	}
-	f.opened[ino]++
-	f.hmu.Unlock()
+	l.opened[ino]++
+	l.hmu.Unlock()
 }
 
 // releaseLocked ends a handle; the content of a file unlinked while open goes
-// with its last handle. Callers hold f.mu.
-func (f *layer) releaseLocked(ino uint64) {
-	f.hmu.Lock()
-	defer f.hmu.Unlock()
-	if n := f.opened[ino] - 1; n > 0 {
-		f.opened[ino] = n
+// with its last handle. Callers hold l.mu.
+func (l *layer) releaseLocked(ino uint64) {
+	l.hmu.Lock()
+	defer l.hmu.Unlock()
+	if n := l.opened[ino] - 1; n > 0 {
+		l.opened[ino] = n
 		return
 	}
-	delete(f.opened, ino)
+	delete(l.opened, ino)
 	// A read handle opened on the lower before the copy-up may still come
 	// to read this identity (copyIno): the orphan stays until then.
-	if f.orphan[ino] && !f.copyIno[ino] {
-		delete(f.orphan, ino)
-		f.blobs.Delete(ino)
+	if l.orphan[ino] && !l.copyIno[ino] {
+		delete(l.orphan, ino)
+		l.blobs.Delete(ino)
 	}
 }

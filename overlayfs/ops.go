@@ -29,121 +29,121 @@ func (f *Fs) LstatIfPossible(name string) (fs.FileInfo, bool, error) {
 
 // emptyView reports whether Stat of name can go straight to the lower:
 // the layer is empty, so the merged view is the lower and the kernel
-// resolves names as we would. Callers hold f.mu (read or write).
-func (f *layer) emptyView(name string) bool {
-	if f.paths.Len() != 0 || !f.opts.outsideReads || len(name) == 0 {
+// resolves names as we would. Callers hold l.mu (read or write).
+func (l *layer) emptyView(name string) bool {
+	if l.paths.Len() != 0 || !l.opts.outsideReads || len(name) == 0 {
 		return false
 	}
-	_, ok := f.within(name)
+	_, ok := l.within(name)
 	return ok
 }
 
 // stat is Stat (follow) or Lstat. A name the fast path resolves to the
 // lower is stat'ed outside the lock (see lowerStat).
-func (f *layer) stat(op, name, abs string, follow bool) (fs.FileInfo, error) {
-	f.mu.RLock()
-	if follow && f.emptyView(name) {
-		f.mu.RUnlock()
+func (l *layer) stat(op, name, abs string, follow bool) (fs.FileInfo, error) {
+	l.mu.RLock()
+	if follow && l.emptyView(name) {
+		l.mu.RUnlock()
 		return os.Stat(name)
 	}
-	return f.statRLocked(op, name, abs, follow)
+	return l.statRLocked(op, name, abs, follow)
 }
 
-// statRLocked is stat past the empty layer's shortcut. Callers hold f.mu
+// statRLocked is stat past the empty layer's shortcut. Callers hold l.mu
 // for reading; it releases it.
-func (f *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, error) {
+func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, error) {
 	host := abs
 	if host == "" {
 		host = name
 	}
-	rel, lower, fast := f.fastEntry(host)
+	rel, lower, fast := l.fastEntry(host)
 	var seen *known
 	if fast && lower {
-		f.mu.RUnlock()
-		fi, done, err := f.lowerStat(op, name, rel, host, follow)
+		l.mu.RUnlock()
+		fi, done, err := l.lowerStat(op, name, rel, host, follow)
 		if done {
 			return fi, err
 		}
-		f.mu.RLock()
-		seen = f.lowerLink(host, fi) // a symlink to follow
+		l.mu.RLock()
+		seen = l.lowerLink(host, fi) // a symlink to follow
 	}
-	defer f.mu.RUnlock()
+	defer l.mu.RUnlock()
 	if fast && !lower {
-		if fi, done, err := f.layerStat(op, name, rel, host, follow); done {
+		if fi, done, err := l.layerStat(op, name, rel, host, follow); done {
 			return fi, err
 		}
 	}
-	return f.statWalk(op, name, abs, follow, seen)
+	return l.statWalk(op, name, abs, follow, seen)
 }
 
 // statWalk is stat by a full resolution; seen is as for resolveName.
-// Callers hold f.mu.
-func (f *layer) statWalk(op, name, abs string, follow bool, seen *known) (fs.FileInfo, error) {
-	l, err := f.resolveName(op, name, abs, follow, true, seen)
+// Callers hold l.mu.
+func (l *layer) statWalk(op, name, abs string, follow bool, seen *known) (fs.FileInfo, error) {
+	at, err := l.resolveName(op, name, abs, follow, true, seen)
 	if err != nil {
 		return nil, err
 	}
-	if !l.inside {
-		if !f.opts.outsideReads {
+	if !at.inside {
+		if !l.opts.outsideReads {
 			return nil, pathErr(op, name, ErrOutsideRoot)
 		}
 		stat := os.Lstat
 		if follow {
 			stat = os.Stat
 		}
-		fi, err := stat(l.host)
+		fi, err := stat(at.host)
 		if err != nil {
 			return nil, fixErr("", name, err)
 		}
 		return renameInfo(fi, infoName(name)), nil
 	}
-	n, err := f.final(l)
+	n, err := l.final(at)
 	if err != nil {
 		return nil, fixErr(op, name, err)
 	}
 	if !n.exists() {
 		return nil, pathErr(op, name, errNoEnt)
 	}
-	if l.dirOnly && n.kind != kindDir {
+	if at.dirOnly && n.kind != kindDir {
 		return nil, pathErr(op, name, errNotDir)
 	}
-	return f.infoLocked(infoName(name), n), nil
+	return l.infoLocked(infoName(name), n), nil
 }
 
 // final returns the node a resolved location names.
-func (f *layer) final(l loc) (node, error) {
-	if l.have {
-		return l.n, nil
+func (l *layer) final(at loc) (node, error) {
+	if at.have {
+		return at.n, nil
 	}
-	return f.lookupAt(l.rel, l.host, l.visible)
+	return l.lookupAt(at.rel, at.host, at.visible)
 }
 
 // writeEntryLoc is writeLoc for operations on the last component itself.
-func (f *layer) writeEntryLoc(op, name, abs string) (loc, bool, error) {
-	l, err := f.resolveEntry(op, name, abs)
-	return f.checkWrite(op, name, l, err)
+func (l *layer) writeEntryLoc(op, name, abs string) (loc, bool, error) {
+	at, err := l.resolveEntry(op, name, abs)
+	return l.checkWrite(op, name, at, err)
 }
 
 // writeLoc resolves a name for a mutation. For a name outside the root it
 // returns ok=false and the error under the outside policy, or nil when the
 // caller should pass the operation through to os.
-func (f *layer) writeLoc(op, name, abs string, follow bool) (l loc, ok bool, err error) {
-	l, err = f.resolve(op, name, abs, follow)
-	return f.checkWrite(op, name, l, err)
+func (l *layer) writeLoc(op, name, abs string, follow bool) (at loc, ok bool, err error) {
+	at, err = l.resolve(op, name, abs, follow)
+	return l.checkWrite(op, name, at, err)
 }
 
 // checkWrite applies the outside-root policy to a resolved location.
-func (f *layer) checkWrite(op, name string, l loc, err error) (loc, bool, error) {
+func (l *layer) checkWrite(op, name string, at loc, err error) (loc, bool, error) {
 	if err != nil {
-		return l, false, err
+		return at, false, err
 	}
-	if !l.inside {
-		if !f.opts.outsideWrites {
-			return l, false, pathErr(op, name, ErrOutsideRoot)
+	if !at.inside {
+		if !l.opts.outsideWrites {
+			return at, false, pathErr(op, name, ErrOutsideRoot)
 		}
-		return l, false, nil
+		return at, false, nil
 	}
-	return l, true, nil
+	return at, true, nil
 }
 
 // Mkdir creates a directory in the layer.
@@ -152,42 +152,42 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 	return g.mkdir(name, abs, perm)
 }
 
-func (f *layer) mkdir(name, abs string, perm fs.FileMode) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, ok, err := f.writeEntryLoc("mkdir", name, abs)
+func (l *layer) mkdir(name, abs string, perm fs.FileMode) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok, err := l.writeEntryLoc("mkdir", name, abs)
 	if !ok {
 		if err == nil {
-			err = fixErr("", name, os.Mkdir(l.host, perm))
+			err = fixErr("", name, os.Mkdir(at.host, perm))
 		}
 		return err
 	}
-	if l.last != lastNorm {
-		if err := f.dirCheck(l); err != nil {
+	if at.last != lastNorm {
+		if err := l.dirCheck(at); err != nil {
 			return nameErr("mkdir", name, err)
 		}
 		return pathErr("mkdir", name, errExist)
 	}
-	n, err := f.final(l)
+	n, err := l.final(at)
 	if err != nil {
 		return fixErr("mkdir", name, err)
 	}
 	if n.exists() {
 		return pathErr("mkdir", name, errExist)
 	}
-	m := f.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ f.creator().umask)
-	f.inheritLocked(l.rel, &m, true)
+	m := l.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ l.creator().umask)
+	l.inheritLocked(at.rel, &m, true)
 	e := withAttrs(kindDir, m, "")
 	e.opaque = true
-	f.paths.Set(l.rel, e)
+	l.paths.Set(at.rel, e)
 	return nil
 }
 
 // inheritLocked applies what a new entry at rel takes from a setgid
 // parent directory, as Linux does: its group, and for a directory the
 // setgid bit itself.
-func (f *layer) inheritLocked(rel string, m *meta, isDir bool) {
-	pm, ok := f.dirMetaLocked(parent(rel))
+func (l *layer) inheritLocked(rel string, m *meta, isDir bool) {
+	pm, ok := l.dirMetaLocked(parent(rel))
 	if !ok || pm.perm&fs.ModeSetgid == 0 {
 		return
 	}
@@ -203,19 +203,19 @@ func (f *layer) inheritLocked(rel string, m *meta, isDir bool) {
 // use), so that creating many entries in one lower directory costs no
 // system call each. dir is resolved (no symlink on the way), so when the
 // layer has no entry there it is the lower's directory at that path.
-func (f *layer) dirMetaLocked(dir string) (meta, bool) {
-	if e, ok := f.paths.Get(dir); ok {
+func (l *layer) dirMetaLocked(dir string) (meta, bool) {
+	if e, ok := l.paths.Get(dir); ok {
 		return e.meta(), e.kind == kindDir
 	}
-	if v, ok := f.lowerDirs.Load(dir); ok {
+	if v, ok := l.lowerDirs.Load(dir); ok {
 		return v.(meta), true
 	}
-	fi, err := os.Lstat(f.host(dir))
+	fi, err := os.Lstat(l.host(dir))
 	if err != nil || !fi.IsDir() {
 		return meta{}, false
 	}
 	m := metaOf(fi)
-	f.lowerDirs.Store(dir, m)
+	l.lowerDirs.Store(dir, m)
 	return m, true
 }
 
@@ -256,38 +256,38 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 	return g.symlink(oldname, newname, abs)
 }
 
-func (f *layer) symlink(oldname, newname, abs string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, ok, err := f.writeEntryLoc("symlink", newname, abs)
+func (l *layer) symlink(oldname, newname, abs string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok, err := l.writeEntryLoc("symlink", newname, abs)
 	if !ok {
 		if err == nil {
-			return asLinkErr("symlink", oldname, newname, os.Symlink(oldname, l.host))
+			return asLinkErr("symlink", oldname, newname, os.Symlink(oldname, at.host))
 		}
 		return asLinkErr("symlink", oldname, newname, err)
 	}
-	if l.last != lastNorm {
-		if err := f.dirCheck(l); err != nil {
+	if at.last != lastNorm {
+		if err := l.dirCheck(at); err != nil {
 			return asLinkErr("symlink", oldname, newname, err)
 		}
 		return linkErr("symlink", oldname, newname, errExist)
 	}
-	n, err := f.final(l)
+	n, err := l.final(at)
 	if err != nil {
 		return asLinkErr("symlink", oldname, newname, err)
 	}
 	switch {
 	case n.exists():
 		return linkErr("symlink", oldname, newname, errExist)
-	case l.dirOnly:
+	case at.dirOnly:
 		return linkErr("symlink", oldname, newname, errNoEnt) // Linux: "you asked for a directory"
 	}
 	if oldname == "" {
 		return linkErr("symlink", oldname, newname, errNoEnt)
 	}
-	m := f.newMeta(fs.ModePerm)
-	f.inheritLocked(l.rel, &m, false)
-	f.paths.Set(l.rel, withAttrs(kindSymlink, m, oldname))
+	m := l.newMeta(fs.ModePerm)
+	l.inheritLocked(at.rel, &m, false)
+	l.paths.Set(at.rel, withAttrs(kindSymlink, m, oldname))
 	return nil
 }
 
@@ -297,33 +297,33 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 	return g.readlink(name, abs)
 }
 
-func (f *layer) readlink(name, abs string) (string, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	l, err := f.resolve("readlink", name, abs, false)
+func (l *layer) readlink(name, abs string) (string, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	at, err := l.resolve("readlink", name, abs, false)
 	if err != nil {
 		return "", err
 	}
-	if !l.inside {
-		if !f.opts.outsideReads {
+	if !at.inside {
+		if !l.opts.outsideReads {
 			return "", pathErr("readlink", name, ErrOutsideRoot)
 		}
-		t, err := os.Readlink(l.host)
+		t, err := os.Readlink(at.host)
 		return t, fixErr("", name, err)
 	}
-	n, err := f.final(l)
+	n, err := l.final(at)
 	if err != nil {
 		return "", fixErr("readlink", name, err)
 	}
 	switch {
 	case !n.exists():
 		return "", pathErr("readlink", name, errNoEnt)
-	case l.dirOnly && n.kind != kindDir:
+	case at.dirOnly && n.kind != kindDir:
 		return "", pathErr("readlink", name, errNotDir)
 	case n.kind != kindSymlink:
 		return "", pathErr("readlink", name, errInval)
 	}
-	t, err := f.linkTarget(l.rel, n)
+	t, err := l.linkTarget(at.rel, n)
 	return t, fixErr("readlink", name, err)
 }
 
@@ -371,32 +371,32 @@ func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(
 	return g.setMeta(op, name, abs, outside, set)
 }
 
-func (f *layer) setMeta(op, name, abs string, outside func(host string) error, set func(m *meta, isDir bool)) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, ok, err := f.writeLoc(op, name, abs, true)
+func (l *layer) setMeta(op, name, abs string, outside func(host string) error, set func(m *meta, isDir bool)) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok, err := l.writeLoc(op, name, abs, true)
 	if !ok {
 		if err == nil {
-			err = fixErr("", name, outside(l.host))
+			err = fixErr("", name, outside(at.host))
 		}
 		return err
 	}
-	n, err := f.final(l)
+	n, err := l.final(at)
 	if err != nil {
 		return fixErr(op, name, err)
 	}
 	if !n.exists() {
 		return pathErr(op, name, errNoEnt)
 	}
-	if l.dirOnly && n.kind != kindDir {
+	if at.dirOnly && n.kind != kindDir {
 		return pathErr(op, name, errNotDir)
 	}
-	e, err := f.copyUpLocked(l.rel, n)
+	e, err := l.copyUpLocked(at.rel, n)
 	if err != nil {
 		return fixErr(op, name, err)
 	}
 	if e.kind == kindFile {
-		set(&f.ownBlobLocked(e.ino).meta, false)
+		set(&l.ownBlobLocked(e.ino).meta, false)
 	} else {
 		var a attrs // a new one: snapshots share the old
 		if e.attrs != nil {
@@ -405,14 +405,14 @@ func (f *layer) setMeta(op, name, abs string, outside func(host string) error, s
 		set(&a.meta, e.kind == kindDir)
 		e.attrs = &a
 	}
-	f.paths.Set(l.rel, e)
+	l.paths.Set(at.rel, e)
 	return nil
 }
 
 // newMeta is the metadata of something created now by this process.
-func (f *layer) newMeta(perm fs.FileMode) meta {
-	c := f.creator()
-	return meta{perm: perm, mtime: f.now(), uid: c.uid, gid: c.gid}
+func (l *layer) newMeta(perm fs.FileMode) meta {
+	c := l.creator()
+	return meta{perm: perm, mtime: l.now(), uid: c.uid, gid: c.gid}
 }
 
 // Remove removes a file, symlink or empty directory, as os.Remove.
@@ -421,42 +421,42 @@ func (f *Fs) Remove(name string) error {
 	return g.remove(name, abs)
 }
 
-func (f *layer) remove(name, abs string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, ok, err := f.writeEntryLoc("remove", name, abs)
+func (l *layer) remove(name, abs string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok, err := l.writeEntryLoc("remove", name, abs)
 	if !ok {
 		if err == nil {
-			if f.reachesRoot(l.host, false) { // an ancestor is never empty: os says ENOTEMPTY
+			if l.reachesRoot(at.host, false) { // an ancestor is never empty: os says ENOTEMPTY
 				return pathErr("remove", name, errRootBusy)
 			}
-			err = fixErr("", name, os.Remove(l.host))
+			err = fixErr("", name, os.Remove(at.host))
 		}
 		return err
 	}
-	if l.last != lastNorm {
+	if at.last != lastNorm {
 		// unlink says EISDIR; rmdir, whose error os reports, EINVAL for
 		// "." and ENOTEMPTY for "..".
-		if err := f.dirCheck(l); err != nil {
+		if err := l.dirCheck(at); err != nil {
 			return nameErr("remove", name, err)
 		}
-		if l.last == lastDot {
+		if at.last == lastDot {
 			return pathErr("remove", name, errInval)
 		}
 		return pathErr("remove", name, errNotEmpty)
 	}
-	n, err := f.final(l)
+	n, err := l.final(at)
 	if err != nil {
 		return fixErr("remove", name, err)
 	}
 	switch {
 	case !n.exists():
 		return pathErr("remove", name, errNoEnt)
-	case l.dirOnly && n.kind != kindDir:
+	case at.dirOnly && n.kind != kindDir:
 		return pathErr("remove", name, errNotDir)
 	}
 	if n.kind == kindDir {
-		ents, err := f.listLocked(l.rel, n)
+		ents, err := l.listLocked(at.rel, n)
 		if err != nil {
 			return fixErr("remove", name, err)
 		}
@@ -464,10 +464,10 @@ func (f *layer) remove(name, abs string) error {
 			return pathErr("remove", name, errNotEmpty)
 		}
 	}
-	if l.rel == "" {
+	if at.rel == "" {
 		return pathErr("remove", name, syscall.EBUSY)
 	}
-	f.unlinkLocked(l.rel, l.visible, n)
+	l.unlinkLocked(at.rel, at.visible, n)
 	return nil
 }
 
@@ -478,74 +478,74 @@ func (f *Fs) RemoveAll(name string) error {
 	return g.removeAll(name, abs)
 }
 
-func (f *layer) removeAll(name, abs string) error {
+func (l *layer) removeAll(name, abs string) error {
 	if name == "" {
 		return nil
 	}
 	if name == "." || len(name) >= 2 && name[len(name)-1] == '.' && os.IsPathSeparator(name[len(name)-2]) {
 		return pathErr("RemoveAll", name, errInval)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	// os.RemoveAll unlinks the base name from its parent: "file/" and
 	// "link/" go as "file" and "link" do.
 	trimmed := name
 	if t := strings.TrimRight(name, "/"); t != "" {
 		trimmed, abs = t, strings.TrimRight(abs, "/")
 	}
-	l, ok, err := f.writeLoc("unlinkat", trimmed, abs, false)
+	at, ok, err := l.writeLoc("unlinkat", trimmed, abs, false)
 	if !ok {
 		switch {
-		case err == nil && f.reachesRoot(l.host, true):
+		case err == nil && l.reachesRoot(at.host, true):
 			return pathErr("unlinkat", name, errRootBusy)
 		case err == nil:
-			return fixErr("", name, os.RemoveAll(l.host))
+			return fixErr("", name, os.RemoveAll(at.host))
 		case errno(err) == errNoEnt:
 			return nil
 		case errno(err) != 0:
-			return f.removeAllFailedLocked(name, errno(err))
+			return l.removeAllFailedLocked(name, errno(err))
 		}
 		return err
 	}
-	if l.last == lastDotDot {
-		return f.removeAllDotDotLocked(name, l)
+	if at.last == lastDotDot {
+		return l.removeAllDotDotLocked(name, at)
 	}
-	n, err := f.final(l)
+	n, err := l.final(at)
 	if err != nil {
 		return fixErr("unlinkat", name, err)
 	}
 	switch {
 	case !n.exists():
 		return nil
-	case l.rel == "":
+	case at.rel == "":
 		return pathErr("RemoveAll", name, syscall.EBUSY)
 	}
-	f.unlinkLocked(l.rel, l.visible, n)
+	l.unlinkLocked(at.rel, at.visible, n)
 	return nil
 }
 
 // removeAllDotDotLocked is os.RemoveAll of "x/..": os removes the
 // directory's entries from x's parent, then cannot remove ".." itself.
-func (f *layer) removeAllDotDotLocked(name string, l loc) error {
-	if err := f.dirCheck(l); err != nil {
+func (l *layer) removeAllDotDotLocked(name string, at loc) error {
+	if err := l.dirCheck(at); err != nil {
 		if errno(err) == errNoEnt {
 			return nil
 		}
 		if errno(err) != 0 {
-			return f.removeAllFailedLocked(name, errno(err))
+			return l.removeAllFailedLocked(name, errno(err))
 		}
 		return nameErr("unlinkat", name, err)
 	}
-	n, err := f.final(l)
+	n, err := l.final(at)
 	if err != nil {
 		return fixErr("unlinkat", name, err)
 	}
-	ents, err := f.listLocked(l.rel, n)
+	ents, err := l.listLocked(at.rel, n)
 	if err != nil {
 		return fixErr("unlinkat", name, err)
 	}
 	for i, name := range ents.names {
-		f.unlinkLocked(join(l.rel, name), n.under, f.nodeOf(l.rel, n.under, ents, i))
+		l.unlinkLocked(join(at.rel, name), n.under, l.nodeOf(at.rel, n.under, ents, i))
 	}
 	return pathErr("unlinkat", name, errNotEmpty)
 }
@@ -554,7 +554,7 @@ func (f *layer) removeAllDotDotLocked(name string, l loc) error {
 // be resolved (a component is not a directory, a symlink loop): os opens
 // the parent, failing there if the parent's own path is broken; else
 // unlinkat in the parent fails with the same errno.
-func (f *layer) removeAllFailedLocked(name string, e error) error {
+func (l *layer) removeAllFailedLocked(name string, e error) error {
 	dir := strings.TrimRight(name, "/")
 	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
 		dir = dir[:i]
@@ -564,24 +564,24 @@ func (f *layer) removeAllFailedLocked(name string, e error) error {
 	} else {
 		dir = "."
 	}
-	l, err := f.resolve("open", dir, "", true)
+	at, err := l.resolve("open", dir, "", true)
 	if err != nil {
 		if errno(err) == errNoEnt {
 			return nil
 		}
 		return err
 	}
-	if !l.inside {
-		if _, err := os.Stat(l.host); errors.Is(err, fs.ErrNotExist) {
+	if !at.inside {
+		if _, err := os.Stat(at.host); errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		return pathErr("unlinkat", strings.TrimRight(name, "/"), e)
 	}
-	n, err := f.final(l)
+	n, err := l.final(at)
 	switch {
 	case err == nil && !n.exists():
 		return nil
-	case err == nil && l.dirOnly && n.kind != kindDir:
+	case err == nil && at.dirOnly && n.kind != kindDir:
 		return pathErr("open", dir, errNotDir)
 	case err == nil && n.kind == kindSocket:
 		return pathErr("open", dir, errNoDevice)
@@ -595,29 +595,29 @@ func (f *layer) removeAllFailedLocked(name string, e error) error {
 
 // unlinkLocked removes rel and its subtree from the view: layer entries go,
 // and a whiteout hides the lower where it has something there.
-func (f *layer) unlinkLocked(rel string, visible bool, n node) {
-	f.goneLocked(rel)
-	f.deleteTreeLocked(rel)
-	f.whiteoutLocked(rel, visible, n)
+func (l *layer) unlinkLocked(rel string, visible bool, n node) {
+	l.goneLocked(rel)
+	l.deleteTreeLocked(rel)
+	l.whiteoutLocked(rel, visible, n)
 }
 
 // whiteoutLocked hides the lower at rel if it shows something there.
-func (f *layer) whiteoutLocked(rel string, visible bool, n node) {
+func (l *layer) whiteoutLocked(rel string, visible bool, n node) {
 	if !visible {
 		return
 	}
 	low := n
 	if n.layer {
-		low = f.lowerNode(rel)
+		low = l.lowerNode(rel)
 	}
 	if !low.exists() {
 		return
 	}
 	if low.fi != nil {
-		f.dependLocked(rel, low.fi)
+		l.dependLocked(rel, low.fi)
 	}
 	if low.kind == kindDir {
-		f.dependBelowLocked(rel)
+		l.dependBelowLocked(rel)
 	}
-	f.paths.Set(rel, entry{kind: kindWhiteout})
+	l.paths.Set(rel, entry{kind: kindWhiteout})
 }

@@ -30,9 +30,9 @@ import (
 // is written; Changes lists them all.
 func (f *Fs) WriteDiff(w io.Writer) error { return f.primary().writeDiff(w) }
 
-func (f *layer) writeDiff(w io.Writer) error {
-	f.freeze()
-	cs, err := f.changes()
+func (l *layer) writeDiff(w io.Writer) error {
+	l.freeze()
+	cs, err := l.changes()
 	if err != nil {
 		return err
 	}
@@ -41,10 +41,10 @@ func (f *layer) writeDiff(w io.Writer) error {
 
 // freeze makes the current contents immutable to later writes through f
 // (they clone first), so they can be read without holding the lock.
-func (f *layer) freeze() {
-	f.mu.Lock()
-	f.gen = f.fam.gen.Add(1)
-	f.mu.Unlock()
+func (l *layer) freeze() {
+	l.mu.Lock()
+	l.gen = l.fam.gen.Add(1)
+	l.mu.Unlock()
 }
 
 // patchChanges keeps the file and symlink sides of changes: git knows

@@ -54,8 +54,8 @@ const (
 )
 
 // listLocked returns the merged listing of the directory rel, with types.
-func (f *layer) listLocked(rel string, n node) (listing, error) {
-	return f.listDirLocked(rel, n, listTypes, nil)
+func (l *layer) listLocked(rel string, n node) (listing, error) {
+	return l.listDirLocked(rel, n, listTypes, nil)
 }
 
 // listDirLocked returns the merged listing of the directory rel: layer
@@ -64,8 +64,8 @@ func (f *layer) listLocked(rel string, n node) (listing, error) {
 // Cost: what os's call of the same mode costs for the lower, plus the
 // layer's children (their descendants are skipped, not visited) and a
 // radix sort of the names.
-func (f *layer) listDirLocked(rel string, n node, mode listMode, lower *os.File) (listing, error) {
-	hidden, es := f.childrenLocked(rel) // whiteouts included
+func (l *layer) listDirLocked(rel string, n node, mode listMode, lower *os.File) (listing, error) {
+	hidden, es := l.childrenLocked(rel) // whiteouts included
 	var shown listing
 	for i, e := range es {
 		if e.kind != kindWhiteout {
@@ -77,7 +77,7 @@ func (f *layer) listDirLocked(rel string, n node, mode listMode, lower *os.File)
 		return shown, nil
 	}
 	if lower == nil {
-		d, err := os.Open(f.host(rel))
+		d, err := os.Open(l.host(rel))
 		if err != nil {
 			return listing{}, err
 		}
@@ -90,12 +90,12 @@ func (f *layer) listDirLocked(rel string, n node, mode listMode, lower *os.File)
 // childrenLocked returns the layer's entries directly in the directory
 // rel (whiteouts included), in name order; their descendants are skipped,
 // not visited.
-func (f *layer) childrenLocked(rel string) (names []string, es []entry) {
+func (l *layer) childrenLocked(rel string) (names []string, es []entry) {
 	prefix := ""
 	if rel != "" {
 		prefix = rel + "/"
 	}
-	it := f.paths.Iter()
+	it := l.paths.Iter()
 	for ok := it.Seek(prefix); ok; {
 		k := it.Key()
 		if !strings.HasPrefix(k, prefix) {
@@ -196,15 +196,15 @@ func mergeLower[T any](low []T, name func(T) string, typ func(T) fs.FileMode, in
 // nodeOf returns the node of entry i of a listing of the directory rel,
 // whose lower shows through when under: a layer entry as the layer has it
 // now, a lower one as listed.
-func (f *layer) nodeOf(rel string, under bool, l listing, i int) node {
-	p := join(rel, l.names[i])
-	typ, typed := l.typeAt(i)
-	if _, inLayer := f.paths.Get(p); inLayer || !typed {
-		n, _ := f.lookup(p, under)
+func (l *layer) nodeOf(rel string, under bool, at listing, i int) node {
+	p := join(rel, at.names[i])
+	typ, typed := at.typeAt(i)
+	if _, inLayer := l.paths.Get(p); inLayer || !typed {
+		n, _ := l.lookup(p, under)
 		return n
 	}
 	k := kindOfMode(typ)
-	return node{kind: k, fi: l.infoAt(i), under: k == kindDir}
+	return node{kind: k, fi: at.infoAt(i), under: k == kindDir}
 }
 
 // dirEntry adapts an entry of a directory handle's listing to fs.DirEntry.

@@ -21,70 +21,70 @@ func (f *Fs) Rename(oldname, newname string) error {
 	return g.rename(oldname, newname, absOld, absNew)
 }
 
-func (f *layer) rename(oldname, newname, absOld, absNew string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.renameCheckLocked(oldname, newname, absOld, absNew); err != nil {
+func (l *layer) rename(oldname, newname, absOld, absNew string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.renameCheckLocked(oldname, newname, absOld, absNew); err != nil {
 		return err
 	}
 	// The kernel resolves the old name's parent (for "x/." x itself),
 	// then the new name's.
-	lo, err := f.renameLocLocked(oldname, absOld)
+	lo, err := l.renameLocLocked(oldname, absOld)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
-	ln, err := f.renameLocLocked(newname, absNew)
+	ln, err := l.renameLocLocked(newname, absNew)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
 	if !lo.inside || !ln.inside {
-		return asLinkErr("rename", oldname, newname, f.renameOutsideLocked(lo, ln))
+		return asLinkErr("rename", oldname, newname, l.renameOutsideLocked(lo, ln))
 	}
 	// Both parents resolved: the kernel refuses "." and "..".
 	if lo.last != lastNorm || ln.last != lastNorm || lo.rel == "" || ln.rel == "" {
 		return linkErr("rename", oldname, newname, syscall.EBUSY)
 	}
-	no, err := f.final(lo)
+	no, err := l.final(lo)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
-	nn, err := f.final(ln)
+	nn, err := l.final(ln)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
-	same, err := f.renameRuleLocked(lo, ln, no, nn)
+	same, err := l.renameRuleLocked(lo, ln, no, nn)
 	if err != nil || same {
 		return asLinkErr("rename", oldname, newname, err)
 	}
-	return asLinkErr("rename", oldname, newname, f.moveLocked(lo, ln, no, nn))
+	return asLinkErr("rename", oldname, newname, l.moveLocked(lo, ln, no, nn))
 }
 
 // renameLocLocked resolves one name of a rename: its parent, or for "x/."
 // and "x/.." the directory x, must resolve.
-func (f *layer) renameLocLocked(name, abs string) (loc, error) {
-	l, err := f.resolveEntry("rename", name, abs)
-	if err == nil && l.last != lastNorm {
-		err = f.parentCheckLocked(l)
+func (l *layer) renameLocLocked(name, abs string) (loc, error) {
+	at, err := l.resolveEntry("rename", name, abs)
+	if err == nil && at.last != lastNorm {
+		err = l.parentCheckLocked(at)
 	}
-	return l, err
+	return at, err
 }
 
 // renameOutsideLocked renames where one name or both lie outside the root:
 // refused under the default policy, EXDEV across the root's edge, else
 // passed through to os.
-func (f *layer) renameOutsideLocked(lo, ln loc) error {
+func (l *layer) renameOutsideLocked(lo, ln loc) error {
 	switch {
-	case !f.opts.outsideWrites:
+	case !l.opts.outsideWrites:
 		return ErrOutsideRoot
 	case lo.inside != ln.inside:
 		// The kernel resolves both parents before it compares mounts.
-		for _, l := range []loc{lo, ln} {
-			if err := f.parentCheckLocked(l); err != nil {
+		for _, at := range []loc{lo, ln} {
+			if err := l.parentCheckLocked(at); err != nil {
 				return err
 			}
 		}
 		return errXDev
-	case f.reachesRoot(lo.host, true):
+	case l.reachesRoot(lo.host, true):
 		// As a target, a root or a directory holding one is refused
 		// already: os.Rename never replaces a directory (EEXIST).
 		return errRootBusy
@@ -95,7 +95,7 @@ func (f *layer) renameOutsideLocked(lo, ln loc) error {
 // renameRuleLocked applies POSIX's rules to moving node no at lo onto ln,
 // where nn is (or nothing is): the error the kernel gives, or same when
 // both names are one entry, which rename leaves alone.
-func (f *layer) renameRuleLocked(lo, ln loc, no, nn node) (same bool, err error) {
+func (l *layer) renameRuleLocked(lo, ln loc, no, nn node) (same bool, err error) {
 	switch {
 	case !no.exists():
 		return false, errNoEnt
@@ -112,15 +112,15 @@ func (f *layer) renameRuleLocked(lo, ln loc, no, nn node) (same bool, err error)
 	case no.kind != kindDir && nn.kind == kindDir:
 		return false, errIsDir
 	case no.kind == kindDir && nn.kind == kindDir:
-		return false, f.emptyDirLocked(ln.rel, nn)
+		return false, l.emptyDirLocked(ln.rel, nn)
 	}
 	return false, nil
 }
 
 // emptyDirLocked returns ENOTEMPTY unless the directory n at rel, which a
 // rename replaces, is empty in the view.
-func (f *layer) emptyDirLocked(rel string, n node) error {
-	ents, err := f.listLocked(rel, n)
+func (l *layer) emptyDirLocked(rel string, n node) error {
+	ents, err := l.listLocked(rel, n)
 	if err != nil {
 		return err
 	}
@@ -133,26 +133,26 @@ func (f *layer) emptyDirLocked(rel string, n node) error {
 // moveLocked moves the view of no at lo, subtree and all, to ln, replacing
 // nn. The moved entries are copied up (file contents stay lazy); open
 // directory handles follow.
-func (f *layer) moveLocked(lo, ln loc, no, nn node) error {
-	moved, err := f.subtreeLocked(lo.rel, no)
+func (l *layer) moveLocked(lo, ln loc, no, nn node) error {
+	moved, err := l.subtreeLocked(lo.rel, no)
 	if err != nil {
 		return err
 	}
 	// Take the source out without dropping the contents being moved.
 	var keys []string
-	f.eachBelow(lo.rel, true, func(k string, _ entry) bool { keys = append(keys, k); return true })
+	l.eachBelow(lo.rel, true, func(k string, _ entry) bool { keys = append(keys, k); return true })
 	for _, k := range keys {
-		f.paths.Delete(k)
+		l.paths.Delete(k)
 	}
-	f.whiteoutLocked(lo.rel, lo.visible, no)
+	l.whiteoutLocked(lo.rel, lo.visible, no)
 	if nn.exists() {
-		f.unlinkLocked(ln.rel, ln.visible, nn)
+		l.unlinkLocked(ln.rel, ln.visible, nn)
 	}
 	for _, m := range moved {
-		f.paths.Set(join(ln.rel, m.sub), m.e)
+		l.paths.Set(join(ln.rel, m.sub), m.e)
 	}
 	if no.kind == kindDir {
-		f.movedLocked(lo.rel, ln.rel)
+		l.movedLocked(lo.rel, ln.rel)
 	}
 	return nil
 }
@@ -160,20 +160,20 @@ func (f *layer) moveLocked(lo, ln loc, no, nn node) error {
 // renameCheckLocked is os.Rename's own check, made before the system call:
 // an existing directory (as Lstat sees newname) is refused as the target
 // with EEXIST, unless it is oldname itself; a bad oldname is named first.
-func (f *layer) renameCheckLocked(oldname, newname, absOld, absNew string) error {
-	ln, err := f.resolve("rename", newname, absNew, false)
+func (l *layer) renameCheckLocked(oldname, newname, absOld, absNew string) error {
+	ln, err := l.resolve("rename", newname, absNew, false)
 	if err != nil {
 		return nil
 	}
-	newFi, newNode, ok := f.lstatLoc(ln)
+	newFi, newNode, ok := l.lstatLoc(ln)
 	if !ok || !(newNode.kind == kindDir || newFi != nil && newFi.IsDir()) {
 		return nil
 	}
-	lo, err := f.resolve("rename", oldname, absOld, false)
+	lo, err := l.resolve("rename", oldname, absOld, false)
 	if err != nil {
 		return asLinkErr("rename", oldname, newname, err)
 	}
-	oldFi, oldNode, ok := f.lstatLoc(lo)
+	oldFi, oldNode, ok := l.lstatLoc(lo)
 	switch {
 	case !ok && lo.inside:
 		return linkErr("rename", oldname, newname, errNoEnt)
@@ -193,28 +193,28 @@ func (f *layer) renameCheckLocked(oldname, newname, absOld, absNew string) error
 
 // lstatLoc is what Lstat finds at a resolved name: the node inside the
 // root, the FileInfo outside it; ok is false when nothing is there.
-func (f *layer) lstatLoc(l loc) (fs.FileInfo, node, bool) {
-	if !l.inside {
-		fi, err := os.Lstat(l.host)
+func (l *layer) lstatLoc(at loc) (fs.FileInfo, node, bool) {
+	if !at.inside {
+		fi, err := os.Lstat(at.host)
 		return fi, node{}, err == nil
 	}
-	n, err := f.final(l)
+	n, err := l.final(at)
 	return nil, n, err == nil && n.exists()
 }
 
 // parentCheckLocked returns the error of resolving the directory in which
 // the last component of l is looked up ("x" itself for "x/." or "x/.."),
 // or nil.
-func (f *layer) parentCheckLocked(l loc) error {
-	if l.inside {
-		if l.last != lastNorm {
-			return f.dirCheck(l)
+func (l *layer) parentCheckLocked(at loc) error {
+	if at.inside {
+		if at.last != lastNorm {
+			return l.dirCheck(at)
 		}
 		return nil // resolveEntry resolved the parent
 	}
-	dir := filepath.Dir(l.host)
-	if l.last != lastNorm {
-		dir = l.host
+	dir := filepath.Dir(at.host)
+	if at.last != lastNorm {
+		dir = at.host
 	}
 	fi, err := os.Stat(dir)
 	switch {
@@ -234,11 +234,11 @@ type movedEntry struct {
 // subtreeLocked returns the merged view of rel and everything below it as
 // layer entries, parents first. Directories become opaque: the moved tree
 // is exactly what is listed, nothing of the lower at the new place shows.
-func (f *layer) subtreeLocked(rel string, n node) ([]movedEntry, error) {
+func (l *layer) subtreeLocked(rel string, n node) ([]movedEntry, error) {
 	var out []movedEntry
 	var add func(sub, rel string, n node) error
 	add = func(sub, rel string, n node) error {
-		e, err := f.copyUpLocked(rel, n)
+		e, err := l.copyUpLocked(rel, n)
 		if err != nil {
 			return err
 		}
@@ -249,12 +249,12 @@ func (f *layer) subtreeLocked(rel string, n node) ([]movedEntry, error) {
 		if n.kind != kindDir {
 			return nil
 		}
-		ents, err := f.listLocked(rel, n)
+		ents, err := l.listLocked(rel, n)
 		if err != nil {
 			return err
 		}
 		for i, name := range ents.names {
-			if err := add(join(sub, name), join(rel, name), f.nodeOf(rel, n.under, ents, i)); err != nil {
+			if err := add(join(sub, name), join(rel, name), l.nodeOf(rel, n.under, ents, i)); err != nil {
 				return err
 			}
 		}

@@ -30,11 +30,11 @@ type loc struct {
 }
 
 // hostOf returns the host path of an inside location.
-func (f *layer) hostOf(l loc) string {
-	if l.host != "" {
-		return l.host
+func (l *layer) hostOf(at loc) string {
+	if at.host != "" {
+		return at.host
 	}
-	return f.host(l.rel)
+	return l.host(at.rel)
 }
 
 // lastKind is what the last component of a name is, as the kernel sorts
@@ -69,8 +69,8 @@ func lastOf(name string) (lastKind, bool) {
 // never acted on: the directory it names must exist. It returns the error
 // the kernel gives when it does not (resolving the name's "parent"), or
 // nil.
-func (f *layer) dirCheck(l loc) error {
-	n, err := f.final(l)
+func (l *layer) dirCheck(at loc) error {
+	n, err := l.final(at)
 	switch {
 	case err != nil:
 		return err
@@ -87,9 +87,9 @@ func (f *layer) dirCheck(l loc) error {
 // symlinks component by component in the merged view. The final component
 // is followed only when follow is set or the name ends in a slash.
 // abs is name made absolute (see Fs.pick), or "" for resolve to make it.
-// Callers hold f.mu (read or write).
-func (f *layer) resolve(op, name, abs string, follow bool) (loc, error) {
-	return f.resolveName(op, name, abs, follow, true, nil)
+// Callers hold l.mu (read or write).
+func (l *layer) resolve(op, name, abs string, follow bool) (loc, error) {
+	return l.resolveName(op, name, abs, follow, true, nil)
 }
 
 // known is a node a caller looked up already, at rel (see lowerLink).
@@ -102,13 +102,13 @@ type known struct {
 // or removes (mkdir, rmdir, rename): a trailing slash does not make it
 // follow a final symlink, as in Linux; dirOnly still reports the slash.
 // Callers check l.last: the kernel never acts on a last "." or "..".
-func (f *layer) resolveEntry(op, name, abs string) (loc, error) {
-	return f.resolveName(op, name, abs, false, false, nil)
+func (l *layer) resolveEntry(op, name, abs string) (loc, error) {
+	return l.resolveName(op, name, abs, false, false, nil)
 }
 
 // resolveName resolves name; seen, when set, is a node on its way already
 // looked up (so the fast path has been tried: it is not tried again).
-func (f *layer) resolveName(op, name, abs string, follow, slashFollows bool, seen *known) (loc, error) {
+func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool, seen *known) (loc, error) {
 	if name == "" {
 		return loc{}, pathErr(op, name, errNoEnt)
 	}
@@ -129,45 +129,45 @@ func (f *layer) resolveName(op, name, abs string, follow, slashFollows bool, see
 		abs = wd + "/" + name
 	}
 	if seen == nil {
-		if l, ok, err := f.fastLoc(op, name, abs, follow); ok {
-			return l, err
+		if at, ok, err := l.fastLoc(op, name, abs, follow); ok {
+			return at, err
 		}
 	}
 	last, slash := lastOf(name)
 	dirOnly := slash || last != lastNorm
 	// "x/." walks x as a directory to look "." up in: x is always followed.
 	follow = follow || last == lastDot || slash && slashFollows
-	var l loc
+	var at loc
 	var err error
-	if rest, ok := f.within(lexClean(abs)); ok {
-		l, err = f.walk(op, name, splitRel(rest), follow, 0, seen)
+	if rest, ok := l.within(lexClean(abs)); ok {
+		at, err = l.walk(op, name, splitRel(rest), follow, 0, seen)
 	} else {
-		l, err = f.outside(op, name, abs, follow, 0)
+		at, err = l.outside(op, name, abs, follow, 0)
 	}
-	l.name, l.dirOnly, l.slash, l.last = name, l.dirOnly || dirOnly, slash, last
-	if err == nil && !l.inside {
+	at.name, at.dirOnly, at.slash, at.last = name, at.dirOnly || dirOnly, slash, last
+	if err == nil && !at.inside {
 		// The resolved host path, with what the name's end asks for.
 		switch {
 		case last == lastDot:
-			l.host += "/."
-		case slash || l.dirOnly && last == lastNorm:
-			l.host += "/"
+			at.host += "/."
+		case slash || at.dirOnly && last == lastNorm:
+			at.host += "/"
 		}
 	}
-	return l, err
+	return at, err
 }
 
 // within reports whether a lexically clean absolute path lies in the root,
 // and returns the root-relative rest (which may still hold "..").
-func (f *layer) within(p string) (string, bool) {
-	if f.root == "/" {
+func (l *layer) within(p string) (string, bool) {
+	if l.root == "/" {
 		return strings.TrimPrefix(p, "/"), true
 	}
-	if p == f.root {
+	if p == l.root {
 		return "", true
 	}
-	if strings.HasPrefix(p, f.root) && p[len(f.root)] == '/' {
-		return p[len(f.root)+1:], true
+	if strings.HasPrefix(p, l.root) && p[len(l.root)] == '/' {
+		return p[len(l.root)+1:], true
 	}
 	return "", false
 }
@@ -177,13 +177,13 @@ func (f *layer) within(p string) (string, bool) {
 // it is outside the root: a name that enters the root ("../x" from a
 // working directory beside it, a symlink pointing into it) continues in
 // the merged view from there. Anything else is a host path.
-func (f *layer) outside(op, name, abs string, follow bool, hops int) (loc, error) {
+func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error) {
 	pending := splitRel(abs)
 	cur := "/"
 	host := "" // set when the walk stops before the end
 	for len(pending) > 0 {
-		if rel, ok := f.within(cur); ok {
-			return f.walk(op, name, append(splitRel(rel), pending...), follow, hops, nil)
+		if rel, ok := l.within(cur); ok {
+			return l.walk(op, name, append(splitRel(rel), pending...), follow, hops, nil)
 		}
 		c := pending[0]
 		pending = pending[1:]
@@ -226,8 +226,8 @@ func (f *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 		pending = append(splitRel(target), pending...)
 	}
 	if host == "" {
-		if rel, ok := f.within(cur); ok {
-			return f.walk(op, name, splitRel(rel), follow, hops, nil)
+		if rel, ok := l.within(cur); ok {
+			return l.walk(op, name, splitRel(rel), follow, hops, nil)
 		}
 		host = cur
 	}
@@ -241,7 +241,7 @@ type frame struct {
 
 // walk resolves root-relative components in the merged view.
 // seen, when set, is the node at a path the walk meets, looked up already.
-func (f *layer) walk(op, name string, pending []string, follow bool, hops int, seen *known) (loc, error) {
+func (l *layer) walk(op, name string, pending []string, follow bool, hops int, seen *known) (loc, error) {
 	var frames [16]frame
 	stack := append(frames[:0], frame{"", true}) // the root is never opaque
 	// mustDir: the name resolved through a symlink whose target ends in a
@@ -256,7 +256,7 @@ func (f *layer) walk(op, name string, pending []string, follow bool, hops int, s
 		top := stack[len(stack)-1]
 		if c == ".." {
 			if len(stack) == 1 {
-				return f.outside(op, name, joinRaw(filepath.Dir(f.root), pending), follow, hops)
+				return l.outside(op, name, joinRaw(filepath.Dir(l.root), pending), follow, hops)
 			}
 			stack = stack[:len(stack)-1]
 			continue
@@ -274,7 +274,7 @@ func (f *layer) walk(op, name string, pending []string, follow bool, hops int, s
 		if seen != nil && rel == seen.rel {
 			n = seen.n
 		} else {
-			n, err = f.step(rel, top.under, last)
+			n, err = l.step(rel, top.under, last)
 		}
 		if err != nil {
 			return loc{}, fixErr(op, name, err)
@@ -289,7 +289,7 @@ func (f *layer) walk(op, name string, pending []string, follow bool, hops int, s
 			if hops++; hops > maxHops {
 				return loc{}, pathErr(op, name, errLoop)
 			}
-			target, err := f.linkTarget(rel, n)
+			target, err := l.linkTarget(rel, n)
 			if err != nil {
 				return loc{}, fixErr(op, name, err)
 			}
@@ -300,12 +300,12 @@ func (f *layer) walk(op, name string, pending []string, follow bool, hops int, s
 				pending = append(splitRel(target), pending...)
 				continue
 			}
-			if rest, ok := f.within(lexClean(target)); ok {
+			if rest, ok := l.within(lexClean(target)); ok {
 				stack = stack[:1]
 				pending = append(splitRel(rest), pending...)
 				continue
 			}
-			return f.outside(op, name, joinRaw(target, pending), follow, hops)
+			return l.outside(op, name, joinRaw(target, pending), follow, hops)
 		case kindDir:
 			if last {
 				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
@@ -324,37 +324,37 @@ func (f *layer) walk(op, name string, pending []string, follow bool, hops int, s
 	if len(stack) > 1 {
 		visible = stack[len(stack)-2].under
 	}
-	l := loc{inside: true, rel: top.rel, visible: visible, dirOnly: mustDir}
+	at := loc{inside: true, rel: top.rel, visible: visible, dirOnly: mustDir}
 	if top.rel == "" {
-		n, err := f.rootNode()
+		n, err := l.rootNode()
 		if err != nil {
 			return loc{}, fixErr(op, name, err)
 		}
-		l.n, l.have = n, true
+		at.n, at.have = n, true
 	}
-	return l, nil
+	return at, nil
 }
 
 // step looks up one component. Intermediate lower directories are served
 // from the cache of known real directories, so a deep path costs no system
 // calls beyond the first visit.
-func (f *layer) step(rel string, visible, last bool) (node, error) {
+func (l *layer) step(rel string, visible, last bool) (node, error) {
 	if !last && visible {
-		if _, ok := f.paths.Get(rel); !ok {
-			if _, ok := f.dirs.Load(rel); ok {
+		if _, ok := l.paths.Get(rel); !ok {
+			if _, ok := l.dirs.Load(rel); ok {
 				return node{kind: kindDir, under: true}, nil
 			}
 		}
 	}
-	return f.lookup(rel, visible)
+	return l.lookup(rel, visible)
 }
 
 // rootNode returns the node of the root directory itself.
-func (f *layer) rootNode() (node, error) {
-	if e, ok := f.paths.Get(""); ok {
+func (l *layer) rootNode() (node, error) {
+	if e, ok := l.paths.Get(""); ok {
 		return node{kind: kindDir, layer: true, e: e, under: !e.opaque}, nil
 	}
-	fi, err := os.Stat(f.root)
+	fi, err := os.Stat(l.root)
 	if err != nil {
 		return node{}, err
 	}
@@ -362,11 +362,11 @@ func (f *layer) rootNode() (node, error) {
 }
 
 // linkTarget returns the target of a symlink node.
-func (f *layer) linkTarget(rel string, n node) (string, error) {
+func (l *layer) linkTarget(rel string, n node) (string, error) {
 	if n.layer {
 		return n.e.target(), nil
 	}
-	return os.Readlink(f.host(rel))
+	return os.Readlink(l.host(rel))
 }
 
 // lexClean removes empty and "." components and duplicate slashes but keeps

@@ -26,11 +26,11 @@ func (f *Fs) Snapshot() *Snapshot {
 	return s
 }
 
-func (f *layer) snapshot() *savedLayer {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s := &savedLayer{paths: f.paths.Copy(), blobs: f.blobs.Copy(), deps: f.deps.Copy()}
-	f.gen = f.fam.gen.Add(1)
+func (l *layer) snapshot() *savedLayer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy()}
+	l.gen = l.fam.gen.Add(1)
 	return s
 }
 
@@ -51,23 +51,23 @@ func (f *Fs) Restore(s *Snapshot) {
 }
 
 // restore makes the layer s, saved in the family fam.
-func (f *layer) restore(s *savedLayer, fam *family) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.paths, f.blobs, f.deps = newPathMap(s.paths.Copy()), s.blobs.Copy(), s.deps.Copy()
-	if fam != f.fam {
+func (l *layer) restore(s *savedLayer, fam *family) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.paths, l.blobs, l.deps = newPathMap(s.paths.Copy()), s.blobs.Copy(), s.deps.Copy()
+	if fam != l.fam {
 		// Identities and generations of another family may collide with ours.
-		old := f.blobs
-		f.blobs = btree.NewMap[uint64, *blob](32)
-		f.gen = f.fam.gen.Add(1)
+		old := l.blobs
+		l.blobs = btree.NewMap[uint64, *blob](32)
+		l.gen = l.fam.gen.Add(1)
 		remap := make(map[uint64]uint64)
 		old.Scan(func(ino uint64, b *blob) bool {
-			remap[ino] = f.newBlobLocked(b.clone(f.gen))
+			remap[ino] = l.newBlobLocked(b.clone(l.gen))
 			return true
 		})
 		var keys []string
 		var ents []entry
-		f.paths.Scan(func(k string, e entry) bool {
+		l.paths.Scan(func(k string, e entry) bool {
 			if e.kind == kindFile {
 				e.ino = remap[e.ino]
 				keys, ents = append(keys, k), append(ents, e)
@@ -75,13 +75,13 @@ func (f *layer) restore(s *savedLayer, fam *family) {
 			return true
 		})
 		for i, k := range keys {
-			f.paths.Set(k, ents[i])
+			l.paths.Set(k, ents[i])
 		}
 	}
-	f.gen = f.fam.gen.Add(1)
-	f.hmu.Lock()
-	clear(f.orphan)
-	f.hmu.Unlock()
+	l.gen = l.fam.gen.Add(1)
+	l.hmu.Lock()
+	clear(l.orphan)
+	l.hmu.Unlock()
 }
 
 // Fork returns an independent overlay of the same root whose layer starts
@@ -94,17 +94,17 @@ func (f *Fs) Fork() *Fs {
 	return nf
 }
 
-func (f *layer) fork() *layer {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (l *layer) fork() *layer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	nf := &layer{
-		shared: f.shared,
-		root:   f.root,
-		paths:  newPathMap(f.paths.Copy()),
-		blobs:  f.blobs.Copy(),
-		deps:   f.deps.Copy(),
-		gen:    f.fam.gen.Add(1),
+		shared: l.shared,
+		root:   l.root,
+		paths:  newPathMap(l.paths.Copy()),
+		blobs:  l.blobs.Copy(),
+		deps:   l.deps.Copy(),
+		gen:    l.fam.gen.Add(1),
 	}
-	f.gen = f.fam.gen.Add(1)
+	l.gen = l.fam.gen.Add(1)
 	return nf
 }
