@@ -29,18 +29,21 @@ func newPathMap(m *btree.Map[string, entry]) pathMap {
 	return pathMap{Map: m, clean: new(cleanDirs)}
 }
 
-// Set sets the entry at k.
+// Set sets the entry at k. The key is stored as a copy of its own: k is
+// often a slice of the caller's whole name (the resolver's fast path cuts
+// it from the absolute name), which the layer would otherwise keep alive
+// for as long as the entry lives.
 func (p pathMap) Set(k string, e entry) (entry, bool) {
-	prev, replaced := p.Map.Set(k, e)
+	prev, replaced := p.Map.Set(strings.Clone(k), e)
 	if !replaced {
 		p.clean.inserted(k)
 	}
 	return prev, replaced
 }
 
-// Load sets the entry at k, fastest when k sorts last.
+// Load is Set, fastest when k sorts last.
 func (p pathMap) Load(k string, e entry) (entry, bool) {
-	prev, replaced := p.Map.Load(k, e)
+	prev, replaced := p.Map.Load(strings.Clone(k), e)
 	if !replaced {
 		p.clean.inserted(k)
 	}
