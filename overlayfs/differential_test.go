@@ -223,15 +223,7 @@ func TestDifferentialReaddir(t *testing.T) {
 	var scs []scenario
 	for _, n := range []int{-1, 0, 1, 3} {
 		for _, kind := range []string{"Readdir", "Readdirnames", "ReadDir"} {
-			var list op
-			switch kind {
-			case "Readdir":
-				list = readdir(0, n)
-			case "Readdirnames":
-				list = readdirnames(0, n)
-			default:
-				list = readDirH(0, n)
-			}
+			list := listCall(kind, 0, n)
 			pre := func(ops ...op) []op { return append(append([]op(nil), merged...), ops...) }
 			scs = append(scs,
 				scenario{name: fmt.Sprintf("%s/%d/lower", kind, n), ops: []op{open(0, "internal/util"), list}},

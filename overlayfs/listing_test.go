@@ -166,15 +166,7 @@ func TestReaddirLargeMerged(t *testing.T) {
 	}
 	for _, n := range []int{-1, 4, 7, 1000} { // at most 1,000 pages: the listing op stops there
 		for _, kind := range []string{"Readdir", "Readdirnames", "ReadDir"} {
-			var list op
-			switch kind {
-			case "Readdir":
-				list = readdir(0, n)
-			case "Readdirnames":
-				list = readdirnames(0, n)
-			default:
-				list = readDirH(0, n)
-			}
+			list := listCall(kind, 0, n)
 			want, got := newEnv(osTarget{}, cp, false), newEnv(c, orig, true)
 			for _, e := range []*env{want, got} {
 				open(0, "").run(e)

@@ -931,6 +931,19 @@ func readdir(slot, n int) op {
 	})
 }
 
+// listCall is the listing op of handle slot named by kind: "Readdir",
+// "Readdirnames" or "ReadDir".
+func listCall(kind string, slot, n int) op {
+	switch kind {
+	case "Readdir":
+		return readdir(slot, n)
+	case "Readdirnames":
+		return readdirnames(slot, n)
+	default:
+		return readDirH(slot, n)
+	}
+}
+
 func readdirnames(slot, n int) op {
 	return withHandle(fmt.Sprintf("Readdirnames(%d)...", n), slot, func(e *env, f afero.File) string {
 		return listing(e, n, f.Readdirnames)
