@@ -94,6 +94,20 @@ func appendStrings(b []byte, key string, vs []string) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonSafe[c] is true for the ASCII bytes encoding/json copies as they
+// are: printable, not '"', '\\', '<', '>' or '&'. Bytes from 0x80 up are
+// false: they start a rune that appendJSONString decodes.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		switch c {
+		case '"', '\\', '<', '>', '&':
+		default:
+			t[c] = true
+		}
+	}
+	return t
+}()
+
 // appendJSONString appends s quoted as encoding/json quotes a string:
 // <, > and & escaped, control bytes as \n-style or \u00XX escapes, invalid
 // UTF-8 as \ufffd, U+2028 and U+2029 escaped.
@@ -102,11 +116,11 @@ func appendJSONString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if jsonSafe[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '\\', '"':

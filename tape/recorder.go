@@ -246,7 +246,7 @@ func (r *Recorder) emitLocked(rec *Record) *Divergence {
 	r.seq++
 	rec.Seq = r.seq
 	r.buf = append(appendRecord(r.buf[:0], rec), '\n')
-	r.chain.add(r.buf[:len(r.buf)-1])
+	r.chain.addLine(r.buf)
 	r.writeBuf()
 	r.final.apply(rec)
 	if r.check != nil {
