@@ -64,12 +64,13 @@ func appendRecord(b []byte, r *Record) []byte {
 // appendStat appends the record of a stat or lstat, which has no fields
 // but these: byte for byte appendRecord of Record{Seq: seq, Op: op, Path:
 // path, Err: err, Mode: mode, Size: size} (TestAppendStatMatchesRecord).
+// op is OpStat, OpLstat or OpFstat, which need no escaping.
 func appendStat(b []byte, seq int64, op, path, err, mode string, size int64) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, seq, 10)
-	b = append(b, `,"op":`...)
-	b = appendJSONString(b, op)
-	b = append(b, `,"path":`...)
+	b = append(b, `,"op":"`...)
+	b = append(b, op...)
+	b = append(b, `","path":`...)
 	b = appendJSONString(b, path)
 	b = appendField(b, `,"err":`, err)
 	b = appendField(b, `,"mode":`, mode)

@@ -159,10 +159,8 @@ func TestAppendStatMatchesRecord(t *testing.T) {
 	var got, want []byte
 	for i := range 20000 {
 		r := randomRecord(t, rng)
-		s := Record{Seq: r.Seq, Op: r.Op, Path: r.Path, Err: r.Err, Mode: r.Mode, Size: r.Size}
-		if i%2 == 0 {
-			s.Op = OpStat
-		}
+		ops := [...]string{OpStat, OpLstat, OpFstat}
+		s := Record{Seq: r.Seq, Op: ops[i%3], Path: r.Path, Err: r.Err, Mode: r.Mode, Size: r.Size}
 		got = appendStat(got[:0], s.Seq, s.Op, s.Path, s.Err, s.Mode, s.Size)
 		want = appendRecord(want[:0], &s)
 		if !bytes.Equal(got, want) {
