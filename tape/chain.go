@@ -61,6 +61,17 @@ func (c *chainHash) add(line []byte) {
 	c.h.Sum(c.sum[:0])
 }
 
+// addLine chains one line given with its newline, as it is written: in the
+// running form the bytes hashed are exactly the line and its newline, in
+// one Write instead of two.
+func (c *chainHash) addLine(lineNL []byte) {
+	if c.running && c.h != nil {
+		c.h.Write(lineNL)
+		return
+	}
+	c.add(lineNL[:len(lineNL)-1])
+}
+
 // String returns the chain value in hex, as the trailer holds it. In the
 // running form it finishes the hash of the lines so far; more lines may
 // still be added.

@@ -61,6 +61,23 @@ func appendRecord(b []byte, r *Record) []byte {
 	return append(b, '}')
 }
 
+// appendStat appends the record of a stat or lstat, which has no fields
+// but these: byte for byte appendRecord of Record{Seq: seq, Op: op, Path:
+// path, Err: err, Mode: mode, Size: size} (TestAppendStatMatchesRecord).
+// op is OpStat, OpLstat or OpFstat, which need no escaping.
+func appendStat(b []byte, seq int64, op, path, err, mode string, size int64) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `,"op":"`...)
+	b = append(b, op...)
+	b = append(b, `","path":`...)
+	b = appendJSONString(b, path)
+	b = appendField(b, `,"err":`, err)
+	b = appendField(b, `,"mode":`, mode)
+	b = appendInt(b, `,"size":`, size)
+	return append(b, '}')
+}
+
 // appendField appends key and the string v unless v is empty (omitempty).
 func appendField(b []byte, key, v string) []byte {
 	if v == "" {
@@ -94,6 +111,20 @@ func appendStrings(b []byte, key string, vs []string) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonSafe[c] is true for the ASCII bytes encoding/json copies as they
+// are: printable, not '"', '\\', '<', '>' or '&'. Bytes from 0x80 up are
+// false: they start a rune that appendJSONString decodes.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		switch c {
+		case '"', '\\', '<', '>', '&':
+		default:
+			t[c] = true
+		}
+	}
+	return t
+}()
+
 // appendJSONString appends s quoted as encoding/json quotes a string:
 // <, > and & escaped, control bytes as \n-style or \u00XX escapes, invalid
 // UTF-8 as \ufffd, U+2028 and U+2029 escaped.
@@ -102,11 +133,11 @@ func appendJSONString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if jsonSafe[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '\\', '"':

@@ -151,3 +151,20 @@ func FuzzAppendRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendStatMatchesRecord: the stat fast path encodes as appendRecord
+// does the same record.
+func TestAppendStatMatchesRecord(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 2))
+	var got, want []byte
+	for i := range 20000 {
+		r := randomRecord(t, rng)
+		ops := [...]string{OpStat, OpLstat, OpFstat}
+		s := Record{Seq: r.Seq, Op: ops[i%3], Path: r.Path, Err: r.Err, Mode: r.Mode, Size: r.Size}
+		got = appendStat(got[:0], s.Seq, s.Op, s.Path, s.Err, s.Mode, s.Size)
+		want = appendRecord(want[:0], &s)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("record %d %+v:\nappendStat   %s\nappendRecord %s", i, s, got, want)
+		}
+	}
+}

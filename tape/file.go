@@ -513,11 +513,12 @@ func (f *file) Stat() (os.FileInfo, error) {
 		}
 		f.mu.Unlock()
 	}
-	rec := Record{Op: OpFstat, Path: f.args.path, Err: ErrorOutcome(err)}
+	var mode string
+	var size int64
 	if err == nil {
-		statFields(&rec, fi)
+		mode, size = statFields(fi)
 	}
-	f.fs.rec.emit(&rec)
+	f.fs.rec.emitStat(OpFstat, f.args.path, ErrorOutcome(err), mode, size)
 	return fi, err
 }
 

@@ -119,11 +119,14 @@ func (f *Fs) target(t string) string {
 	}
 }
 
-func statFields(rec *Record, fi os.FileInfo) {
-	rec.Mode = modeString(fi.Mode())
-	if fi.Mode().IsRegular() {
-		rec.Size = fi.Size()
+// statFields returns the mode and size a stat record holds for fi: the
+// size of a regular file only.
+func statFields(fi os.FileInfo) (mode string, size int64) {
+	m := fi.Mode()
+	if m.IsRegular() {
+		size = fi.Size()
 	}
+	return modeString(m), size
 }
 
 // modeString is m.String() without an allocation for the modes most files
@@ -249,13 +252,14 @@ func (f *Fs) Rename(oldname, newname string) error {
 // regular file) it returned.
 func (f *Fs) Stat(name string) (os.FileInfo, error) {
 	fi, err := f.inner.Stat(name)
-	// Not through simple: a Record reached by a closure escapes to the
-	// heap, and Stat is the most frequent call.
-	rec := Record{Op: OpStat, Path: f.rel(name), Err: ErrorOutcome(err)}
+	// Not through simple, nor through a Record (see emitStat): Stat is the
+	// most frequent call.
+	var mode string
+	var size int64
 	if err == nil {
-		statFields(&rec, fi)
+		mode, size = statFields(fi)
 	}
-	f.rec.emit(&rec)
+	f.rec.emitStat(OpStat, f.rel(name), ErrorOutcome(err), mode, size)
 	return fi, err
 }
 
@@ -270,11 +274,12 @@ func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	} else {
 		fi, err = f.inner.Stat(name)
 	}
-	rec := Record{Op: OpLstat, Path: f.rel(name), Err: ErrorOutcome(err)}
+	var mode string
+	var size int64
 	if err == nil {
-		statFields(&rec, fi)
+		mode, size = statFields(fi)
 	}
-	f.rec.emit(&rec)
+	f.rec.emitStat(OpLstat, f.rel(name), ErrorOutcome(err), mode, size)
 	return fi, ok, err
 }
 
