@@ -152,7 +152,8 @@
 // layer.go: subtrees of the layer and root-relative path helpers;
 // copyup.go: copy-up of metadata, and of content when a write needs it;
 // ops.go: Stat, Mkdir, Symlink, Readlink, Chmod, Chown, Chtimes, Remove and
-// RemoveAll; open.go and file.go: opening, and the handles; handles.go:
+// RemoveAll; rootguard.go: outside writes that would remove or move a root;
+// open.go and file.go: opening, and the handles; handles.go:
 // how open handles follow renames and removals; readdir.go and info.go: merged
 // listings and FileInfo; namesort.go: the order of a listing's names;
 // rename.go: [Fs.Rename]; changes.go, between.go
