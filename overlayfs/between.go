@@ -13,6 +13,8 @@ import (
 // the view of a, sorted by path: Added means in b and not in a. a and b may
 // come from f or from any fork of it (same root). Cost: O(size of both
 // layers), plus the lower subtrees that one side shows and the other hides.
+// It compares the primary root's layer only: the extra roots of
+// [WithRoot] are not in the result.
 func (f *Fs) ChangesBetween(a, b *Snapshot) []Change {
 	cs, _ := f.primary().between(a.layers[0], b.layers[0])
 	out := make([]Change, len(cs))
@@ -25,6 +27,7 @@ func (f *Fs) ChangesBetween(a, b *Snapshot) []Change {
 // WriteDiffBetween writes the changes from a to b as a git patch, with the
 // same guarantee as WriteDiff: in a copy of a's view, `git apply` gives b's
 // view (files and symlinks, byte for byte, with their executable bits).
+// Like [Fs.ChangesBetween] it covers the primary root only.
 func (f *Fs) WriteDiffBetween(w io.Writer, a, b *Snapshot) error {
 	cs, err := f.primary().between(a.layers[0], b.layers[0])
 	if err != nil {
