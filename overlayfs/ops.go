@@ -547,7 +547,8 @@ func (l *layer) removeAllDotDotLocked(name string, at loc) error {
 	for i, name := range ents.names {
 		l.unlinkLocked(join(at.rel, name), n.under, l.nodeOf(at.rel, n.under, ents, i))
 	}
-	return pathErr("unlinkat", name, errNotEmpty)
+	dir, base := splitPath(name)
+	return pathErr("unlinkat", dir+"/"+base, errNotEmpty)
 }
 
 // removeAllFailedLocked gives the error os.RemoveAll gives when name cannot
@@ -555,15 +556,7 @@ func (l *layer) removeAllDotDotLocked(name string, at loc) error {
 // the parent, failing there if the parent's own path is broken; else
 // unlinkat in the parent fails with the same errno.
 func (l *layer) removeAllFailedLocked(name string, e error) error {
-	dir := strings.TrimRight(name, "/")
-	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
-		dir = dir[:i]
-		if dir == "" {
-			dir = "/"
-		}
-	} else {
-		dir = "."
-	}
+	dir, base := splitPath(name)
 	at, err := l.resolve("open", dir, "", true)
 	if err != nil {
 		if errno(err) == errNoEnt {
@@ -575,7 +568,7 @@ func (l *layer) removeAllFailedLocked(name string, e error) error {
 		if _, err := os.Stat(at.host); errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		return pathErr("unlinkat", strings.TrimRight(name, "/"), e)
+		return pathErr("unlinkat", dir+"/"+base, e)
 	}
 	n, err := l.final(at)
 	switch {
@@ -586,11 +579,34 @@ func (l *layer) removeAllFailedLocked(name string, e error) error {
 	case err == nil && n.kind == kindSocket:
 		return pathErr("open", dir, errNoDevice)
 	}
-	// os names the parent and the base, without trailing slashes.
-	if t := strings.TrimRight(name, "/"); t != "" {
-		name = t
+	return pathErr("unlinkat", dir+"/"+base, e)
+}
+
+// splitPath is os.RemoveAll's split of a name into the parent it opens and
+// the base it unlinks there; os names a failure parent+"/"+base ("x" is
+// "./x", "x/../" is "x/.."). It is os's splitPath (os/path_unix.go).
+func splitPath(name string) (dir, base string) {
+	dir = "."
+	for len(name) > 1 && name[0] == '/' && name[1] == '/' {
+		name = name[1:]
 	}
-	return pathErr("unlinkat", name, e)
+	i := len(name) - 1
+	for ; i > 0 && name[i] == '/'; i-- {
+		name = name[:i]
+	}
+	base = name
+	for i--; i >= 0; i-- {
+		if name[i] == '/' {
+			if i == 0 {
+				dir = name[:1]
+			} else {
+				dir = name[:i]
+			}
+			base = name[i+1:]
+			break
+		}
+	}
+	return dir, base
 }
 
 // unlinkLocked removes rel and its subtree from the view: layer entries go,

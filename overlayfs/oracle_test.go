@@ -410,6 +410,7 @@ var errClasses = []struct {
 	{"EBADF", syscall.EBADF},
 	{"EXDEV", syscall.EXDEV},
 	{"ENAMETOOLONG", syscall.ENAMETOOLONG},
+	{"EBUSY", syscall.EBUSY},
 	{"ErrClosed", os.ErrClosed},
 	{"EOF", io.EOF},
 	{"ErrInvalid", fs.ErrInvalid},

@@ -139,6 +139,11 @@ var randBase = []string{
 	"loop1", "new", "n", "n/f", "newdir", "newdir/f", "up/outside.txt", "d/up/a", "nope",
 }
 
+// randAbove are names of directories that hold the root, reached through
+// links out of it and "..": an outside RemoveAll or Rename of one must be
+// refused, where os would remove or move the real root.
+var randAbove = []string{"out/..", "out/../", "..", "../", "d/up/..", "dir/sub/top/.."}
+
 // randTargets are symlink targets: relative ones only, so both sides'
 // links read the same; some leave the root.
 var randTargets = []string{"a", "d", "d/", "..", "../outside.txt", "missing", "self", "new", "c1", "d/b", "up", ".", "sg", "../root/a", "./a"}
@@ -172,6 +177,14 @@ func (g *randGen) pick(s []string) string { return s[g.r.IntN(len(s))] }
 // mode (joined to the root by env.p), or relative to the working
 // directory, decorated now and then.
 func (g *randGen) name() string { return g.nameOf(g.pick(randBase)) }
+
+// nameOrAbove is name, or one time in eight a directory holding the root.
+func (g *randGen) nameOrAbove() string {
+	if g.r.IntN(8) == 0 {
+		return g.pick(randAbove)
+	}
+	return g.name()
+}
 
 // nameOf returns n, root-relative, as name does.
 func (g *randGen) nameOf(n string) string {
@@ -269,11 +282,11 @@ func (g *randGen) op1() op {
 		return remove(g.name())
 	case 25:
 		// os.RemoveAll opens the parent of a name it cannot remove.
-		n := g.name()
+		n := g.nameOrAbove()
 		g.opens = "\x02" + n
 		return removeAll(n)
 	case 26, 27:
-		from, to := g.name(), g.name()
+		from, to := g.nameOrAbove(), g.name()
 		g.opens = "\x01" + from + "\x00" + to
 		return rename(from, to)
 	case 28, 29:
@@ -437,6 +450,12 @@ func randRun(ops []op, opens []string, want, got *randSide, origIno map[string]u
 			if a, b := want.inRoot(from), want.inRoot(to); a != 0 && b != 0 && a != b {
 				continue // across the root's edge: the overlay is a file system of its own (EXDEV)
 			}
+			if want.aboveRoot(from) && !want.holdsRoot(to) && !want.isLink(from) {
+				// os would move the real root: the overlay refuses (EBUSY)
+				// and changes nothing, which the next steps compare.
+				errs = append(errs, refused(i, o, got)...)
+				continue
+			}
 			if want.holdsRoot(from) || want.holdsRoot(to) {
 				continue // would move the real root
 			}
@@ -445,8 +464,15 @@ func randRun(ops []op, opens []string, want, got *randSide, origIno map[string]u
 				continue // a copy of a file into itself never ends when it appends
 			}
 		} else if name, ok := strings.CutPrefix(opens[i], "\x02"); ok {
-			if want.isFIFO(rawDir(strings.TrimRight(name, "/"))) || want.holdsRoot(name) {
-				continue // os would block on the FIFO, or remove the real root
+			if want.isFIFO(rawDir(strings.TrimRight(name, "/"))) {
+				continue // os would block on the FIFO
+			}
+			if want.holdsRoot(name) {
+				if want.aboveRoot(name) && !want.isLink(name) {
+					// os would remove the real root: the overlay refuses.
+					errs = append(errs, refused(i, o, got)...)
+				}
+				continue
 			}
 		} else if dir, ok := strings.CutPrefix(opens[i], "\x00"); ok {
 			if !sameIno(want.root, dir, origIno) {
@@ -457,21 +483,7 @@ func randRun(ops []op, opens []string, want, got *randSide, origIno map[string]u
 		} else if opens[i] != "" && want.isFIFO(opens[i]) {
 			continue // os would block
 		}
-		var out [2]string
-		for j, s := range []*randSide{want, got} {
-			// With absolute names each side still works from a directory
-			// of its own: a handle opened by a relative name earlier is
-			// looked up by name again by os's DirEntry.Info.
-			wd := s.root
-			if s.env.cwd != nil {
-				wd = s.env.wd()
-			}
-			if err := os.Chdir(wd); err != nil {
-				out[j] = "chdir: " + err.Error()
-				continue
-			}
-			out[j] = o.run(s.env)
-		}
+		out := [2]string{want.run(o), got.run(o)}
 		if trace {
 			fmt.Printf("op %d %s\n\twant %.200s\n\tgot  %.200s\n", i, o.desc, out[0], out[1])
 		}
@@ -485,6 +497,46 @@ func randRun(ops []op, opens []string, want, got *randSide, origIno map[string]u
 	want.env.closeAll()
 	got.env.closeAll()
 	return errs
+}
+
+// run runs o on this side, from the side's working directory: with
+// absolute names each side still works from a directory of its own (a
+// handle opened by a relative name earlier is looked up by name again by
+// os's DirEntry.Info).
+func (s *randSide) run(o op) string {
+	wd := s.root
+	if s.env.cwd != nil {
+		wd = s.env.wd()
+	}
+	if err := os.Chdir(wd); err != nil {
+		return "chdir: " + err.Error()
+	}
+	return o.run(s.env)
+}
+
+// refused runs o, which os would let remove or move the real root, on the
+// overlay's side alone, and reports it unless it failed: with EBUSY, or
+// with an error the name gives first (a missing target's parent). Either
+// way nothing may change, which the next steps compare with the os side,
+// which did not run it.
+func refused(i int, o op, got *randSide) []error {
+	if !got.env.cow {
+		return nil // the self-check: os on both sides, neither runs it
+	}
+	if out := got.run(o); strings.HasPrefix(out, "err=nil") {
+		return []error{fmt.Errorf("op %d %s: reaches the real root; want an error (EBUSY), got %s", i, o.desc, out)}
+	}
+	return nil
+}
+
+// isLink reports whether name's last component, on this side, is a
+// symlink: removing or renaming it acts on the link, not on its target.
+func (s *randSide) isLink(name string) bool {
+	if s.env.cwd != nil {
+		os.Chdir(s.env.wd())
+	}
+	fi, err := os.Lstat(strings.TrimRight(s.env.p(name), "/"))
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
 }
 
 // isFIFO reports whether name, on this side, names a FIFO.
@@ -537,17 +589,28 @@ func rawDir(p string) string {
 // (reached through ".." or links out of it): an outside write there would
 // reach into the real root.
 func (s *randSide) holdsRoot(name string) bool {
+	p, ok := s.resolved(name)
+	return ok && (p == s.root || strings.HasPrefix(s.root, p+"/"))
+}
+
+// aboveRoot reports whether name, on this side, resolves to a directory
+// that holds the root: an outside name for the overlay.
+func (s *randSide) aboveRoot(name string) bool {
+	p, ok := s.resolved(name)
+	return ok && strings.HasPrefix(s.root, p+"/")
+}
+
+// resolved returns the absolute path name resolves to on this side.
+func (s *randSide) resolved(name string) (string, bool) {
 	if s.env.cwd != nil {
 		os.Chdir(s.env.wd())
 	}
 	p, err := filepath.EvalSymlinks(strings.TrimRight(s.env.p(name), "/"))
 	if err != nil {
-		return false
+		return "", false
 	}
-	if p, err = filepath.Abs(p); err != nil {
-		return false
-	}
-	return p == s.root || strings.HasPrefix(s.root, p+"/")
+	p, err = filepath.Abs(p)
+	return p, err == nil
 }
 
 // sameFile reports whether two handle slots hold the same open regular file.
