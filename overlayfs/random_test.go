@@ -31,7 +31,9 @@ package overlayfs_test
 // compared): the root's own entry listed from its parent outside the
 // root (the disk's, not the layer's); a rename between the root and
 // outside it (the overlay is a file system of its own: EXDEV, as across
-// mount points); an outside write on a directory holding the root; a
+// mount points); an outside RemoveAll or Rename of a directory holding
+// the root (os would destroy the real root: the overlay alone runs it and
+// must fail, changing nothing, which the next steps compare); a
 // copy of a file into itself (never ends when it appends); a
 // working directory that was renamed or removed (a process's working
 // directory is an inode, the overlay names it by path: when the os side's
