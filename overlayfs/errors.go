@@ -55,6 +55,23 @@ func (specialFileError) Is(target error) bool { return target == errors.ErrUnsup
 // undoes that commit.
 var ErrInterruptedCommit = errors.New("overlayfs: interrupted commit")
 
+// errOtherRoot is the error of a write that a name inside one root of an
+// Fs reaches into another root (WithRoot) through a symlink or an alias:
+// that root's layer is written only through names the Fs gives to it, so
+// the write is refused, whatever the outside policy. It matches
+// ErrOutsideRoot (and fs.ErrPermission).
+var errOtherRoot error = otherRootError{}
+
+type otherRootError struct{}
+
+func (otherRootError) Error() string {
+	return "write into another overlay root through this one"
+}
+
+func (otherRootError) Is(target error) bool {
+	return target == ErrOutsideRoot || target == fs.ErrPermission
+}
+
 type outsideRootError struct{}
 
 func (outsideRootError) Error() string { return "write outside the overlay root" }

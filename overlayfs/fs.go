@@ -34,6 +34,7 @@ type shared struct {
 	opts  options
 	fam   *family
 	roots []string // every layer's root, set in New: outside writes may not reach them
+	alias aliases  // the roots' identities, to tell their aliases (alias.go)
 }
 
 // layer is one root's copy-on-write layer: its entries and contents, what

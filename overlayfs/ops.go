@@ -137,13 +137,15 @@ func (l *layer) checkWrite(op, name string, at loc, err error) (loc, bool, error
 	if err != nil {
 		return at, false, err
 	}
-	if !at.inside {
-		if !l.opts.outsideWrites {
-			return at, false, pathErr(op, name, ErrOutsideRoot)
-		}
-		return at, false, nil
+	switch {
+	case at.inside:
+		return at, true, nil
+	case at.other != 0:
+		return at, false, pathErr(op, name, errOtherRoot)
+	case !l.opts.outsideWrites:
+		return at, false, pathErr(op, name, ErrOutsideRoot)
 	}
-	return at, true, nil
+	return at, false, nil
 }
 
 // Mkdir creates a directory in the layer.

@@ -84,6 +84,8 @@ func (l *layer) renameOutsideLocked(lo, ln loc) error {
 			}
 		}
 		return errXDev
+	case lo.other != 0 || ln.other != 0:
+		return errOtherRoot
 	case l.reachesRoot(lo.host, true):
 		// As a target, a root or a directory holding one is refused
 		// already: os.Rename never replaces a directory (EEXIST).

@@ -1,7 +1,6 @@
 package overlayfs
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +24,7 @@ type loc struct {
 	dirOnly bool   // the name ended in a slash or "." or "..": it must be a directory
 	slash   bool   // the name ends in a slash after a normal last component
 	last    lastKind
+	other   int8 // outside: 1 + the index of the other root host lies in (see errOtherRoot), or 0
 	n       node // the node at rel, when have is set
 	have    bool
 }
@@ -140,7 +140,7 @@ func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool, see
 	var at loc
 	var err error
 	if rest, ok := l.within(lexClean(abs)); ok {
-		at, err = l.walk(op, name, splitRel(rest), follow, 0, seen)
+		at, err = l.walk(op, name, splitRel(rest), exit{}, follow, 0, seen)
 	} else {
 		at, err = l.outside(op, name, abs, follow, 0)
 	}
@@ -160,34 +160,31 @@ func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool, see
 // within reports whether a lexically clean absolute path lies in the root,
 // and returns the root-relative rest (which may still hold "..").
 func (l *layer) within(p string) (string, bool) {
-	if l.root == "/" {
-		return strings.TrimPrefix(p, "/"), true
-	}
-	if p == l.root {
-		return "", true
-	}
-	if strings.HasPrefix(p, l.root) && p[len(l.root)] == '/' {
-		return p[len(l.root)+1:], true
-	}
-	return "", false
+	return relUnder(l.root, p)
 }
 
 // outside handles a name that is not lexically under the root. It walks
 // the name on the real file system, as the kernel would, only as long as
 // it is outside the root: a name that enters the root ("../x" from a
-// working directory beside it, a symlink pointing into it) continues in
-// the merged view from there. Anything else is a host path.
+// working directory beside it, a symlink pointing into it, an alias such as
+// a bind mount of the root or of one of its directories: see alias.go)
+// continues in the merged view from there. Anything else is a host path;
+// loc.other says when it lies in another root of the Fs (also with the
+// error of a name that stops there).
 func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error) {
 	pending := splitRel(abs)
 	cur := "/"
+	pos := hostPos{sh: l.shared}
+	pos.reset()
 	host := "" // set when the walk stops before the end
 	for len(pending) > 0 {
 		if rel, ok := l.within(cur); ok {
-			return l.walk(op, name, append(splitRel(rel), pending...), follow, hops, nil)
+			return l.walk(op, name, append(splitRel(rel), pending...), exit{}, follow, hops, nil)
 		}
 		c := pending[0]
 		pending = pending[1:]
 		if c == ".." {
+			pos.up()
 			if len(pending) == 0 {
 				host = joinRaw(cur, []string{c}) // a last "..": not to be acted on
 				break
@@ -196,18 +193,25 @@ func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 			continue
 		}
 		next := filepath.Join(cur, c)
-		fi, err := os.Lstat(next)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 || len(pending) == 0 && !follow {
+		kind, id, err := lstatID(next)
+		if err != nil || kind != hostSymlink || len(pending) == 0 && !follow {
 			switch {
-			case err == nil && fi.IsDir():
+			case err == nil && kind == hostDir:
 				cur = next
+				if in, rel := pos.enter(cur, id); in >= 0 && l.shared.roots[in] == l.root {
+					// An alias of the root or of one of its directories: ".."
+					// leaves it for the alias's parent, as in the kernel.
+					ex := exit{depth: len(splitRel(rel)), up: filepath.Dir(cur)}
+					return l.walk(op, name, append(splitRel(rel), pending...), ex, follow, hops, nil)
+				}
 				continue
 			case len(pending) == 0:
 			case err != nil && isMissing(err):
-				// Something must follow: "missing/..", "file/x".
-				return loc{}, pathErr(op, name, errno(err))
+				// Something must follow: "missing/..", "file/x". Fs.pick
+				// reads other, to pick the root the name stopped in.
+				return loc{other: int8(pos.in() + 1)}, pathErr(op, name, errno(err))
 			case err == nil:
-				return loc{}, pathErr(op, name, errNotDir)
+				return loc{other: int8(pos.in() + 1)}, pathErr(op, name, errNotDir)
 			}
 			host = joinRaw(next, pending) // the kernel takes it from here, outside the root
 			break
@@ -222,16 +226,35 @@ func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 		}
 		if filepath.IsAbs(target) {
 			cur = "/"
+			pos.reset()
 		}
 		pending = append(splitRel(target), pending...)
 	}
 	if host == "" {
 		if rel, ok := l.within(cur); ok {
-			return l.walk(op, name, splitRel(rel), follow, hops, nil)
+			return l.walk(op, name, splitRel(rel), exit{}, follow, hops, nil)
 		}
 		host = cur
 	}
-	return loc{host: host}, nil
+	return loc{host: host, other: int8(pos.in() + 1)}, nil
+}
+
+// exit is where ".." leads out of a walk's tree: from the directory depth
+// components below the root (the root itself for the zero exit) to the
+// host directory up (the root's parent for the zero exit). A walk entered
+// through an alias of one of the root's directories leaves at that
+// directory for the alias's parent.
+type exit struct {
+	depth int
+	up    string
+}
+
+// dir returns the host directory ".." leads to from e's directory.
+func (e exit) dir(l *layer) string {
+	if e.up == "" {
+		return filepath.Dir(l.root)
+	}
+	return e.up
 }
 
 type frame struct {
@@ -241,7 +264,8 @@ type frame struct {
 
 // walk resolves root-relative components in the merged view.
 // seen, when set, is the node at a path the walk meets, looked up already.
-func (l *layer) walk(op, name string, pending []string, follow bool, hops int, seen *known) (loc, error) {
+// ex is where ".." leaves the walk's tree.
+func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, hops int, seen *known) (loc, error) {
 	var frames [16]frame
 	stack := append(frames[:0], frame{"", true}) // the root is never opaque
 	// mustDir: the name resolved through a symlink whose target ends in a
@@ -255,8 +279,8 @@ func (l *layer) walk(op, name string, pending []string, follow bool, hops int, s
 		}
 		top := stack[len(stack)-1]
 		if c == ".." {
-			if len(stack) == 1 {
-				return l.outside(op, name, joinRaw(filepath.Dir(l.root), pending), follow, hops)
+			if len(stack) == 1+ex.depth {
+				return l.outside(op, name, joinRaw(ex.dir(l), pending), follow, hops)
 			}
 			stack = stack[:len(stack)-1]
 			continue
@@ -301,7 +325,7 @@ func (l *layer) walk(op, name string, pending []string, follow bool, hops int, s
 				continue
 			}
 			if rest, ok := l.within(lexClean(target)); ok {
-				stack = stack[:1]
+				stack, ex = stack[:1], exit{}
 				pending = append(splitRel(rest), pending...)
 				continue
 			}

@@ -3,7 +3,6 @@ package overlayfs
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -57,8 +56,10 @@ func (f *Fs) primary() *layer { return f.layers[0] }
 // pick returns the layer of the root name lies in (the primary one for a
 // name outside every root) and, with several roots, name made absolute:
 // the layer's resolver takes it from there ("": it makes name absolute
-// itself, once). The choice is lexical, then by the real location of the
-// longest existing ancestor for a name outside every root.
+// itself, once). The choice is lexical, then, for a name outside every
+// root, by where it leads on the real file system: the primary layer's
+// outside walk follows its symlinks and tells aliases of the roots (see
+// alias.go).
 func (f *Fs) pick(name string) (*layer, string) {
 	if len(f.layers) == 1 || name == "" {
 		return f.primary(), ""
@@ -77,13 +78,14 @@ func (f *Fs) pick(name string) (*layer, string) {
 			return g, abs
 		}
 	}
-	c := physical(p)
-	for _, g := range f.layers[1:] {
-		if _, ok := g.within(c); ok {
-			return g, abs
-		}
+	pr := f.primary()
+	pr.mu.RLock()
+	at, _ := pr.outside("", name, abs, true, 0)
+	pr.mu.RUnlock()
+	if at.other > 0 {
+		return f.layers[at.other-1], abs
 	}
-	return f.primary(), abs
+	return pr, abs
 }
 
 // WriteDiffFor writes the git patch of one root's layer, paths relative to
@@ -95,26 +97,4 @@ func (f *Fs) WriteDiffFor(w io.Writer, root string) error {
 		}
 	}
 	return fmt.Errorf("overlayfs: %s is not a root of this Fs", root)
-}
-
-// physical resolves the symlinks of the longest existing ancestor of a
-// clean path, to tell which root a name outside them all reaches.
-func physical(p string) string {
-	dir, rest := p, ""
-	for {
-		if _, err := os.Lstat(dir); err == nil {
-			break
-		}
-		next := filepath.Dir(dir)
-		if next == dir {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = next
-	}
-	r, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return p
-	}
-	return filepath.Join(r, rest)
 }
