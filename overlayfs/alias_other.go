@@ -22,6 +22,6 @@ func lstatID(p string) (hostKind, dirID, error) {
 	return hostOther, dirID{}, nil
 }
 
-func statID(string) (dirID, bool)                            { return dirID{}, false }
-func mountTable() []byte                                     { return nil }
+func statID(string) (dirID, bool)                          { return dirID{}, false }
+func mountTable() []byte                                   { return nil }
 func mountOf([]byte, uint64) (root, point string, ok bool) { return "", "", false }
