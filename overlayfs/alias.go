@@ -73,46 +73,20 @@ type hostLevel struct {
 	in  int
 }
 
-// hostPos follows where an outside walk is on the real file system.
-type hostPos struct {
-	sh     *shared
-	ids    *rootIDs
-	levels []hostLevel
-	buf    [16]hostLevel
-}
+// slashLevel is the level of "/", where every outside walk starts.
+func (ids *rootIDs) slashLevel() hostLevel { return hostLevel{mnt: ids.slash.mnt, in: -1} }
 
-// reset puts the walk at "/".
-func (p *hostPos) reset() {
-	if p.ids == nil {
-		p.ids = p.sh.rootIDs()
+// enter returns the level of the directory cur, with identity id, entered
+// from the directory at level parent; in is the root cur lies in and rel
+// where, when cur is where the walk enters that root (-1 otherwise, or
+// when the walk was in it already).
+func (sh *shared) enter(ids *rootIDs, parent hostLevel, cur string, id dirID) (lv hostLevel, in int, rel string) {
+	lv = hostLevel{mnt: id.mnt, in: parent.in}
+	if lv.in >= 0 {
+		return lv, -1, ""
 	}
-	p.levels = append(p.buf[:0], hostLevel{mnt: p.ids.slash.mnt, in: -1})
-}
-
-// up follows "..".
-func (p *hostPos) up() {
-	if len(p.levels) > 1 {
-		p.levels = p.levels[:len(p.levels)-1]
-	}
-}
-
-// in returns the root the current directory lies in, or -1.
-func (p *hostPos) in() int { return p.levels[len(p.levels)-1].in }
-
-// enter descends into the directory cur with identity id. It returns the
-// root cur lies in and cur's root-relative path, when cur is where the walk
-// enters that root (in is -1 otherwise, or when the walk was in it
-// already).
-func (p *hostPos) enter(cur string, id dirID) (in int, rel string) {
-	parent := p.levels[len(p.levels)-1]
-	lv := hostLevel{mnt: id.mnt, in: parent.in}
-	in = -1
-	if lv.in < 0 {
-		in, rel = p.sh.rootAt(p.ids, cur, id, parent.mnt)
-		lv.in = in
-	}
-	p.levels = append(p.levels, lv)
-	return in, rel
+	lv.in, rel = sh.rootAt(ids, cur, id, parent.mnt)
+	return lv, lv.in, rel
 }
 
 // rootAt returns the root the directory cur (a path without symlinks,

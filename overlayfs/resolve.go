@@ -174,8 +174,11 @@ func (l *layer) within(p string) (string, bool) {
 func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error) {
 	pending := splitRel(abs)
 	cur := "/"
-	pos := hostPos{sh: l.shared}
-	pos.reset()
+	// Where cur is: for each directory from "/", its mount and the root
+	// it lies in (alias.go).
+	ids := l.rootIDs()
+	var buf [16]hostLevel
+	levels := append(buf[:0], ids.slashLevel())
 	host := "" // set when the walk stops before the end
 	for len(pending) > 0 {
 		if rel, ok := l.within(cur); ok {
@@ -184,7 +187,7 @@ func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 		c := pending[0]
 		pending = pending[1:]
 		if c == ".." {
-			pos.up()
+			levels = levels[:max(1, len(levels)-1)]
 			if len(pending) == 0 {
 				host = joinRaw(cur, []string{c}) // a last "..": not to be acted on
 				break
@@ -198,7 +201,9 @@ func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 			switch {
 			case err == nil && kind == hostDir:
 				cur = next
-				if in, rel := pos.enter(cur, id); in >= 0 && l.shared.roots[in] == l.root {
+				lv, in, rel := l.enter(ids, levels[len(levels)-1], cur, id)
+				levels = append(levels, lv)
+				if in >= 0 && l.roots[in] == l.root {
 					// An alias of the root or of one of its directories: ".."
 					// leaves it for the alias's parent, as in the kernel.
 					ex := exit{depth: len(splitRel(rel)), up: filepath.Dir(cur)}
@@ -209,9 +214,9 @@ func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 			case err != nil && isMissing(err):
 				// Something must follow: "missing/..", "file/x". Fs.pick
 				// reads other, to pick the root the name stopped in.
-				return loc{other: int8(pos.in() + 1)}, pathErr(op, name, errno(err))
+				return loc{other: int8(levels[len(levels)-1].in + 1)}, pathErr(op, name, errno(err))
 			case err == nil:
-				return loc{other: int8(pos.in() + 1)}, pathErr(op, name, errNotDir)
+				return loc{other: int8(levels[len(levels)-1].in + 1)}, pathErr(op, name, errNotDir)
 			}
 			host = joinRaw(next, pending) // the kernel takes it from here, outside the root
 			break
@@ -226,7 +231,7 @@ func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 		}
 		if filepath.IsAbs(target) {
 			cur = "/"
-			pos.reset()
+			levels = append(levels[:0], ids.slashLevel())
 		}
 		pending = append(splitRel(target), pending...)
 	}
@@ -236,7 +241,7 @@ func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 		}
 		host = cur
 	}
-	return loc{host: host, other: int8(pos.in() + 1)}, nil
+	return loc{host: host, other: int8(levels[len(levels)-1].in + 1)}, nil
 }
 
 // exit is where ".." leads out of a walk's tree: from the directory depth
