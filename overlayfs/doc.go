@@ -16,7 +16,16 @@
 // absolute and its symlinks resolved once, in [New]. A name is inside the
 // root when, cleaned (with the symlinks of its longest existing ancestor
 // resolved, so that /var and /private/var style aliases agree), it lies
-// under the root. Inside the root, symlinks are resolved component by
+// under the root. A name that reaches the root's directory, or one of its
+// directories, by another path (a bind mount of the root, of a directory
+// holding it or of a directory in it) is inside too, at the place it
+// reaches: reads and writes through it see and change the layer, as the
+// canonical name does, never the real root; ".." from the top of such an
+// alias leads to the alias's own parent, as in the kernel. The resolver
+// tells an alias by the device, inode and (on Linux) mount ID of the
+// directories it walks through anyway, at no extra system call; it reads
+// the mount table only where a name crosses into another mount of a
+// root's file system. Inside the root, symlinks are resolved component by
 // component in the merged view, so a symlink made in the layer works like a
 // real one; after 40 symlinks resolution fails with ELOOP.
 //
@@ -26,12 +35,13 @@
 // unless [AllowOutsideWrites] is given. This holds for names reaching
 // outside through "..", and through symlinks inside the root that point
 // outside it. Even with AllowOutsideWrites, the real root is never changed
-// from outside: a Remove, RemoveAll or Rename of a root, or a RemoveAll or
-// Rename of a directory that holds one (RemoveAll(filepath.Dir(root)),
-// "link-to-outside/.."), compared by device and inode so bind mounts and
-// other aliases count, fails before anything is touched with a
-// *fs.PathError or *os.LinkError wrapping syscall.EBUSY, as the kernel
-// refuses to remove or move a mount point in use.
+// from outside: a RemoveAll or Rename of a directory that holds a root
+// (RemoveAll(filepath.Dir(root)), "link-to-outside/.."), compared by
+// device and inode so bind mounts and other aliases count, fails before
+// anything is touched with a *fs.PathError or *os.LinkError wrapping
+// syscall.EBUSY, as the kernel refuses to remove or move a mount point in
+// use; a name inside one root that reaches another ([WithRoot]) through a
+// symlink or an alias is never written.
 //
 // [Fs.IOFS] gives an [io/fs] view rooted at the root.
 //
@@ -153,6 +163,7 @@
 // copyup.go: copy-up of metadata, and of content when a write needs it;
 // ops.go: Stat, Mkdir, Symlink, Readlink, Chmod, Chown, Chtimes, Remove and
 // RemoveAll; rootguard.go: outside writes that would remove or move a root;
+// alias.go, alias_*.go: names that reach a root by another path;
 // open.go and file.go: opening, and the handles; handles.go:
 // how open handles follow renames and removals; readdir.go and info.go: merged
 // listings and FileInfo; namesort.go: the order of a listing's names;

@@ -8,8 +8,10 @@ import (
 )
 
 // ErrOutsideRoot is wrapped by the error of a write to a path outside the
-// root under the default policy. errors.Is(err, fs.ErrPermission) is true for
-// it as well, so code written against os treats it as a permission failure.
+// root under the default policy, and matched by the error of a write that a
+// name in one root reaches into another (see WithRoot) under any policy.
+// errors.Is(err, fs.ErrPermission) is true for it as well, so code written
+// against os treats it as a permission failure.
 var ErrOutsideRoot error = outsideRootError{}
 
 // ErrConflict is wrapped by the error of Commit when a lower file the layer

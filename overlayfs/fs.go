@@ -104,7 +104,9 @@ type Option func(*options)
 
 // AllowOutsideWrites lets writes to paths outside the root go to the real
 // file system, as afero.OsFs would do. By default they fail with
-// ErrOutsideRoot.
+// ErrOutsideRoot. A path that reaches the root by another name (a bind
+// mount of it, of a directory holding it or of one of its directories) is
+// not outside: its writes go to the layer (see the package documentation).
 func AllowOutsideWrites() Option { return func(o *options) { o.outsideWrites = true } }
 
 // DenyOutsideReads makes reads of paths outside the root fail with

@@ -12,9 +12,12 @@ import (
 // root a change belongs to; Snapshot, Restore, Fork, Reset and Commit cover
 // every root at once (Commit checks all of them for conflicts before
 // writing any). Roots may not be nested. Renaming across roots fails with
-// EXDEV, as across devices. A symlink in one root that points into another
-// is followed on the real file system: reads through it see that root's
-// lower, writes through it are refused.
+// EXDEV, as across devices. A name outside every root that reaches one
+// through a symlink or an alias (a bind mount) is that root's. A symlink in
+// one root that points into another (by its name or an alias) is followed
+// on the real file system: reads through it see that root's lower; writes
+// through it are refused, whatever the outside policy, with an error
+// matching ErrOutsideRoot.
 func WithRoot(dir string) Option {
 	return func(o *options) { o.extra = append(o.extra, dir) }
 }
