@@ -16,7 +16,11 @@ package overlayfs_test
 // root: writes outside are allowed, and each side has its own outside tree
 // to write to); FIFOs and sockets in the fixture; io.Copy, ReadFrom and
 // WriteString; seeks past the end then writes (holes); Lstat; Chtimes then
-// Stat.
+// Stat; names through bind mounts of the root ("../alias/...") and of
+// one of its directories ("../dalias/...", and a link "toalias" in the
+// root leading to it), on both sides: os writes through them into its
+// copy, the overlay into its layer (the real root must not change);
+// TestRandomAliasNames checks in os that they name what they should.
 //
 // What is not compared, because it differs between Linux file systems
 // (the generator is validated os against os on the disk's file system and
@@ -38,7 +42,11 @@ package overlayfs_test
 // working directory that was renamed or removed (a process's working
 // directory is an inode, the overlay names it by path: when the os side's
 // working directory is no longer the original directory, both sides go
-// back to absolute names); opening a FIFO (os blocks).
+// back to absolute names); opening a FIFO (os blocks); what the kernel
+// does because an alias is a mount point, which the overlay, treating the
+// alias as the directory it shows, does not model: a rename between two
+// mounts (EXDEV in os) and a Remove, RemoveAll or Rename of an alias's
+// mount point itself (EBUSY in os).
 //
 // COWFS_DIFF_SEQS sets the number of sequences (default 300; 100 for the
 // generator's self-check) and COWFS_DIFF_SEED the first seed (default 1);
@@ -75,13 +83,13 @@ func randFixture(t testing.TB, dir string) string {
 	files := map[string]string{
 		"a": "alpha\n", "b": "bravo", "x": "#!/bin/sh\n", "p": "private", "ro": "read only\n",
 		"d/b": "d bravo\n", "d/c": "charlie", "g/h": "golf hotel\n", "dir/sub/s": "sierra",
-		"sg/f": "in setgid\n",
+		"sg/f": "in setgid\n", "al/f": "foxtrot\n", "al/sub/g": "golf",
 	}
 	dirs := []string{"d/e", "empty", "dir/sub", "g", "sg", "st"}
 	links := [][2]string{
 		{"l", "a"}, {"ld", "d"}, {"m", "missing"}, {"self", "self"}, {"c1", "c2"}, {"c2", "a"},
 		{"d/up", ".."}, {"dl", "d/"}, {"out", "../outdir"}, {"outf", "../outside.txt"}, {"lp", "pipe"},
-		{"dir/sub/top", "../.."}, {"loop1", "loop2"}, {"loop2", "loop1"},
+		{"dir/sub/top", "../.."}, {"loop1", "loop2"}, {"loop2", "loop1"}, {"toalias", "../dalias"}, {"al/up", ".."},
 	}
 	modes := map[string]fs.FileMode{"x": 0o755, "p": 0o600, "ro": 0o444, "sg": 0o2775, "st": 0o1777, "g": 0o700}
 	must := func(err error) {
@@ -139,6 +147,43 @@ var randBase = []string{
 	"empty/n", "dir", "dir/sub", "dir/sub/s", "dir/sub/top", "sg", "sg/f", "sg/new", "st", "st/new",
 	"l", "ld", "ld/b", "m", "self", "c1", "c2", "dl", "out", "out/o", "outf", "pipe", "sock", "lp",
 	"loop1", "new", "n", "n/f", "newdir", "newdir/f", "up/outside.txt", "d/up/a", "nope",
+	// Through the bind mounts randAliases makes beside the root; "al"
+	// itself is never named, so that no sequence removes or moves it (see
+	// randAliases).
+	"../alias/a", "../alias/d/c", "../alias/new", "../alias/ld/b", "../alias/d", "../dalias/f",
+	"../dalias/sub/g", "../dalias/new", "../dalias/up/a", "../dalias/sub", "toalias/f", "toalias/new",
+	"al/f", "al/new", "al/sub/g", "al/up/a",
+}
+
+// randAliases bind-mounts root at dir/alias and root/al at dir/dalias, as
+// the generator's names expect, and returns what undoes it. Where mounting
+// is not allowed it makes nothing (those names then fail alike on both
+// sides) and returns the reason. No generated name removes or moves root/al:
+// a bind mount holds on to its directory where the overlay's alias names a
+// path (see the package documentation), so after that the two would part.
+func randAliases(dir, root string) (undo func(), err error) {
+	var done []string
+	undo = func() {
+		for _, at := range done {
+			unix.Unmount(at, unix.MNT_DETACH)
+			os.Remove(at)
+		}
+		done = nil
+	}
+	for _, m := range [][2]string{{root, "alias"}, {root + "/al", "dalias"}} {
+		at := filepath.Join(dir, m[1])
+		if err := os.Mkdir(at, 0o755); err != nil {
+			undo()
+			return func() {}, err
+		}
+		if err := unix.Mount(m[0], at, "", unix.MS_BIND, ""); err != nil {
+			os.Remove(at)
+			undo()
+			return func() {}, err
+		}
+		done = append(done, at)
+	}
+	return undo, nil
 }
 
 // randAbove are names of directories that hold the root, reached through
@@ -452,6 +497,9 @@ func randRun(ops []op, opens []string, want, got *randSide, origIno map[string]u
 			if a, b := want.inRoot(from), want.inRoot(to); a != 0 && b != 0 && a != b {
 				continue // across the root's edge: the overlay is a file system of its own (EXDEV)
 			}
+			if want.mountPoint(from) || want.mountPoint(to) || want.acrossMounts(from, to) {
+				continue // EBUSY or EXDEV in os, for mount points the overlay does not model
+			}
 			if want.aboveRoot(from) && !want.holdsRoot(to) && !want.isLink(from) {
 				// os would move the real root: the overlay refuses (EBUSY)
 				// and changes nothing, which the next steps compare.
@@ -468,6 +516,9 @@ func randRun(ops []op, opens []string, want, got *randSide, origIno map[string]u
 		} else if name, ok := strings.CutPrefix(opens[i], "\x02"); ok {
 			if want.isFIFO(rawDir(strings.TrimRight(name, "/"))) {
 				continue // os would block on the FIFO
+			}
+			if want.mountPoint(name) {
+				continue // EBUSY in os, for a mount point the overlay does not model
 			}
 			if want.holdsRoot(name) {
 				if want.aboveRoot(name) && !want.isLink(name) {
@@ -548,6 +599,49 @@ func (s *randSide) isFIFO(name string) bool {
 	}
 	fi, err := os.Stat(s.env.p(name))
 	return err == nil && fi.Mode()&fs.ModeNamedPipe != 0
+}
+
+// mountPoint reports whether name, on this side, names the top of a
+// mount itself (not through a symlink, not as "x/." or "x/.."): the
+// alias directories of randAliases.
+func (s *randSide) mountPoint(name string) bool {
+	if s.env.cwd != nil {
+		os.Chdir(s.env.wd())
+	}
+	p := strings.TrimRight(s.env.p(name), "/")
+	if b := filepath.Base(p); b == "." || b == ".." {
+		return false // the kernel refuses these before it looks at mounts
+	}
+	id, ok := mountID(p, false)
+	pid, pok := mountID(rawDir(p), true)
+	return ok && pok && id != pid
+}
+
+// acrossMounts reports whether the directories holding two names' last
+// components are on different mounts on this side (rename's EXDEV).
+func (s *randSide) acrossMounts(a, b string) bool {
+	if s.env.cwd != nil {
+		os.Chdir(s.env.wd())
+	}
+	pa, pb := strings.TrimRight(s.env.p(a), "/"), strings.TrimRight(s.env.p(b), "/")
+	ia, oka := mountID(rawDir(pa), true)
+	ib, okb := mountID(rawDir(pb), true)
+	return oka && okb && ia != ib
+}
+
+// mountID returns the mount ID of the directory at p (following a final
+// symlink when follow is set).
+func mountID(p string, follow bool) (uint64, bool) {
+	flags := unix.AT_SYMLINK_NOFOLLOW
+	if follow {
+		flags = 0
+	}
+	var sx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, p, flags, unix.STATX_TYPE|unix.STATX_MNT_ID, &sx) != nil ||
+		sx.Mask&unix.STATX_MNT_ID == 0 || sx.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return 0, false
+	}
+	return sx.Mnt_id, true
 }
 
 // inRoot says where the directory holding name's last component is on
@@ -680,6 +774,15 @@ func randCompare(t testing.TB, baseA, baseB, label string, ops []op, opens []str
 	defer os.RemoveAll(topA)
 	defer os.RemoveAll(topB)
 	rootA, rootB := randFixture(t, dirA), randFixture(t, dirB)
+	var unbind []func()
+	for _, side := range [][2]string{{dirA, rootA}, {dirB, rootB}} {
+		undo, err := randAliases(side[0], side[1])
+		if err != nil {
+			t.Logf("no bind-mount aliases in this sequence: mounting needs CAP_SYS_ADMIN: %v", err)
+		}
+		unbind = append(unbind, undo)
+		defer undo() // before the trees are removed: they would be removed through it
+	}
 	before := mustWalk(t, osTarget{}, rootA)
 	origIno := dirInodes(rootB)
 	sumA := hashTree(t, rootA)
@@ -693,6 +796,9 @@ func randCompare(t testing.TB, baseA, baseB, label string, ops []op, opens []str
 		got.env = newEnv(c, c.Root(), true)
 	}
 	errs := randRun(ops, opens, want, got, origIno)
+	for _, undo := range unbind {
+		undo() // the trees are compared by their own names
+	}
 	var gotFs target = osTarget{}
 	if c != nil {
 		gotFs = c
@@ -720,12 +826,14 @@ func randCompare(t testing.TB, baseA, baseB, label string, ops []op, opens []str
 	return errs
 }
 
-// besides walks dir without its root subtree.
+// besides walks dir without its root subtree (nor the aliases of it).
 func besides(t testing.TB, dir string) map[string]entry {
 	m := mustWalk(t, osTarget{}, dir)
 	for k := range m {
-		if k == "1/2/3/root" || strings.HasPrefix(k, "1/2/3/root/") {
-			delete(m, k)
+		for _, sub := range []string{"1/2/3/root", "1/2/3/alias", "1/2/3/dalias"} {
+			if k == sub || strings.HasPrefix(k, sub+"/") {
+				delete(m, k) // the root, and the root seen through its aliases
+			}
 		}
 	}
 	return m
@@ -744,6 +852,52 @@ func envInt(name string, def int) int {
 func TestRandomDifferential(t *testing.T) {
 	dir := t.TempDir()
 	runRandom(t, dir, dir, false)
+}
+
+// TestRandomAliasNames validates the generator's names through bind mounts
+// in os: each alias name reaches the file of the root it stands for, ".."
+// from the top of an alias leaves for the alias's parent, the aliases are
+// mount points (which randRun keeps out of removals and renames), and
+// renames between them and canonical names cross mounts.
+func TestRandomAliasNames(t *testing.T) {
+	dir := t.TempDir()
+	root := randFixture(t, dir)
+	undo, err := randAliases(dir, root)
+	if err != nil {
+		t.Skipf("bind mounts need CAP_SYS_ADMIN, which this process lacks: %v", err)
+	}
+	defer undo()
+	t.Chdir(root)
+	for name, want := range map[string]string{
+		"../alias/a": "a", "../alias/d/c": "d/c", "../alias/ld/b": "d/b", "../alias/d": "d",
+		"../dalias/f": "al/f", "../dalias/sub/g": "al/sub/g", "toalias/f": "al/f", "al/up/a": "a",
+		"../dalias/sub": "al/sub", "../dalias/up": "..", "../alias": ".",
+	} {
+		gi, gerr := os.Stat(name)
+		wi, werr := os.Stat(filepath.Join(root, want))
+		if gerr != nil || werr != nil || !os.SameFile(gi, wi) {
+			t.Errorf("os: %s is not root/%s: %v, %v", name, want, gerr, werr)
+		}
+	}
+	for _, name := range []string{"../alias/new", "../dalias/new", "../dalias/up/a", "toalias/new"} {
+		if _, err := os.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("os: %s exists (%v): the generator means it new or missing", name, err)
+		}
+	}
+	side := &randSide{dir: dir, root: root, env: newEnv(osTarget{}, root, false)}
+	for name, want := range map[string]bool{"../alias": true, "../dalias": true, "toalias": false, "al": false, "../dalias/sub": false} {
+		if got := side.mountPoint(name); got != want {
+			t.Errorf("mountPoint(%s) = %v, want %v", name, got, want)
+		}
+	}
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{{"../dalias/f", "al/f", true}, {"toalias/f", "../dalias/new", false}, {"../alias/a", "a", true}, {"../alias/a", "../alias/d/c", false}, {"a", "d/b", false}} {
+		if got := side.acrossMounts(c.a, c.b); got != c.want {
+			t.Errorf("acrossMounts(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
 }
 
 // TestRandomOracleSelfCheck validates the generator: os against os on a
