@@ -21,7 +21,13 @@
 // holding it or of a directory in it) is inside too, at the place it
 // reaches: reads and writes through it see and change the layer, as the
 // canonical name does, never the real root; ".." from the top of such an
-// alias leads to the alias's own parent, as in the kernel. The resolver
+// alias leads to the alias's own parent, as in the kernel. The layer has
+// no mount points: an alias of a directory in the root names that path in
+// the merged view (after the layer removes or renames the directory, the
+// alias follows the path, where a bind mount would hold on to the
+// directory), a Remove or Rename of an alias acts on the directory it
+// shows, and a rename between an alias and another name in the same root
+// stays in the layer, where the kernel says EXDEV. The resolver
 // tells an alias by the device, inode and (on Linux) mount ID of the
 // directories it walks through anyway, at no extra system call; it reads
 // the mount table only where a name crosses into another mount of a
