@@ -21,8 +21,8 @@ import (
 // view, as the canonical name would; one that reaches another root of the
 // Fs is that root's (see Fs.pick), or, reached through a name inside this
 // root, read from the real file system and never written (errOtherRoot).
-// Telling subdirectory aliases needs the mount IDs of Linux 5.8; elsewhere
-// only aliases of a root itself (and of its ancestors) are told.
+// Identities are read on Linux (statx; subdirectory aliases need the mount
+// IDs of Linux 5.8); elsewhere roots are told by name alone.
 
 // hostKind is what an outside walk needs to know of a component's type.
 type hostKind uint8
@@ -96,6 +96,9 @@ func (sh *shared) enter(ids *rootIDs, parent hostLevel, cur string, id dirID) (l
 func (sh *shared) rootAt(ids *rootIDs, cur string, id dirID, parentMnt uint64) (int, string) {
 	var table []byte
 	for i, r := range ids.roots {
+		if rel, ok := relUnder(sh.roots[i], cur); ok {
+			return i, rel // by name (where identities are not known)
+		}
 		switch {
 		case r.ino == 0 || id.dev != r.dev:
 			continue
