@@ -12,10 +12,11 @@ import (
 
 // lstatID is the outside walk's lstat: the component's kind and, for a
 // directory, its identity. It is one statx, the system call os.Lstat's
-// fstatat would be, asking for the mount ID too.
+// fstatat would be (which does not automount either), asking for the mount
+// ID too.
 func lstatID(p string) (hostKind, dirID, error) {
 	var sx unix.Statx_t
-	err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_MNT_ID, &sx)
+	err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_MNT_ID, &sx)
 	if err != nil {
 		return hostOther, dirID{}, &os.PathError{Op: "lstat", Path: p, Err: err}
 	}
