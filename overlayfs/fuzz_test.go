@@ -170,6 +170,7 @@ func FuzzResolve(f *testing.F) {
 		"out/file.txt", "out/../root/a", "abs/file.txt", "ld/../../outside", "l/", "a/.", "m",
 		"d/e/../../../root/x", "..", "../..", "/", "ld/b/", "lp/lp/lp", "l//", "loop", "loop/x",
 		strings.Repeat("ld/", 50) + "b", strings.Repeat("../", 30) + "etc", "d/\x00", strings.Repeat("n", 300),
+		"../alias/d/b", "../alias/../root/a", "../alias/..", "../alias/l/", "../alias/ld/../a", "../dalias/../outside",
 	} {
 		f.Add(s)
 	}
@@ -204,6 +205,15 @@ func FuzzResolve(f *testing.F) {
 		return root
 	}
 	origRoot, copyRoot := mk("A"), mk("B")
+	for _, root := range []string{origRoot, copyRoot} {
+		// Beside each root, bind mounts of it and of its d: names through
+		// them resolve in os as in the overlay (alias.go).
+		undo, err := bindBeside(root, map[string]string{"alias": "", "dalias": "d"})
+		if err != nil {
+			f.Logf("no bind-mount aliases: mounting needs CAP_SYS_ADMIN: %v", err)
+		}
+		f.Cleanup(undo)
+	}
 	origParent := filepath.Dir(origRoot)
 	sum := hashTree(f, origParent)
 	sharedSum := hashTree(f, shared)

@@ -157,15 +157,26 @@ var randBase = []string{
 	"al/f", "al/new", "al/sub/g", "al/up/a",
 }
 
-// randAliases bind-mounts root at dir/alias and root/al at dir/dalias, as
-// the generator's names expect, and returns what undoes it. Where mounting
-// is not allowed it makes nothing (those names then fail alike on both
-// sides) and returns the reason. No generated name removes or moves root/al
-// by its own name: a bind mount holds on to its directory where the
-// overlay's alias names a path (see the package documentation), so after
-// that the two part. (A RemoveAll of "x/.." in the root still empties the
-// root, al with it: randRun stops comparing names through dalias then.)
+// randAliases bind-mounts root at dir/alias and root/al at dir/dalias
+// (dir holds root), as the generator's names expect, and returns what
+// undoes it. Where mounting is not allowed it makes nothing (those names
+// then fail alike on both sides) and returns the reason. No generated name
+// removes or moves root/al by its own name: a bind mount holds on to its
+// directory where the overlay's alias names a path (see the package
+// documentation), so after that the two part. (A RemoveAll of "x/.." in
+// the root still empties the root, al with it: randRun stops comparing
+// names through dalias then.)
 func randAliases(dir, root string) (undo func(), err error) {
+	if filepath.Dir(root) != dir {
+		return func() {}, fmt.Errorf("randAliases: %s is not in %s", root, dir)
+	}
+	return bindBeside(root, map[string]string{"alias": "", "dalias": "al"})
+}
+
+// bindBeside bind-mounts, for each name and root-relative source in m,
+// root/source at a new directory name beside root, and returns what undoes
+// it; on an error nothing is left mounted.
+func bindBeside(root string, m map[string]string) (undo func(), err error) {
 	var done []string
 	undo = func() {
 		for _, at := range done {
@@ -174,13 +185,13 @@ func randAliases(dir, root string) (undo func(), err error) {
 		}
 		done = nil
 	}
-	for _, m := range [][2]string{{root, "alias"}, {root + "/al", "dalias"}} {
-		at := filepath.Join(dir, m[1])
+	for name, src := range m {
+		at := filepath.Join(filepath.Dir(root), name)
 		if err := os.Mkdir(at, 0o755); err != nil {
 			undo()
 			return func() {}, err
 		}
-		if err := unix.Mount(m[0], at, "", unix.MS_BIND, ""); err != nil {
+		if err := unix.Mount(filepath.Join(root, src), at, "", unix.MS_BIND, ""); err != nil {
 			os.Remove(at)
 			undo()
 			return func() {}, err
