@@ -94,6 +94,14 @@ func TestAliasWritesGoToLayer(t *testing.T) {
 		{"overwrite a lower file through parent alias", func(f target, n func(string, string) string) error {
 			return afero.WriteFile(f, n("top", "root/r.txt"), []byte("rewritten\n"), 0o644)
 		}},
+		{"Create through sub alias", func(f target, n func(string, string) string) error {
+			fh, err := f.Create(n("sub", "created"))
+			if err != nil {
+				return err
+			}
+			_, err = fh.Write([]byte("created\n"))
+			return errors.Join(err, fh.Close())
+		}},
 		{"O_EXCL create of an existing file through sub alias", func(f target, n func(string, string) string) error {
 			fh, err := f.OpenFile(n("sub", "s.txt"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 			if err == nil {
