@@ -24,7 +24,7 @@ type loc struct {
 	dirOnly bool   // the name ended in a slash or "." or "..": it must be a directory
 	slash   bool   // the name ends in a slash after a normal last component
 	last    lastKind
-	other   int8 // outside: 1 + the index of the other root host lies in (see errOtherRoot), or 0
+	other   int  // outside: 1 + the index of the other root host lies in (see errOtherRoot), or 0
 	n       node // the node at rel, when have is set
 	have    bool
 }
@@ -214,9 +214,9 @@ func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 			case err != nil && isMissing(err):
 				// Something must follow: "missing/..", "file/x". Fs.pick
 				// reads other, to pick the root the name stopped in.
-				return loc{other: int8(levels[len(levels)-1].in + 1)}, pathErr(op, name, errno(err))
+				return loc{other: levels[len(levels)-1].in + 1}, pathErr(op, name, errno(err))
 			case err == nil:
-				return loc{other: int8(levels[len(levels)-1].in + 1)}, pathErr(op, name, errNotDir)
+				return loc{other: levels[len(levels)-1].in + 1}, pathErr(op, name, errNotDir)
 			}
 			host = joinRaw(next, pending) // the kernel takes it from here, outside the root
 			break
@@ -241,7 +241,7 @@ func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 		}
 		host = cur
 	}
-	return loc{host: host, other: int8(levels[len(levels)-1].in + 1)}, nil
+	return loc{host: host, other: levels[len(levels)-1].in + 1}, nil
 }
 
 // exit is where ".." leads out of a walk's tree: from the directory depth
