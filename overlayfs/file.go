@@ -333,9 +333,7 @@ func (h *file) Close() error {
 		return pathErr("close", h.name, os.ErrClosed)
 	}
 	h.closed = true
-	h.fs.mu.Lock()
-	h.fs.releaseLocked(h.ino)
-	h.fs.mu.Unlock()
+	h.fs.release(h.ino)
 	return nil
 }
 

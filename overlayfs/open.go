@@ -54,6 +54,11 @@ func (l *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.Fi
 // openWriteLocked is openFile for an open that may change the layer.
 func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
 	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
+	if !excl {
+		if rel, e, ok := l.layerFileAt(name, abs); ok {
+			return l.openNodeLocked(name, rel, node{kind: kindFile, layer: true, e: e}, flag, perm)
+		}
+	}
 	var at loc
 	var ok bool
 	var err error
@@ -119,7 +124,30 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 	case n.kind == kindFIFO:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	}
-	ino, b, err := l.fileLocked(at.rel, n, flag, perm)
+	return l.openNodeLocked(name, at.rel, n, flag, perm)
+}
+
+// layerFileAt is the fast path of an open for writing (not exclusive) of
+// a name that the layer has a regular file at, in a clean directory (see
+// fastRel): nothing to follow, nothing to create, no rule of the switch
+// above to apply. It returns rel and the file's entry when it applies.
+// abs is as for resolve. Callers hold l.mu.
+func (l *layer) layerFileAt(name, abs string) (string, entry, bool) {
+	if abs == "" {
+		abs = name // fastRel takes absolute names only
+	}
+	rel, st, ok := l.fastRel(abs)
+	if !ok || st&(dirKnown|dirBare) == dirKnown|dirBare {
+		return "", entry{}, false // a bare directory has no layer file
+	}
+	e, ok := l.paths.Get(rel)
+	return rel, e, ok && e.kind == kindFile
+}
+
+// openNodeLocked opens for writing the file at rel, where the view has n,
+// a regular file or nothing (to create): see fileLocked.
+func (l *layer) openNodeLocked(name, rel string, n node, flag int, perm fs.FileMode) (afero.File, error) {
+	ino, b, err := l.fileLocked(rel, n, flag, perm)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
@@ -279,20 +307,32 @@ func (l *layer) hold(ino uint64) {
 	l.hmu.Unlock()
 }
 
-// releaseLocked ends a handle; the content of a file unlinked while open goes
-// with its last handle. Callers hold l.mu.
-func (l *layer) releaseLocked(ino uint64) {
+// release ends a handle; the content of a file unlinked while open goes
+// with its last handle. It takes l.mu only then: ending a handle on a file
+// that is still there changes nothing else.
+func (l *layer) release(ino uint64) {
 	l.hmu.Lock()
-	defer l.hmu.Unlock()
 	if n := l.opened[ino] - 1; n > 0 {
 		l.opened[ino] = n
+		l.hmu.Unlock()
 		return
 	}
 	delete(l.opened, ino)
-	// A read handle opened on the lower before the copy-up may still come
-	// to read this identity (copyIno): the orphan stays until then.
-	if l.orphan[ino] && !l.copyIno[ino] {
+	orphan := l.orphan[ino]
+	l.hmu.Unlock()
+	if !orphan {
+		return
+	}
+	l.mu.Lock()
+	l.hmu.Lock()
+	// Looked at again under both locks: the file may have been opened again,
+	// or the layer restored, in between. A read handle opened on the lower
+	// before the copy-up may still come to read this identity (copyIno):
+	// the orphan stays until then.
+	if l.opened[ino] == 0 && l.orphan[ino] && !l.copyIno[ino] {
 		delete(l.orphan, ino)
 		l.blobs.Delete(ino)
 	}
+	l.hmu.Unlock()
+	l.mu.Unlock()
 }

@@ -227,3 +227,85 @@ func TestHandleBlobAcrossFreezes(t *testing.T) {
 	fork2 := c.Fork()
 	frozen(fork2, "one ", "Fork after Restore")
 }
+
+// TestOpenLayerFileFastPath: an open for writing of a name the layer has a
+// regular file at, in a directory with no layer entry above it, skips the
+// resolver's walk (layerFileAt). Each scenario puts that file next to what
+// the fast path must not take for it (a flag, a name's form, what replaced
+// the file, a changed directory, a handle still open), against os on a copy.
+func TestOpenLayerFileFastPath(t *testing.T) {
+	made := []op{writeFile("d/n", "made in the layer\n", 0o644), writeFile("top", "at the root\n", 0o644)}
+	with := func(ops ...op) []op { return append(slices.Clone(made), ops...) }
+	runScenarios(t, []scenario{
+		{name: "overwrite", fixture: "small", ops: with(
+			openFile(0, "d/n", wronly|creat|trunc, 0o600), write(0, "new"), fstat(0), closeH(0), readFile("d/n"), lstat("d/n"),
+			openFile(0, "top", rdwr|creat|trunc, 0o600), write(0, "T"), seek(0, 0, io.SeekStart), read(0, 10), closeH(0), readFile("top"))},
+		{name: "copied-up", fixture: "small", ops: []op{
+			writeFile("d/b", "bravo, again\n", 0o644),
+			openFile(0, "d/b", wronly|creat|trunc, 0o600), write(0, "B"), closeH(0), readFile("d/b")}},
+		{name: "no-create-no-trunc", fixture: "small", ops: with(
+			openFile(0, "d/n", wronly, 0), write(0, "XY"), closeH(0), readFile("d/n"),
+			openFile(0, "d/n", rdwr|appnd, 0), write(0, "end"), seek(0, 0, io.SeekStart), read(0, 100), closeH(0), readFile("d/n"))},
+		{name: "excl", fixture: "small", ops: with(
+			openFile(0, "d/n", wronly|creat|excl, 0o600), openFile(1, "top", rdwr|creat|excl|trunc, 0o600), readFile("d/n"))},
+		{name: "name-forms", fixture: "small", ops: with(
+			openFile(0, "d/n/", wronly|creat, 0o600), openFile(1, "d/n/", wronly, 0), openFile(2, "d/n/.", wronly|creat, 0o600),
+			openFile(3, "d//n", wronly|trunc, 0), write(3, "slashes"), closeH(3),
+			openFile(4, "d/./n", wronly|appnd, 0), write(4, "+dot"), closeH(4),
+			openFile(5, "d/e/../n", wronly|appnd, 0), write(5, "+up"), closeH(5),
+			openFile(6, "ld/n", wronly|appnd, 0), write(6, "+link"), closeH(6), readFile("d/n"))},
+		{name: "replaced-by-dir", fixture: "small", ops: with(
+			remove("d/n"), mkdir("d/n", 0o755), openFile(0, "d/n", wronly|creat|trunc, 0o600), openFile(1, "d/n", rdwr, 0), lstat("d/n"))},
+		{name: "replaced-by-symlink", fixture: "small", ops: with(
+			remove("d/n"), symlink("../a", "d/n"), openFile(0, "d/n", wronly|creat|trunc, 0o600), write(0, "through"), closeH(0),
+			readFile("a"), lstat("d/n"))},
+		{name: "removed", fixture: "small", ops: with(
+			remove("d/n"), openFile(0, "d/n", wronly|trunc, 0), openFile(1, "d/n", wronly|creat|trunc, 0o600), write(1, "again"), closeH(1),
+			readFile("d/n"), lstat("d/n"))},
+		{name: "renamed-onto", fixture: "small", ops: with(
+			writeFile("d/o", "other\n", 0o600), rename("d/o", "d/n"), openFile(0, "d/n", wronly|appnd, 0), write(0, "+"), closeH(0),
+			readFile("d/n"), lstat("d/n"), lstat("d/o"))},
+		{name: "dir-changed", fixture: "small", ops: with(
+			chmod("d", 0o700), openFile(0, "d/n", rdwr|trunc, 0), write(0, "in a changed dir"), closeH(0), chmod("d", 0o755), readFile("d/n"),
+			removeAll("d"), mkdir("d", 0o755), openFile(1, "d/n", wronly|trunc, 0), openFile(2, "d/n", wronly|creat, 0o600), write(2, "in a new dir"), closeH(2),
+			readFile("d/n"))},
+		{name: "handles-open", fixture: "small", ops: with(
+			open(0, "d/n"), openFile(1, "d/n", wronly|trunc, 0), read(0, 100), write(1, "seen by both"), seek(0, 0, io.SeekStart), read(0, 100),
+			closeH(1), openFile(2, "d/n", wronly|creat|trunc, 0o600), closeH(2), seek(0, 0, io.SeekStart), read(0, 100), fstat(0), closeH(0), readFile("d/n"))},
+		{name: "unlinked-while-open", fixture: "small", ops: with(
+			openFile(0, "d/n", rdwr, 0), remove("d/n"), openFile(1, "d/n", rdwr|creat|trunc, 0o600), write(1, "the new file"),
+			write(0, "OLD"), seek(0, 0, io.SeekStart), read(0, 100), closeH(0),
+			openFile(2, "d/n", rdwr|creat, 0o600), read(2, 100), closeH(1), closeH(2), readFile("d/n"))},
+	})
+}
+
+// TestMtimesFollowTheClock: the times the layer gives changes are the wall
+// clock's, as time.Now reads it before and after the change (the clock
+// reads the wall clock once a millisecond and the monotonic clock in
+// between: see clock), and never go back from one change to the next.
+// Writes are spread over several milliseconds so that the clock is read
+// again on the way.
+func TestMtimesFollowTheClock(t *testing.T) {
+	root := t.TempDir()
+	c := newCow(t, root)
+	name := filepath.Join(root, "f")
+	var last time.Time
+	for i := range 60 {
+		before := time.Now().Round(0) // the wall clock alone
+		must(t, afero.WriteFile(c, name, []byte{byte(i)}, 0o644))
+		after := time.Now().Round(0)
+		fi, err := c.Stat(name)
+		must(t, err)
+		m := fi.ModTime()
+		// A step of the wall clock within the last millisecond is the
+		// one thing clock may not have seen yet.
+		if m.Before(before.Add(-time.Millisecond)) || m.After(after.Add(time.Millisecond)) {
+			t.Fatalf("write %d: mtime %v, outside [%v, %v]", i, m, before, after)
+		}
+		if m.Before(last) {
+			t.Fatalf("write %d: mtime %v went back from %v", i, m, last)
+		}
+		last = m
+		time.Sleep(time.Duration(i%4) * 200 * time.Microsecond)
+	}
+}
