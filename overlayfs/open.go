@@ -136,12 +136,26 @@ func (l *layer) layerFileAt(name, abs string) (string, entry, bool) {
 	if abs == "" {
 		abs = name // fastRel takes absolute names only
 	}
+	if l.paths.clean == nil || len(abs) == 0 || abs[0] != '/' {
+		return "", entry{}, false
+	}
+	// A name opened for writing before is in the index: no test of the
+	// name, no search of the B-tree (see cleanDirs.files).
+	if rel, ok := l.within(abs); ok {
+		if e, ok := l.paths.clean.file(rel); ok {
+			return rel, e, true
+		}
+	}
 	rel, st, ok := l.fastRel(abs)
 	if !ok || st&(dirKnown|dirBare) == dirKnown|dirBare {
 		return "", entry{}, false // a bare directory has no layer file
 	}
 	e, ok := l.paths.Get(rel)
-	return rel, e, ok && e.kind == kindFile
+	if !ok || e.kind != kindFile {
+		return "", entry{}, false
+	}
+	l.paths.clean.index(rel, e)
+	return rel, e, true
 }
 
 // openNodeLocked opens for writing the file at rel, where the view has n,
