@@ -99,14 +99,23 @@ func (p pathMap) changed(k string, replaced bool) {
 // file. Then the name root+"/"+rel resolves to that entry for as long as
 // its directory stays clean, that is until clear, which empties the index
 // too; and the entry is the one there for as long as it is in the index:
-// Set, Load and Delete take a replaced or removed entry out. Only names opened for writing twice are there, so a layer
+// Set, Load and Delete take a replaced or removed entry out. With the
+// file's identity the index keeps its content as last seen, which is the
+// layer's while its gen is the layer's (see file.current). Only names opened for writing twice are there, so a layer
 // of files written once holds no byte more. It is read and written under
 // the write lock only.
 type cleanDirs struct {
 	root  atomic.Uint32           // the root's dirState: names at the top cost no map lookup
 	m     sync.Map                // rel -> *dirSlot, for the other directories
 	last  atomic.Pointer[dirSlot] // the slot state last found in m: a run of names in one directory costs no map lookup
-	files map[string]entry        // clean rel -> its layer file's entry; made at the first use
+	files map[string]fileRef      // clean rel -> its layer file; made at the first use
+}
+
+// fileRef is a layer file in the index of files: its identity and its
+// content as last seen.
+type fileRef struct {
+	ino uint64
+	b   *blob
 }
 
 // dirSlot holds the state of one directory other than the root. A slot
@@ -193,20 +202,24 @@ func (c *cleanDirs) clear() {
 	clear(c.files)
 }
 
-// file returns the entry the index of files has at rel.
+// file returns what the index of files has at rel.
 // Callers hold the Fs's lock for writing.
-func (c *cleanDirs) file(rel string) (entry, bool) {
-	e, ok := c.files[rel]
-	return e, ok
+func (c *cleanDirs) file(rel string) (fileRef, bool) {
+	f, ok := c.files[rel]
+	return f, ok
 }
 
-// index puts the layer file e at the clean rel in the index of files.
+// index puts the layer file f at the clean rel in the index of files.
 // Callers hold the Fs's lock for writing.
-func (c *cleanDirs) index(rel string, e entry) {
+func (c *cleanDirs) index(rel string, f fileRef) {
 	if c.files == nil {
-		c.files = make(map[string]entry)
+		c.files = make(map[string]fileRef)
 	}
-	c.files[strings.Clone(rel)] = e // rel may be a slice of a whole name
+	if _, ok := c.files[rel]; ok {
+		c.files[rel] = f
+		return
+	}
+	c.files[strings.Clone(rel)] = f // rel may be a slice of a whole name
 }
 
 // unindex takes rel out of the index of files.

@@ -55,8 +55,13 @@ func (l *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.Fi
 func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
 	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
 	if !excl {
-		if rel, e, ok := l.layerFileAt(name, abs); ok {
-			return l.openNodeLocked(name, rel, node{kind: kindFile, layer: true, e: e}, flag, perm)
+		if f, ok := l.layerFileAt(name, abs); ok {
+			b := f.b
+			if flag&os.O_TRUNC != 0 {
+				b = l.truncLocked(f.ino, b)
+			}
+			l.hold(f.ino)
+			return &file{fs: l, name: name, ino: f.ino, flag: int32(flag), last: b}, nil
 		}
 	}
 	var at loc
@@ -130,32 +135,40 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 // layerFileAt is the fast path of an open for writing (not exclusive) of
 // a name that the layer has a regular file at, in a clean directory (see
 // fastRel): nothing to follow, nothing to create, no rule of the switch
-// above to apply. It returns rel and the file's entry when it applies.
-// abs is as for resolve. Callers hold l.mu.
-func (l *layer) layerFileAt(name, abs string) (string, entry, bool) {
+// above to apply. It returns the file, with its content as the layer has
+// it, when it applies. abs is as for resolve. Callers hold l.mu.
+func (l *layer) layerFileAt(name, abs string) (fileRef, bool) {
 	if abs == "" {
 		abs = name // fastRel takes absolute names only
 	}
 	if l.paths.clean == nil || len(abs) == 0 || abs[0] != '/' {
-		return "", entry{}, false
+		return fileRef{}, false
 	}
 	// A name opened for writing before is in the index: no test of the
 	// name, no search of the B-tree (see cleanDirs.files).
-	if rel, ok := l.within(abs); ok {
-		if e, ok := l.paths.clean.file(rel); ok {
-			return rel, e, true
+	rel, ok := l.within(abs)
+	if !ok {
+		return fileRef{}, false
+	}
+	f, ok := l.paths.clean.file(rel)
+	if !ok {
+		var st dirState
+		if rel, st, ok = l.fastRel(abs); !ok || st&(dirKnown|dirBare) == dirKnown|dirBare {
+			return fileRef{}, false // a bare directory has no layer file
 		}
+		e, ok := l.paths.Get(rel)
+		if !ok || e.kind != kindFile {
+			return fileRef{}, false
+		}
+		f.ino = e.ino
 	}
-	rel, st, ok := l.fastRel(abs)
-	if !ok || st&(dirKnown|dirBare) == dirKnown|dirBare {
-		return "", entry{}, false // a bare directory has no layer file
+	if f.b == nil || f.b.gen != l.gen {
+		// Not known to be the layer's content of ino (a snapshot or a
+		// fork shares it, or it was never seen): look it up.
+		f.b = l.blobLocked(f.ino)
+		l.paths.clean.index(rel, f)
 	}
-	e, ok := l.paths.Get(rel)
-	if !ok || e.kind != kindFile {
-		return "", entry{}, false
-	}
-	l.paths.clean.index(rel, e)
-	return rel, e, true
+	return f, true
 }
 
 // openNodeLocked opens for writing the file at rel, where the view has n,
@@ -166,7 +179,7 @@ func (l *layer) openNodeLocked(name, rel string, n node, flag int, perm fs.FileM
 		return nil, fixErr("open", name, err)
 	}
 	l.hold(ino)
-	return &file{fs: l, name: name, ino: ino, flag: flag, last: b}, nil
+	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b}, nil
 }
 
 // fileLocked returns the identity and content of the file an open for
@@ -189,19 +202,18 @@ func (l *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint
 		l.paths.Set(rel, e)
 	}
 	if flag&os.O_TRUNC != 0 {
-		return e.ino, l.truncBlobLocked(e.ino), nil
+		return e.ino, l.truncLocked(e.ino, l.blobLocked(e.ino)), nil
 	}
 	return e.ino, l.blobLocked(e.ino), nil
 }
 
-// truncBlobLocked empties the content of ino for an open with O_TRUNC,
+// truncLocked empties the content b of ino for an open with O_TRUNC,
 // which never reads the old bytes. A blob only this layer holds (its gen is
 // the layer's: no snapshot, fork or frozen reader shares it) keeps its
 // buffer, so writing the file again copies into memory already there; a
 // shared one is replaced, its content not copied. Handles on ino read the
 // blob of the layer, so none still sees the old bytes, as with one inode.
-func (l *layer) truncBlobLocked(ino uint64) *blob {
-	b := l.blobLocked(ino)
+func (l *layer) truncLocked(ino uint64, b *blob) *blob {
 	if b.gen != l.gen {
 		b = &blob{meta: b.meta, gen: l.gen}
 		l.blobs.Set(ino, b)
@@ -286,7 +298,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		return nil, pathErr("open", name, ErrSpecialFile)
 	case n.layer:
 		l.hold(n.e.ino)
-		return &file{fs: l, name: name, ino: n.e.ino, flag: flag, last: l.blobLocked(n.e.ino)}, nil
+		return &file{fs: l, name: name, ino: n.e.ino, flag: int32(flag), last: l.blobLocked(n.e.ino)}, nil
 	}
 	fh, err := os.OpenFile(l.hostOf(at), flag, 0)
 	if err != nil {

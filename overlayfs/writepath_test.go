@@ -364,7 +364,8 @@ func TestLayerFileIndexLifecycle(t *testing.T) {
 		return []op{writeFile(name, data, 0o644), writeFile(name, data, 0o644)}
 	}
 
-	// A: f and d/b in the layer, indexed. B: f gone, g and top made.
+	// A: f and d/b in the layer, indexed. B: f gone, d/b rewritten, g and
+	// top made.
 	dirA := osCopy(t, orig)
 	wantA := newEnv(osTarget{}, dirA, false)
 	apply(append(twice("f", "f in A\n"), twice("d/b", "b in A\n")...), wantA, got)
@@ -372,7 +373,8 @@ func TestLayerFileIndexLifecycle(t *testing.T) {
 	sA := c.Snapshot()
 	dirB := osCopy(t, dirA)
 	wantB := newEnv(osTarget{}, dirB, false)
-	apply(append(append([]op{remove("f")}, twice("g", "g in B\n")...), twice("top", "top in B\n")...), wantB, got)
+	// d/b is overwritten in place of A's content, which sA keeps.
+	apply(append(append([]op{remove("f"), writeFile("d/b", "B!\n", 0o644)}, twice("g", "g in B\n")...), twice("top", "top in B\n")...), wantB, got)
 	check("B", wantB, got)
 	sB := c.Snapshot()
 
