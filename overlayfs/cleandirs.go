@@ -94,9 +94,9 @@ func (p pathMap) changed(k string, replaced bool) {
 // lower) forgets them.
 //
 // files indexes layer files by name for an open for writing (see
-// layerFileAt): a rel is put there, under the write lock, when it was
-// found clean (see fastRel) and the layer's entry there is a regular
-// file. Then the name root+"/"+rel resolves to that entry for as long as
+// indexedFile): a rel is put there, under the write lock, when a file the
+// layer had already was opened for writing by a name found clean (see
+// fastRel) and the layer's entry there is a regular file. Then the name root+"/"+rel resolves to that entry for as long as
 // its directory stays clean, that is until clear, which empties the index
 // too; and the entry is the one there for as long as it is in the index:
 // Set, Load and Delete take a replaced or removed entry out. With the

@@ -55,7 +55,7 @@ func (l *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.Fi
 func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
 	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
 	if !excl {
-		if f, ok := l.layerFileAt(name, abs); ok {
+		if f, ok := l.indexedFile(name, abs); ok {
 			b := f.b
 			if flag&os.O_TRUNC != 0 {
 				b = l.truncLocked(f.ino, b)
@@ -129,54 +129,66 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 	case n.kind == kindFIFO:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	}
-	return l.openNodeLocked(name, at.rel, n, flag, perm)
+	return l.openNodeLocked(name, abs, at.rel, n, flag, perm)
 }
 
-// layerFileAt is the fast path of an open for writing (not exclusive) of
-// a name that the layer has a regular file at, in a clean directory (see
-// fastRel): nothing to follow, nothing to create, no rule of the switch
-// above to apply. It returns the file, with its content as the layer has
-// it, when it applies. abs is as for resolve. Callers hold l.mu.
-func (l *layer) layerFileAt(name, abs string) (fileRef, bool) {
-	if abs == "" {
-		abs = name // fastRel takes absolute names only
-	}
-	if l.paths.clean == nil || len(abs) == 0 || abs[0] != '/' {
+// indexedFile is the fast path of an open for writing (not exclusive) of
+// a name that the index of files has (see cleanDirs.files): a regular
+// file of the layer, at a clean name in a clean directory, so nothing to
+// follow, nothing to create, no rule of the switch above to apply. It
+// returns the file, with its content as the layer has it. abs is as for
+// resolve. Callers hold l.mu.
+func (l *layer) indexedFile(name, abs string) (fileRef, bool) {
+	c := l.paths.clean
+	if c == nil || c.files == nil {
 		return fileRef{}, false
 	}
-	// A name opened for writing before is in the index: no test of the
-	// name, no search of the B-tree (see cleanDirs.files).
+	if abs == "" {
+		abs = name
+	}
+	if len(abs) == 0 || abs[0] != '/' {
+		return fileRef{}, false // relative: not the root joined with rel
+	}
 	rel, ok := l.within(abs)
 	if !ok {
 		return fileRef{}, false
 	}
-	f, ok := l.paths.clean.file(rel)
-	if !ok {
-		var st dirState
-		if rel, st, ok = l.fastRel(abs); !ok || st&(dirKnown|dirBare) == dirKnown|dirBare {
-			return fileRef{}, false // a bare directory has no layer file
-		}
-		e, ok := l.paths.Get(rel)
-		if !ok || e.kind != kindFile {
-			return fileRef{}, false
-		}
-		f.ino = e.ino
-	}
-	if f.b == nil || f.b.gen != l.gen {
-		// Not known to be the layer's content of ino (a snapshot or a
-		// fork shares it, or it was never seen): look it up.
+	f, ok := c.file(rel)
+	if ok && f.b.gen != l.gen {
+		// A snapshot or a fork shares the content last seen: look up the
+		// layer's.
 		f.b = l.blobLocked(f.ino)
+		c.index(rel, f)
+	}
+	return f, ok
+}
+
+// indexFile puts the layer file f at rel in the index of files if name
+// (made absolute: abs, as for resolve) is clean and in a clean directory,
+// so that it is root+"/"+rel (see fastRel). Callers hold l.mu for writing.
+func (l *layer) indexFile(name, abs, rel string, f fileRef) {
+	if l.paths.clean == nil {
+		return
+	}
+	if abs == "" {
+		abs = name
+	}
+	if r, _, ok := l.fastRel(abs); ok && r == rel {
 		l.paths.clean.index(rel, f)
 	}
-	return f, true
 }
 
 // openNodeLocked opens for writing the file at rel, where the view has n,
-// a regular file or nothing (to create): see fileLocked.
-func (l *layer) openNodeLocked(name, rel string, n node, flag int, perm fs.FileMode) (afero.File, error) {
+// a regular file or nothing (to create): see fileLocked. A file the layer
+// had already goes in the index of files, so that the next open of its
+// name finds it there (only then: a file written once costs no byte more).
+func (l *layer) openNodeLocked(name, abs, rel string, n node, flag int, perm fs.FileMode) (afero.File, error) {
 	ino, b, err := l.fileLocked(rel, n, flag, perm)
 	if err != nil {
 		return nil, fixErr("open", name, err)
+	}
+	if n.layer && n.kind == kindFile {
+		l.indexFile(name, abs, rel, fileRef{ino: ino, b: b})
 	}
 	l.hold(ino)
 	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b}, nil

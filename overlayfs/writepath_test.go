@@ -230,10 +230,10 @@ func TestHandleBlobAcrossFreezes(t *testing.T) {
 }
 
 // TestOpenLayerFileFastPath: an open for writing of a name the layer has a
-// regular file at, in a directory with no layer entry above it, skips the
-// resolver's walk (layerFileAt), and once it has done so, the name's test
-// and the B-tree's search too (the index of files). Each scenario writes
-// its files twice, so that they are in the index, then puts them next to
+// regular file at, in a directory with no layer entry above it, puts it in
+// the index of files; the next open of that name skips the resolver's walk
+// and the B-tree's search (indexedFile). Each scenario writes its files
+// twice, so that they are in the index, then puts them next to
 // what the fast path must not take for them (a flag, a name's form, what
 // replaced the file, a changed directory, a handle still open), against
 // os on a copy.
@@ -325,7 +325,7 @@ func TestMtimesFollowTheClock(t *testing.T) {
 	}
 }
 
-// TestLayerFileIndexLifecycle: the index of files (layerFileAt) starts
+// TestLayerFileIndexLifecycle: the index of files (indexedFile) starts
 // empty on every new tree: after Restore, Fork, Reset and Commit an open
 // for writing finds what the layer has then, not what an index filled
 // before says. Each state is checked against os on a copy in that state.
