@@ -60,8 +60,7 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 			if flag&os.O_TRUNC != 0 {
 				b = l.truncLocked(f.ino, b)
 			}
-			l.hold(f.ino)
-			return &file{fs: l, name: name, ino: f.ino, flag: int32(flag), last: b}, nil
+			return l.handle(name, f.ino, flag, b), nil
 		}
 	}
 	var at loc
@@ -190,8 +189,13 @@ func (l *layer) openNodeLocked(name, abs, rel string, n node, flag int, perm fs.
 	if n.layer && n.kind == kindFile {
 		l.indexFile(name, abs, rel, fileRef{ino: ino, b: b})
 	}
+	return l.handle(name, ino, flag, b), nil
+}
+
+// handle returns a new handle on the layer file ino, whose content is b.
+func (l *layer) handle(name string, ino uint64, flag int, b *blob) *file {
 	l.hold(ino)
-	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b}, nil
+	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b}
 }
 
 // fileLocked returns the identity and content of the file an open for
@@ -309,8 +313,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	case n.kind == kindFIFO && n.layer:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	case n.layer:
-		l.hold(n.e.ino)
-		return &file{fs: l, name: name, ino: n.e.ino, flag: int32(flag), last: l.blobLocked(n.e.ino)}, nil
+		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino)), nil
 	}
 	fh, err := os.OpenFile(l.hostOf(at), flag, 0)
 	if err != nil {
