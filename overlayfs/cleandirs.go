@@ -95,15 +95,15 @@ func (p pathMap) changed(k string, replaced bool) {
 //
 // files indexes layer files by name for an open for writing (see
 // indexedFile): a rel is put there, under the write lock, when a file the
-// layer had already was opened for writing by a name found clean (see
-// fastRel) and the layer's entry there is a regular file. Then the name root+"/"+rel resolves to that entry for as long as
-// its directory stays clean, that is until clear, which empties the index
-// too; and the entry is the one there for as long as it is in the index:
-// Set, Load and Delete take a replaced or removed entry out. With the
-// file's identity the index keeps its content as last seen, which is the
-// layer's while its gen is the layer's (see file.current). Only names opened for writing twice are there, so a layer
-// of files written once holds no byte more. It is read and written under
-// the write lock only.
+// layer had already is opened for writing by a name found clean (see
+// fastRel). Then the name root+"/"+rel resolves to that entry for as long
+// as its directory stays clean, that is until clear, which empties the
+// index too; and the entry is the one there for as long as it is in the
+// index: Set, Load and Delete take a replaced or removed entry out. With
+// the file's identity the index keeps its content as last seen, which is
+// the layer's while its gen is the layer's (see file.current). Only files
+// opened for writing twice are there, so a layer of files written once
+// holds no byte more. It is read and written under the write lock only.
 type cleanDirs struct {
 	root  atomic.Uint32           // the root's dirState: names at the top cost no map lookup
 	m     sync.Map                // rel -> *dirSlot, for the other directories
