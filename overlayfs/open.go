@@ -54,14 +54,8 @@ func (l *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.Fi
 // openWriteLocked is openFile for an open that may change the layer.
 func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
 	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
-	if !excl {
-		if f, ok := l.indexedFile(name, abs); ok {
-			b := f.b
-			if flag&os.O_TRUNC != 0 {
-				b = l.truncLocked(f.ino, b)
-			}
-			return l.handle(name, f.ino, flag, b), nil
-		}
+	if h := l.openIndexedLocked(name, abs, flag, excl); h != nil {
+		return h, nil
 	}
 	var at loc
 	var ok bool
@@ -129,6 +123,24 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 		return nil, pathErr("open", name, ErrSpecialFile)
 	}
 	return l.openNodeLocked(name, abs, at.rel, n, flag, perm)
+}
+
+// openIndexedLocked is the fast path of an open for writing, not
+// exclusive, of a name in the index of files (see indexedFile); nil when
+// it does not apply.
+func (l *layer) openIndexedLocked(name, abs string, flag int, excl bool) *file {
+	if excl {
+		return nil
+	}
+	f, ok := l.indexedFile(name, abs)
+	if !ok {
+		return nil
+	}
+	b := f.b
+	if flag&os.O_TRUNC != 0 {
+		b = l.truncLocked(f.ino, b)
+	}
+	return l.handle(name, f.ino, flag, b)
 }
 
 // indexedFile is the fast path of an open for writing (not exclusive) of
