@@ -263,6 +263,11 @@ func TestOpenLayerFileFastPath(t *testing.T) {
 			openFile(4, "d/./n", wronly|appnd, 0), write(4, "+dot"), closeH(4),
 			openFile(5, "d/e/../n", wronly|appnd, 0), write(5, "+up"), closeH(5),
 			openFile(6, "ld/n", wronly|appnd, 0), write(6, "+link"), closeH(6), readFile("d/n"))},
+		{name: "through-symlink-then-retargeted", fixture: "small", ops: with(
+			writeFile("ld/n", "through ld\n", 0o644), writeFile("ld/n", "through ld, again\n", 0o644),
+			writeFile("d//n", "doubled slash\n", 0o644), writeFile("d//n", "doubled slash, again\n", 0o644),
+			remove("ld"), symlink("d/e", "ld"), openFile(0, "ld/n", wronly, 0), openFile(1, "ld/n", wronly|creat|trunc, 0o600),
+			write(1, "in d/e now"), closeH(1), readFile("d/n"), readFile("d/e/n"), readFile("ld/n"))},
 		{name: "replaced-by-dir", fixture: "small", ops: with(
 			remove("d/n"), mkdir("d/n", 0o755), openFile(0, "d/n", wronly|creat|trunc, 0o600), openFile(1, "d/n", rdwr, 0), lstat("d/n"))},
 		{name: "replaced-by-symlink", fixture: "small", ops: with(
