@@ -39,6 +39,7 @@ type file struct {
 
 	closed bool
 	detach bool // last is private: the layer no longer has ino
+	sticky bool // ino is in the index of files: its open count stays at zero (see release)
 
 	mu   sync.Mutex // guards off, closed, last
 	off  int64
@@ -336,7 +337,7 @@ func (h *file) Close() error {
 		return pathErr("close", h.name, os.ErrClosed)
 	}
 	h.closed = true
-	h.fs.release(h.ino)
+	h.fs.release(h.ino, h.sticky)
 	return nil
 }
 

@@ -140,7 +140,7 @@ func (l *layer) openIndexedLocked(name, abs string, flag int, excl bool) *file {
 	if flag&os.O_TRUNC != 0 {
 		b = l.truncLocked(f.ino, b)
 	}
-	return l.handle(name, f.ino, flag, b)
+	return l.handle(name, f.ino, flag, b, true)
 }
 
 // indexedFile is the fast path of an open for writing (not exclusive) of
@@ -176,17 +176,20 @@ func (l *layer) indexedFile(name, abs string) (fileRef, bool) {
 
 // indexFile puts the layer file f at rel in the index of files if name
 // (made absolute: abs, as for resolve) is clean and in a clean directory,
-// so that it is root+"/"+rel (see fastRel). Callers hold l.mu for writing.
-func (l *layer) indexFile(name, abs, rel string, f fileRef) {
+// so that it is root+"/"+rel (see fastRel), and reports whether it did.
+// Callers hold l.mu for writing.
+func (l *layer) indexFile(name, abs, rel string, f fileRef) bool {
 	if l.paths.clean == nil {
-		return
+		return false
 	}
 	if abs == "" {
 		abs = name
 	}
 	if r, _, ok := l.fastRel(abs); ok && r == rel {
 		l.paths.clean.index(rel, f)
+		return true
 	}
+	return false
 }
 
 // openNodeLocked opens for writing the file at rel, where the view has n,
@@ -198,16 +201,15 @@ func (l *layer) openNodeLocked(name, abs, rel string, n node, flag int, perm fs.
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
-	if n.layer && n.kind == kindFile {
-		l.indexFile(name, abs, rel, fileRef{ino: ino, b: b})
-	}
-	return l.handle(name, ino, flag, b), nil
+	indexed := n.layer && n.kind == kindFile && l.indexFile(name, abs, rel, fileRef{ino: ino, b: b})
+	return l.handle(name, ino, flag, b, indexed), nil
 }
 
-// handle returns a new handle on the layer file ino, whose content is b.
-func (l *layer) handle(name string, ino uint64, flag int, b *blob) *file {
+// handle returns a new handle on the layer file ino, whose content is b;
+// sticky when ino is in the index of files (see release).
+func (l *layer) handle(name string, ino uint64, flag int, b *blob, sticky bool) *file {
 	l.hold(ino)
-	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b}
+	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b, sticky: sticky}
 }
 
 // fileLocked returns the identity and content of the file an open for
@@ -325,7 +327,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	case n.kind == kindFIFO && n.layer:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	case n.layer:
-		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino)), nil
+		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino), false), nil
 	}
 	fh, err := os.OpenFile(l.hostOf(at), flag, 0)
 	if err != nil {
@@ -362,15 +364,23 @@ func (l *layer) hold(ino uint64) {
 
 // release ends a handle; the content of a file unlinked while open goes
 // with its last handle. It takes l.mu only then: ending a handle on a file
-// that is still there changes nothing else.
-func (l *layer) release(ino uint64) {
+// that is still there changes nothing else. A sticky handle's file is in
+// the index of files, opened again and again: its count stays in opened
+// at zero rather than leave the map and come back at the next open (until
+// the file is unlinked, see dropBlobLocked, or the layer reset), so the
+// layer holds one count more only per file in the index.
+func (l *layer) release(ino uint64, sticky bool) {
 	l.hmu.Lock()
 	if n := l.opened[ino] - 1; n > 0 {
 		l.opened[ino] = n
 		l.hmu.Unlock()
 		return
 	}
-	delete(l.opened, ino)
+	if sticky {
+		l.opened[ino] = 0
+	} else {
+		delete(l.opened, ino)
+	}
 	orphan := l.orphan[ino]
 	l.hmu.Unlock()
 	if !orphan {
@@ -384,6 +394,7 @@ func (l *layer) release(ino uint64) {
 	// the orphan stays until then.
 	if l.opened[ino] == 0 && l.orphan[ino] && !l.copyIno[ino] {
 		delete(l.orphan, ino)
+		delete(l.opened, ino)
 		l.blobs.Delete(ino)
 	}
 	l.hmu.Unlock()
