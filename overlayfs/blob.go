@@ -116,5 +116,6 @@ func (l *layer) dropBlobLocked(ino uint64) {
 		l.orphan[ino] = true
 		return
 	}
+	delete(l.opened, ino) // a count kept at zero (see release)
 	l.blobs.Delete(ino)
 }

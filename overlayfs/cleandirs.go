@@ -13,18 +13,21 @@ import (
 
 // pathMap is a layer's entries: a copy-on-write B-tree from root-relative
 // slash path to entry, with the set of clean directories that the
-// resolver's fast path trusts (see fastLoc). Every insertion of a new
-// path goes through Set or Load here, which forget the clean
-// directories when the new path is one of them. Removing or replacing an
-// entry never makes a clean directory dirty: a clean directory and its
-// ancestors have no entry to remove or replace.
+// resolver's fast path trusts (see fastLoc) and the index of layer files
+// at clean names (see cleanDirs.files). Every insertion of a new path goes
+// through Set or Load here, which forget the clean directories when the
+// new path is one of them; every change of an entry goes through Set, Load
+// or Delete, which keep the index right. Removing or replacing an entry
+// never makes a clean directory dirty: a clean directory and its ancestors
+// have no entry to remove or replace.
 type pathMap struct {
 	*btree.Map[string, entry]
 	clean *cleanDirs
 }
 
-// newPathMap wraps entries with an empty set of clean directories. A new
-// tree (Reset, Restore, Fork) starts with no directory known clean.
+// newPathMap wraps entries with an empty set of clean directories and an
+// empty index. A new tree (Reset, Restore, Fork) starts with no directory
+// known clean, so cloning stays O(1).
 func newPathMap(m *btree.Map[string, entry]) pathMap {
 	return pathMap{Map: m, clean: new(cleanDirs)}
 }
@@ -35,19 +38,35 @@ func newPathMap(m *btree.Map[string, entry]) pathMap {
 // for as long as the entry lives.
 func (p pathMap) Set(k string, e entry) (entry, bool) {
 	prev, replaced := p.Map.Set(strings.Clone(k), e)
-	if !replaced {
-		p.clean.inserted(k)
-	}
+	p.changed(k, replaced)
 	return prev, replaced
 }
 
 // Load is Set, fastest when k sorts last.
 func (p pathMap) Load(k string, e entry) (entry, bool) {
 	prev, replaced := p.Map.Load(strings.Clone(k), e)
-	if !replaced {
+	p.changed(k, replaced)
+	return prev, replaced
+}
+
+// Delete removes the entry at k.
+func (p pathMap) Delete(k string) (entry, bool) {
+	prev, ok := p.Map.Delete(k)
+	if ok {
+		p.clean.unindex(k)
+	}
+	return prev, ok
+}
+
+// changed keeps the states and the index right after Set or Load put an
+// entry at k, which was there before if replaced: a replaced entry leaves
+// the index (the next open for writing puts it back).
+func (p pathMap) changed(k string, replaced bool) {
+	if replaced {
+		p.clean.unindex(k)
+	} else {
 		p.clean.inserted(k)
 	}
-	return prev, replaced
 }
 
 // cleanDirs records directories the resolver may pass without walking
@@ -73,10 +92,30 @@ func (p pathMap) Load(k string, e entry) (entry, bool) {
 // taken away on insertion, under its write lock. The lower must not change
 // while the Fs is in use, so otherwise only Commit (which changes the
 // lower) forgets them.
+//
+// files indexes layer files by name for an open for writing (see
+// indexedFile): a rel is put there, under the write lock, when a file the
+// layer had already is opened for writing by a name found clean (see
+// fastRel). Then the name root+"/"+rel resolves to that entry for as long
+// as its directory stays clean, that is until clear, which empties the
+// index too; and the entry is the one there for as long as it is in the
+// index: Set, Load and Delete take a replaced or removed entry out. With
+// the file's identity the index keeps its content as last seen, which is
+// the layer's while its gen is the layer's (see file.current). Only files
+// opened for writing twice are there, so a layer of files written once
+// holds no byte more. It is read and written under the write lock only.
 type cleanDirs struct {
-	root atomic.Uint32           // the root's dirState: names at the top cost no map lookup
-	m    sync.Map                // rel -> *dirSlot, for the other directories
-	last atomic.Pointer[dirSlot] // the slot state last found in m: a run of names in one directory costs no map lookup
+	root  atomic.Uint32           // the root's dirState: names at the top cost no map lookup
+	m     sync.Map                // rel -> *dirSlot, for the other directories
+	last  atomic.Pointer[dirSlot] // the slot state last found in m: a run of names in one directory costs no map lookup
+	files map[string]fileRef      // clean rel -> its layer file; made at the first use
+}
+
+// fileRef is a layer file in the index of files: its identity and its
+// content as last seen.
+type fileRef struct {
+	ino uint64
+	b   *blob
 }
 
 // dirSlot holds the state of one directory other than the root. A slot
@@ -154,11 +193,41 @@ func (c *cleanDirs) or(dir string, bits dirState) dirState {
 	return dirState(v.(*dirSlot).st.Or(uint32(bits)) | uint32(bits))
 }
 
-// clear forgets every state. Callers hold the Fs's lock for writing.
+// clear forgets every state, and the index of files. Callers hold the Fs's
+// lock for writing.
 func (c *cleanDirs) clear() {
 	c.root.Store(0)
 	c.last.Store(nil)
 	c.m.Clear()
+	clear(c.files)
+}
+
+// file returns what the index of files has at rel.
+// Callers hold the Fs's lock for writing.
+func (c *cleanDirs) file(rel string) (fileRef, bool) {
+	f, ok := c.files[rel]
+	return f, ok
+}
+
+// index puts the layer file f at the clean rel in the index of files.
+// Callers hold the Fs's lock for writing.
+func (c *cleanDirs) index(rel string, f fileRef) {
+	if c.files == nil {
+		c.files = make(map[string]fileRef)
+	}
+	if _, ok := c.files[rel]; ok {
+		c.files[rel] = f
+		return
+	}
+	c.files[strings.Clone(rel)] = f // rel may be a slice of a whole name
+}
+
+// unindex takes rel out of the index of files.
+// Callers hold the Fs's lock for writing.
+func (c *cleanDirs) unindex(rel string) {
+	if c.files != nil {
+		delete(c.files, rel)
+	}
 }
 
 // markClean records dir as clean if it is: no layer entry at dir or an

@@ -1,8 +1,11 @@
 package overlayfs
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -52,5 +55,80 @@ func TestCleanRel(t *testing.T) {
 		if ok && dir != want {
 			t.Errorf("cleanRel(%q) dir = %q, want %q", rel, dir, want)
 		}
+	}
+}
+
+// TestIndexedFilesLeaveNothing: files in the index of files whose open
+// counts stay at zero (see release) leave nothing behind once unlinked:
+// no count, no content, no orphan, no index entry, whether a handle was
+// still open at the unlink (the last Close drops them) or not. Some files
+// are removed one by one, the others with their directory.
+func TestIndexedFilesLeaveNothing(t *testing.T) {
+	root := t.TempDir()
+	c, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string) {
+		t.Helper()
+		for range 3 { // the second open puts it in the index, the third finds it there
+			f, err := c.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write([]byte(name)); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var open []*file
+	for i := range 40 {
+		name := filepath.Join(dir, fmt.Sprintf("f%02d", i))
+		write(name)
+		if i%4 == 0 {
+			h, err := c.OpenFile(name, os.O_RDWR, 0) // indexed: a sticky handle
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !h.(*file).sticky {
+				t.Fatalf("%s: the handle of an indexed file is not sticky", name)
+			}
+			open = append(open, h.(*file))
+		}
+	}
+	l := c.primary()
+	if n := len(l.paths.clean.files); n != 40 {
+		t.Fatalf("index holds %d files, want 40", n)
+	}
+	for i := range 20 {
+		if err := c.Remove(filepath.Join(dir, fmt.Sprintf("f%02d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range open {
+		if _, err := h.Write([]byte("still there")); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	l.hmu.Lock()
+	defer l.hmu.Unlock()
+	if len(l.opened) != 0 || len(l.orphan) != 0 || l.blobs.Len() != 0 || len(l.paths.clean.files) != 0 {
+		t.Errorf("after every file was unlinked and closed: %d counts, %d orphans, %d contents, %d index entries; want none",
+			len(l.opened), len(l.orphan), l.blobs.Len(), len(l.paths.clean.files))
 	}
 }

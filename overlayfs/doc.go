@@ -162,7 +162,8 @@
 // fs.go: [Fs], the layer type (one root's state and locks) and [New];
 // roots.go: [WithRoot] and the choice of a name's root; resolve.go: the
 // resolver (names to locations, symlinks in the merged view); cleandirs.go:
-// its fast path through directories recorded clean of layer entries; lookup.go:
+// its fast path through directories recorded clean of layer entries, and
+// the index of layer files by name that opens for writing use; lookup.go:
 // one path in the merged view and the caches of the lower; node.go: the
 // kinds, layer entries and merged-view nodes; blob.go: file contents;
 // layer.go: subtrees of the layer and root-relative path helpers;
@@ -181,6 +182,7 @@
 // depends on in the lower, and Commit's conflict check; journal.go: the
 // commit journal and [Recover]; lowerstate.go: [LowerState]; iofs.go:
 // [Fs.IOFS]; errors.go: sentinels and error constructors; umask.go: the
-// umask and owner of new entries, read at the first creation; sys_*.go,
+// umask and owner of new entries, read at the first creation; clock.go:
+// the times of changes; sys_*.go,
 // device_*.go, mknod_*.go: what differs by platform.
 package overlayfs

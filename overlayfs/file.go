@@ -30,21 +30,25 @@ var (
 
 // file is a handle on a layer file. It refers to the file's identity, so it
 // follows the file through renames and keeps working after an unlink.
+// Its fields fit 64 bytes, a size class below 80: a handle is made per open.
 type file struct {
 	fs   *layer
 	name string
 	ino  uint64
-	flag int
+	flag int32 // os's open flags (they fit 32 bits)
 
-	mu     sync.Mutex // guards off, closed, last
-	off    int64
 	closed bool
-	last   *blob // the content last seen; kept if the identity is dropped
-	detach bool  // last is private: the layer no longer has ino
+	detach bool // last is private: the layer no longer has ino
+	sticky bool // ino is in the index of files: its open count stays at zero (see release)
+
+	mu   sync.Mutex // guards off, closed, last
+	off  int64
+	last *blob // the content last seen; kept if the identity is dropped
 }
 
-func (h *file) readable() bool { return h.flag&(os.O_WRONLY|os.O_RDWR) != os.O_WRONLY }
-func (h *file) writable() bool { return h.flag&(os.O_WRONLY|os.O_RDWR) != 0 }
+func (h *file) readable() bool { return int(h.flag)&(os.O_WRONLY|os.O_RDWR) != os.O_WRONLY }
+func (h *file) writable() bool { return int(h.flag)&(os.O_WRONLY|os.O_RDWR) != 0 }
+func (h *file) appends() bool  { return int(h.flag)&os.O_APPEND != 0 }
 
 // content returns the blob to read (write=false) or change (write=true).
 // Content still on the lower is read into a buffer with room for spare
@@ -176,7 +180,7 @@ func (h *file) Write(p []byte) (int, error) {
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
-	b, done, err := h.writeContent(p, h.off, h.flag&os.O_APPEND != 0)
+	b, done, err := h.writeContent(p, h.off, h.appends())
 	switch {
 	case err != nil:
 		return 0, fixErr("write", h.name, err)
@@ -184,7 +188,7 @@ func (h *file) Write(p []byte) (int, error) {
 		h.off = b.len()
 		return len(p), nil
 	}
-	if h.flag&os.O_APPEND != 0 && len(p) > 0 {
+	if h.appends() && len(p) > 0 {
 		h.off = int64(len(b.data)) // write(2) of nothing does not move to the end
 	}
 	h.off = h.fs.writeAt(b, p, h.off)
@@ -210,7 +214,7 @@ func (h *file) writeContent(p []byte, off int64, appnd bool) (b *blob, done bool
 
 func (h *file) WriteAt(p []byte, off int64) (int, error) {
 	// os checks in this order: append mode, the offset, then the handle.
-	if h.flag&os.O_APPEND != 0 {
+	if h.appends() {
 		return 0, errWriteAtInAppendMode
 	}
 	if off < 0 {
@@ -333,9 +337,7 @@ func (h *file) Close() error {
 		return pathErr("close", h.name, os.ErrClosed)
 	}
 	h.closed = true
-	h.fs.mu.Lock()
-	h.fs.releaseLocked(h.ino)
-	h.fs.mu.Unlock()
+	h.fs.release(h.ino, h.sticky)
 	return nil
 }
 
@@ -725,7 +727,7 @@ func (o *osFile) layer() *file {
 		return nil
 	}
 	f.hold(ino)
-	h := &file{fs: f, name: o.name, ino: ino, flag: os.O_RDONLY, off: off}
+	h := &file{fs: f, name: o.name, ino: ino, flag: int32(os.O_RDONLY), off: off}
 	o.cow.Store(h)
 	return h
 }
@@ -936,7 +938,7 @@ func (h *file) isClosed() bool {
 
 // ReadFrom implements io.ReaderFrom as *os.File does.
 func (h *file) ReadFrom(r io.Reader) (int64, error) {
-	if err := copyCheck(h.isClosed(), false, h.writable(), h.flag&os.O_APPEND != 0, r); err != nil {
+	if err := copyCheck(h.isClosed(), false, h.writable(), h.appends(), r); err != nil {
 		return 0, pathErr("write", h.name, err)
 	}
 	return io.Copy(plainWriter{h}, r)

@@ -88,6 +88,8 @@ type family struct {
 
 	once sync.Once
 	proc creator // the process's umask and ids, read at the first creation
+
+	clock clock // the times of changes
 }
 
 type options struct {
@@ -96,7 +98,6 @@ type options struct {
 	outsideReads  bool
 	umask         fs.FileMode
 	umaskSet      bool
-	now           func() time.Time
 }
 
 // Option configures New.
@@ -128,7 +129,7 @@ func WithUmask(m fs.FileMode) Option {
 // An empty root is an error wrapping [fs.ErrInvalid], not the working
 // directory. New does not read the umask (see [WithUmask]).
 func New(root string, opts ...Option) (*Fs, error) {
-	o := options{outsideReads: true, now: time.Now}
+	o := options{outsideReads: true}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -238,4 +239,5 @@ func (l *layer) host(rel string) string {
 	return l.root + "/" + filepath.FromSlash(rel)
 }
 
-func (s *shared) now() time.Time { return s.opts.now() }
+// now is the time of a change made now (see clock).
+func (s *shared) now() time.Time { return s.fam.clock.now() }

@@ -54,6 +54,9 @@ func (l *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.Fi
 // openWriteLocked is openFile for an open that may change the layer.
 func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
 	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
+	if h := l.openIndexedLocked(name, abs, flag, excl); h != nil {
+		return h, nil
+	}
 	var at loc
 	var ok bool
 	var err error
@@ -119,12 +122,94 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 	case n.kind == kindFIFO:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	}
-	ino, b, err := l.fileLocked(at.rel, n, flag, perm)
+	return l.openNodeLocked(name, abs, at.rel, n, flag, perm)
+}
+
+// openIndexedLocked is the fast path of an open for writing, not
+// exclusive, of a name in the index of files (see indexedFile); nil when
+// it does not apply.
+func (l *layer) openIndexedLocked(name, abs string, flag int, excl bool) *file {
+	if excl {
+		return nil
+	}
+	f, ok := l.indexedFile(name, abs)
+	if !ok {
+		return nil
+	}
+	b := f.b
+	if flag&os.O_TRUNC != 0 {
+		b = l.truncLocked(f.ino, b)
+	}
+	return l.handle(name, f.ino, flag, b, true)
+}
+
+// indexedFile is the fast path of an open for writing (not exclusive) of
+// a name that the index of files has (see cleanDirs.files): a regular
+// file of the layer, at a clean name in a clean directory, so nothing to
+// follow, nothing to create, no rule of the switch above to apply. It
+// returns the file, with its content as the layer has it. abs is as for
+// resolve. Callers hold l.mu.
+func (l *layer) indexedFile(name, abs string) (fileRef, bool) {
+	c := l.paths.clean
+	if c == nil || c.files == nil {
+		return fileRef{}, false
+	}
+	if abs == "" {
+		abs = name
+	}
+	if len(abs) == 0 || abs[0] != '/' {
+		return fileRef{}, false // relative: not the root joined with rel
+	}
+	rel, ok := l.within(abs)
+	if !ok {
+		return fileRef{}, false
+	}
+	f, ok := c.file(rel)
+	if ok && f.b.gen != l.gen {
+		// A snapshot or a fork shares the content last seen: look up the
+		// layer's.
+		f.b = l.blobLocked(f.ino)
+		c.index(rel, f)
+	}
+	return f, ok
+}
+
+// indexFile puts the layer file f at rel in the index of files if name
+// (made absolute: abs, as for resolve) is clean and in a clean directory,
+// so that it is root+"/"+rel (see fastRel), and reports whether it did.
+// Callers hold l.mu for writing.
+func (l *layer) indexFile(name, abs, rel string, f fileRef) bool {
+	if l.paths.clean == nil {
+		return false
+	}
+	if abs == "" {
+		abs = name
+	}
+	if r, _, ok := l.fastRel(abs); ok && r == rel {
+		l.paths.clean.index(rel, f)
+		return true
+	}
+	return false
+}
+
+// openNodeLocked opens for writing the file at rel, where the view has n,
+// a regular file or nothing (to create): see fileLocked. A file the layer
+// had already goes in the index of files, so that the next open of its
+// name finds it there (only then: a file written once costs no byte more).
+func (l *layer) openNodeLocked(name, abs, rel string, n node, flag int, perm fs.FileMode) (afero.File, error) {
+	ino, b, err := l.fileLocked(rel, n, flag, perm)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
+	indexed := n.layer && n.kind == kindFile && l.indexFile(name, abs, rel, fileRef{ino: ino, b: b})
+	return l.handle(name, ino, flag, b, indexed), nil
+}
+
+// handle returns a new handle on the layer file ino, whose content is b;
+// sticky when ino is in the index of files (see release).
+func (l *layer) handle(name string, ino uint64, flag int, b *blob, sticky bool) *file {
 	l.hold(ino)
-	return &file{fs: l, name: name, ino: ino, flag: flag, last: b}, nil
+	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b, sticky: sticky}
 }
 
 // fileLocked returns the identity and content of the file an open for
@@ -147,19 +232,18 @@ func (l *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint
 		l.paths.Set(rel, e)
 	}
 	if flag&os.O_TRUNC != 0 {
-		return e.ino, l.truncBlobLocked(e.ino), nil
+		return e.ino, l.truncLocked(e.ino, l.blobLocked(e.ino)), nil
 	}
 	return e.ino, l.blobLocked(e.ino), nil
 }
 
-// truncBlobLocked empties the content of ino for an open with O_TRUNC,
+// truncLocked empties the content b of ino for an open with O_TRUNC,
 // which never reads the old bytes. A blob only this layer holds (its gen is
 // the layer's: no snapshot, fork or frozen reader shares it) keeps its
 // buffer, so writing the file again copies into memory already there; a
 // shared one is replaced, its content not copied. Handles on ino read the
 // blob of the layer, so none still sees the old bytes, as with one inode.
-func (l *layer) truncBlobLocked(ino uint64) *blob {
-	b := l.blobLocked(ino)
+func (l *layer) truncLocked(ino uint64, b *blob) *blob {
 	if b.gen != l.gen {
 		b = &blob{meta: b.meta, gen: l.gen}
 		l.blobs.Set(ino, b)
@@ -243,8 +327,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	case n.kind == kindFIFO && n.layer:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	case n.layer:
-		l.hold(n.e.ino)
-		return &file{fs: l, name: name, ino: n.e.ino, flag: flag, last: l.blobLocked(n.e.ino)}, nil
+		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino), false), nil
 	}
 	fh, err := os.OpenFile(l.hostOf(at), flag, 0)
 	if err != nil {
@@ -279,20 +362,41 @@ func (l *layer) hold(ino uint64) {
 	l.hmu.Unlock()
 }
 
-// releaseLocked ends a handle; the content of a file unlinked while open goes
-// with its last handle. Callers hold l.mu.
-func (l *layer) releaseLocked(ino uint64) {
+// release ends a handle; the content of a file unlinked while open goes
+// with its last handle. It takes l.mu only then: ending a handle on a file
+// that is still there changes nothing else. A sticky handle's file is in
+// the index of files, opened again and again: its count stays in opened
+// at zero rather than leave the map and come back at the next open (until
+// the file is unlinked, see dropBlobLocked, or the layer reset), so the
+// layer holds one count more only per file in the index.
+func (l *layer) release(ino uint64, sticky bool) {
 	l.hmu.Lock()
-	defer l.hmu.Unlock()
 	if n := l.opened[ino] - 1; n > 0 {
 		l.opened[ino] = n
+		l.hmu.Unlock()
 		return
 	}
-	delete(l.opened, ino)
-	// A read handle opened on the lower before the copy-up may still come
-	// to read this identity (copyIno): the orphan stays until then.
-	if l.orphan[ino] && !l.copyIno[ino] {
+	if sticky {
+		l.opened[ino] = 0
+	} else {
+		delete(l.opened, ino)
+	}
+	orphan := l.orphan[ino]
+	l.hmu.Unlock()
+	if !orphan {
+		return
+	}
+	l.mu.Lock()
+	l.hmu.Lock()
+	// Looked at again under both locks: the file may have been opened again,
+	// or the layer restored, in between. A read handle opened on the lower
+	// before the copy-up may still come to read this identity (copyIno):
+	// the orphan stays until then.
+	if l.opened[ino] == 0 && l.orphan[ino] && !l.copyIno[ino] {
 		delete(l.orphan, ino)
+		delete(l.opened, ino)
 		l.blobs.Delete(ino)
 	}
+	l.hmu.Unlock()
+	l.mu.Unlock()
 }
