@@ -109,12 +109,15 @@
 // that names the paths. The layer never receives an inverted change.
 //
 // Where Landlock is missing (or [NoLandlockEnv] is set, for tests), the
-// overlay modes run the command unconfined, since the mount keeps the real
-// root out of reach, and say so through [WithModeReport]; the copy
-// fallback refuses with [ErrUnconfined]. [Unconfined] switches
-// confinement off in every mode. What a command writes outside the root
-// (WithWritable paths, or anywhere when unconfined) is neither captured
-// nor undone.
+// overlay modes run the command unconfined and say so through
+// [WithModeReport]; the copy fallback refuses with [ErrUnconfined].
+// [Unconfined] switches confinement off in every mode. An unconfined
+// command is root of its mount namespace in the overlay modes: the mount
+// hides the real root, but the command can unmount it. Run therefore
+// checks the real root afterwards in every unconfined mode, as the copy
+// fallback does, and refuses to import a run that changed it. What a
+// command writes outside the root (WithWritable paths, or anywhere when
+// unconfined) is neither captured nor undone.
 //
 // A command whose cmd.Dir is empty runs in the process's working
 // directory when that lies inside the root (in copy mode, the same

@@ -258,12 +258,7 @@ func exit(code int) { syscall.Exit(code) }
 
 // reportStart writes why something could not be started and exits.
 func reportStart(status *os.File, stage string, err error) {
-	s := runStatus{Stage: stage, Msg: err.Error()}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		s.Errno = int(errno)
-	}
-	json.NewEncoder(status).Encode(s)
+	json.NewEncoder(status).Encode(newRunStatus(stage, err))
 	exit(125)
 }
 

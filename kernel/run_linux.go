@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,8 @@ type runRequest struct {
 	Path      string   `json:"path"`
 	Args      []string `json:"args"`
 	StatusFD  int      `json:"statusfd"`
+	// Dir is where the command runs, entered after the mount.
+	Dir string `json:"dir,omitempty"`
 	// NoMount: the copy fallback, which only confines and execs.
 	NoMount bool `json:"nomount,omitempty"`
 	// Landlock is the ABI to confine the command with, 0 for none;
@@ -40,17 +43,51 @@ type runRequest struct {
 // runStatus is written to the status pipe when the hook fails; a successful
 // exec closes the pipe (close-on-exec) with nothing written.
 type runStatus struct {
-	Stage string `json:"stage"` // "mount", "confine" or "exec"
+	Stage string `json:"stage"` // "mount", "chdir", "confine" or "exec"
 	Errno int    `json:"errno"`
 	Msg   string `json:"msg"`
+	// Op and Path are set when the failure was an *fs.PathError around a
+	// bare errno, so that the caller gets one back, as os/exec gives it.
+	Op   string `json:"op,omitempty"`
+	Path string `json:"path,omitempty"`
 }
 
+// newRunStatus describes err, a failure at stage, for the status pipe.
+func newRunStatus(stage string, err error) runStatus {
+	s := runStatus{Stage: stage, Msg: err.Error()}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		s.Errno = int(errno)
+	}
+	if pe, ok := err.(*fs.PathError); ok {
+		if _, bare := pe.Err.(syscall.Errno); bare {
+			s.Op, s.Path = pe.Op, pe.Path
+		}
+	}
+	return s
+}
+
+// err is the failure again: an *fs.PathError where it was one, else an
+// error with the original message that still matches its errno.
 func (s runStatus) err() error {
-	if s.Errno != 0 {
-		return fmt.Errorf("%s: %w", s.Msg, syscall.Errno(s.Errno))
+	switch {
+	case s.Op != "" && s.Errno != 0:
+		return &fs.PathError{Op: s.Op, Path: s.Path, Err: syscall.Errno(s.Errno)}
+	case s.Errno != 0:
+		return &statusError{msg: s.Msg, errno: syscall.Errno(s.Errno)}
 	}
 	return errors.New(s.Msg)
 }
+
+// statusError is a failure reported through a status pipe: its message as
+// it was (which already names the errno), matching the errno.
+type statusError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *statusError) Error() string { return e.msg }
+func (e *statusError) Unwrap() error { return e.errno }
 
 // The hook: a binary that links this package and is started by Run with
 // runEnv set is Run's helper. Running inside the fresh mount namespace Run
@@ -74,26 +111,20 @@ func runHook(reqJSON string) {
 	}
 	status := os.NewFile(uintptr(req.StatusFD), "cowfs-status")
 	fail := func(stage string, err error) {
-		s := runStatus{Stage: stage, Msg: err.Error()}
-		var errno syscall.Errno
-		if errors.As(err, &errno) {
-			s.Errno = int(errno)
-		}
-		json.NewEncoder(status).Encode(s)
+		json.NewEncoder(status).Encode(newRunStatus(stage, err))
 		os.Exit(125)
 	}
 	syscall.CloseOnExec(req.StatusFD)
 	if !req.NoMount {
-		wd, err := os.Getwd()
-		if err != nil {
-			fail("mount", err)
-		}
 		if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
 			fail("mount", err)
 		}
-		// The old working directory is the hidden original; re-resolve it.
-		if err := os.Chdir(wd); err != nil {
-			fail("mount", err)
+	}
+	// The command's directory is entered only now: under the overlay it may
+	// be one that only the layer holds (the supervisors start in "/").
+	if req.Dir != "" {
+		if err := os.Chdir(req.Dir); err != nil {
+			fail("chdir", err)
 		}
 	}
 	// After the mount: Landlock forbids mounting, and the rules must name
@@ -105,7 +136,8 @@ func runHook(reqJSON string) {
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
 	err := syscall.Exec(req.Path, req.Args, env)
-	fail("exec", fmt.Errorf("exec %s: %w", req.Path, err))
+	// As os/exec names a program it cannot start.
+	fail("exec", &fs.PathError{Op: "fork/exec", Path: req.Path, Err: err})
 }
 
 // Run runs cmd with f's view overlaid on f.Root() in place, so the command
@@ -140,12 +172,16 @@ func runHook(reqJSON string) {
 // changed (the identity check Commit uses) and otherwise returns an error
 // wrapping [overlayfs.ErrConflict] that names the paths, leaving the layer
 // as it was. Where Landlock is missing the overlay modes run unconfined
-// (the mount keeps the real root out of reach) and say so through
-// [WithModeReport]; the copy fallback refuses with [ErrUnconfined].
-// [Unconfined] switches confinement off.
+// and say so through [WithModeReport]; the copy fallback refuses with
+// [ErrUnconfined]. [Unconfined] switches confinement off. Unconfined, a
+// command in an overlay mode could unmount the overlay and reach the real
+// root, so Run makes the same check there.
 //
 // Working directory: cmd.Dir, or when empty the process's working
-// directory, mapped into the copy in copy mode. When cmd.Dir is empty and
+// directory, mapped into the copy in copy mode; it may be a directory only
+// the layer holds. One the view does not have fails as os/exec fails (an
+// *fs.PathError with Op "chdir"), and a program that cannot be started
+// too ("fork/exec"). When cmd.Dir is empty and
 // the working directory lies outside the root, the command runs in the
 // root (as it sees it). What a command writes outside the root (in
 // WithWritable paths, or anywhere when unconfined) is not captured.
@@ -322,10 +358,12 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	}
 	mode.Dir = dir
 	c := cloneCmd(ctx, cmd)
-	c.Path, c.Args, c.Dir = exe, []string{exe}, dir
+	// The supervisors start in "/": dir may exist only under the overlay,
+	// which the hook enters after mounting it.
+	c.Path, c.Args, c.Dir = exe, []string{exe}, "/"
 	req := runRequest{
 		Root: f.Root(), Upper: upper, Work: work, UserXattr: opts.UserXattr,
-		Path: path, Args: cmd.Args, Landlock: abi, Writable: writable,
+		Dir: dir, Path: path, Args: cmd.Args, Landlock: abi, Writable: writable,
 	}
 	c.Env = append(c.Env, RootEnv+"="+f.Root(), "TMPDIR="+tmpDir)
 	if c.SysProcAttr == nil {
@@ -340,6 +378,13 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		c.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		c.SysProcAttr.GidMappingsEnableSetgroups = false
 	}
+	// Unconfined, the command may unmount the overlay and reach the real
+	// root (as root, or as root of its user namespace): check it afterwards,
+	// as the copy fallback does.
+	var before *overlayfs.LowerState
+	if abi == 0 {
+		before = f.LowerState()
+	}
 	sup, hookErr, err := startHooked(c, req, nil, true, "mount")
 	if err != nil {
 		var se *startError
@@ -353,10 +398,21 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	}
 	waitErr := sup.wait()
 	if hookErr != nil {
-		if hookErr.Stage == "mount" {
-			return &mountFailed{hookErr.err()}
+		err := hookErr.err()
+		switch hookErr.Stage {
+		case "mount":
+			return &mountFailed{err}
+		case "chdir":
+			if pe, ok := err.(*fs.PathError); ok && cmd.Dir != "" {
+				pe.Path = cmd.Dir // as the caller named it, as os/exec does
+			}
 		}
-		return hookErr.err()
+		return err
+	}
+	if before != nil {
+		if err := realRootChanged(before, "unconfined"); err != nil {
+			return errors.Join(waitErr, err)
+		}
 	}
 	return importUpper(upper, f, opts, waitErr)
 }

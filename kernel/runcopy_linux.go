@@ -59,6 +59,9 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	}
 	c := cloneCmd(ctx, cmd)
 	c.Dir, c.Path = workDir(f.Root(), cp, cmd.Dir, cmd.Path)
+	if err := enterable(c.Dir, cmd.Dir, cp, f.Root()); err != nil {
+		return err
+	}
 	c.Env = append(c.Env, RootEnv+"="+cp, "TMPDIR="+tmpDir)
 	mode.Root, mode.Dir = cp, c.Dir
 	var sup *supervised
@@ -86,9 +89,8 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	if hookErr != nil {
 		return hookErr.err()
 	}
-	if changed := before.Changed(); len(changed) > 0 {
-		return errors.Join(runErr, fmt.Errorf("kernel: Run: the real root changed while the command ran in a copy, nothing imported: %s: %w",
-			strings.Join(changed, ", "), overlayfs.ErrConflict))
+	if err := realRootChanged(before, "in a copy"); err != nil {
+		return errors.Join(runErr, err)
 	}
 	entries, err := vc.diff()
 	if err != nil {
@@ -107,6 +109,18 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 		}
 	}
 	return errors.Join(runErr, skipped(vc.skips))
+}
+
+// realRootChanged checks the real root against its identities before the
+// command ran (how the command ran, for the message): an error wrapping
+// overlayfs.ErrConflict that names every changed path, or nil.
+func realRootChanged(before *overlayfs.LowerState, how string) error {
+	changed := before.Changed()
+	if len(changed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("kernel: Run: the real root changed while the command ran %s, nothing imported: %s: %w",
+		how, strings.Join(changed, ", "), overlayfs.ErrConflict)
 }
 
 // removeTree removes dir even where the copy made directories unwritable.

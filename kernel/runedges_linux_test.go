@@ -1,0 +1,221 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cowfs/cowfs/overlayfs"
+	"github.com/spf13/afero"
+)
+
+// twin is a root with an overlay on it and, as the oracle, a plain
+// directory holding the same tree with the same changes made by os.
+type twin struct {
+	root, plain string
+	f           *overlayfs.Fs
+}
+
+// newTwin builds writeTree twice, then applies setup to the overlay and,
+// through afero.OsFs, to the plain copy, each given its own root.
+func newTwin(t *testing.T, setup func(fsys afero.Fs, root string) error) *twin {
+	t.Helper()
+	tw := &twin{root: t.TempDir(), plain: t.TempDir()}
+	writeTree(t, tw.root)
+	writeTree(t, tw.plain)
+	tw.f = newOverlay(t, tw.root)
+	if setup != nil {
+		if err := setup(tw.f, tw.root); err != nil {
+			t.Fatalf("setup on the overlay: %v", err)
+		}
+		if err := setup(afero.NewOsFs(), tw.plain); err != nil {
+			t.Fatalf("setup on the plain copy: %v", err)
+		}
+	}
+	return tw
+}
+
+// commands returns the command for the overlay and the same for the plain
+// copy, each told its root in $0 and run in rel below it ("" for the root).
+// The plain one gets COWFS_ROOT as Run gives it (the root as the command
+// sees it).
+func (tw *twin) commands(script, rel string) (ov, plain *exec.Cmd) {
+	ov = exec.Command("sh", "-c", script, tw.root)
+	plain = exec.Command("sh", "-c", script, tw.plain)
+	plain.Env = append(os.Environ(), RootEnv+"="+tw.plain)
+	ov.Dir, plain.Dir = filepath.Join(tw.root, rel), filepath.Join(tw.plain, rel)
+	return ov, plain
+}
+
+// check compares the overlay's view with the plain copy (types, modes,
+// contents, targets; times and owners when o says so).
+func (tw *twin) check(t *testing.T, o cmpOpts) {
+	t.Helper()
+	want, err := dirTree(tw.plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := viewTree(tw.f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := diffTrees(want, got, o); err != nil {
+		t.Errorf("the view after Run differs from os on a plain copy:\n%v", err)
+	}
+}
+
+// TestRunDirOnlyInLayer runs a command in a directory that only the layer
+// holds (the supervisors used to start in it on the real file system and
+// failed naming the test binary), and in one that the layer deleted: the
+// same outcome as the command run by os/exec on a plain copy.
+func TestRunDirOnlyInLayer(t *testing.T) {
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			tw := newTwin(t, func(fsys afero.Fs, root string) error {
+				if err := fsys.MkdirAll(filepath.Join(root, "new/sub"), 0o755); err != nil {
+					return err
+				}
+				if err := afero.WriteFile(fsys, filepath.Join(root, "new/sub/in"), []byte("layer only\n"), 0o644); err != nil {
+					return err
+				}
+				return fsys.RemoveAll(filepath.Join(root, "d/e"))
+			})
+			const script = `cat in; echo made > out; pwd | sed "s|^$COWFS_ROOT|ROOT|"`
+			cmd, plain := tw.commands(script, "new/sub")
+			var got, want bytes.Buffer
+			cmd.Stdout, cmd.Stderr, plain.Stdout, plain.Stderr = &got, &got, &want, &want
+			var m Mode
+			if err := mode.run(context.Background(), tw.f, cmd, WithModeReport(func(r Mode) { m = r })); err != nil {
+				t.Fatalf("Run in a directory only the layer holds: %v\n%s", err, got.String())
+			}
+			if err := plain.Run(); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("output %q, os on a plain copy %q", got.String(), want.String())
+			}
+			if strings.HasPrefix(mode.name, "overlay") && m.Kind == ModeCopy {
+				t.Errorf("ran as %v, want an overlay (no fallback)", m)
+			}
+			tw.check(t, cmpOpts{})
+
+			// Deleted in the layer, present on disk: os/exec's chdir failure,
+			// naming the directory as given, and nothing runs.
+			marker := filepath.Join(t.TempDir(), "ran")
+			cmd, plain = tw.commands(`touch "$1"`, "d/e")
+			cmd.Args, plain.Args = append(cmd.Args, marker), append(plain.Args, marker)
+			wantErr := plain.Run()
+			err := mode.run(context.Background(), tw.f, cmd, WithWritable(filepath.Dir(marker)))
+			var pe *fs.PathError
+			if !errors.As(err, &pe) || pe.Op != "chdir" || pe.Path != cmd.Dir || !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("Run in a directory the layer deleted: %v (%T), want %q as os/exec says for the plain copy", err, err,
+					strings.ReplaceAll(wantErr.Error(), tw.plain, tw.root))
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Error("the command ran in a directory the layer deleted")
+			}
+			tw.check(t, cmpOpts{})
+		})
+	}
+}
+
+// TestRunStartFailureLikeOS: a program Run cannot start fails as os/exec
+// says it (one *fs.PathError, "fork/exec PATH: reason", each thing once),
+// in every mode; the hook used to repeat the errno's text.
+func TestRunStartFailureLikeOS(t *testing.T) {
+	dir := t.TempDir()
+	for name, perm := range map[string]os.FileMode{"not-executable": 0o644, "no-interpreter": 0o755} {
+		body := "echo hi\n"
+		if name == "no-interpreter" {
+			body = "#!/nonexistent/interpreter\n"
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), perm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	progs := []string{filepath.Join(dir, "missing"), filepath.Join(dir, "not-executable"), filepath.Join(dir, "no-interpreter"), dir}
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			f := newOverlay(t, t.TempDir())
+			for _, prog := range progs {
+				want := exec.Command(prog).Run()
+				err := mode.run(context.Background(), f, exec.Command(prog))
+				var pe *fs.PathError
+				if err == nil || want == nil || err.Error() != want.Error() || !errors.As(err, &pe) || !errors.Is(err, errors.Unwrap(want)) {
+					t.Errorf("%s: %v (%T), want %v as os/exec gives", filepath.Base(prog), err, err, want)
+				}
+			}
+			if len(f.Changes()) != 0 {
+				t.Errorf("changes after failed starts: %q", changeStrings(f))
+			}
+		})
+	}
+}
+
+// TestRunUnconfinedOverlayRealRoot: without Landlock (or with Unconfined)
+// a command in the overlay modes is root of its mount namespace and can
+// unmount the overlay and write the real root beneath it. Run used to
+// import that run as if nothing happened; now it checks the real root as
+// the copy fallback does and refuses to import, naming the paths.
+func TestRunUnconfinedOverlayRealRoot(t *testing.T) {
+	for _, how := range []string{"no Landlock", "Unconfined"} {
+		for _, mode := range runModes()[:2] {
+			t.Run(how+"/"+mode.name, func(t *testing.T) {
+				mode.require(t)
+				var opts []RunOption
+				if how == "Unconfined" {
+					opts = append(opts, Unconfined())
+				} else {
+					t.Setenv(NoLandlockEnv, "1")
+				}
+				root := t.TempDir()
+				writeTree(t, root)
+				f := newOverlay(t, root)
+				if err := afero.WriteFile(f, filepath.Join(root, "layer-only"), []byte("kept"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				before := changeStrings(f)
+				cmd := exec.Command("sh", "-c", `echo in > "$0/in-overlay"; cd /; umount "$0" || exit 3; echo out > "$0/escaped"`, root)
+				err := mode.run(context.Background(), f, cmd, opts...)
+				if _, serr := os.Stat(filepath.Join(root, "escaped")); serr != nil {
+					t.Skipf("the command could not reach the real root here (%v): nothing to detect", err)
+				}
+				if !errors.Is(err, overlayfs.ErrConflict) || !strings.Contains(err.Error(), "escaped") {
+					t.Errorf("Run after the command wrote the real root: %v, want ErrConflict naming escaped", err)
+				}
+				if got := changeStrings(f); !slices.Equal(got, before) {
+					t.Errorf("layer after a refused run: %q, want %q", got, before)
+				}
+			})
+		}
+	}
+	// Confined, the same command cannot unmount: nothing escapes.
+	needLandlock(t)
+	for _, mode := range runModes()[:2] {
+		t.Run("confined/"+mode.name, func(t *testing.T) {
+			mode.require(t)
+			root := t.TempDir()
+			writeTree(t, root)
+			f := newOverlay(t, root)
+			cmd := exec.Command("sh", "-c", `cd /; umount "$0" && echo out > "$0/escaped"; umount -l "$0" && echo out > "$0/escaped"; exit 0`, root)
+			if err := mode.run(context.Background(), f, cmd); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(root, "escaped")); err == nil {
+				t.Error("a confined command unmounted the overlay and wrote the real root")
+			}
+			if got := changeStrings(f); len(got) != 0 {
+				t.Errorf("changes %q", got)
+			}
+		})
+	}
+}
