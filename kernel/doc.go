@@ -100,9 +100,15 @@
 // with EXDEV, which mv handles by copying. Landlock requires no_new_privs:
 // set-user-ID programs run without their privileges.
 //
-// In the copy fallback the real root is never writable: a WithWritable
-// path inside it is mapped into the copy, one that holds it is refused
-// ([ErrUnconfined]). Run also takes the identity of every path of the real
+// Landlock does not govern metadata: chmod, chown, utimes and extended
+// attributes of files outside the writable paths still succeed where the
+// user may make them. (In the overlay modes the root's own files are the
+// overlay's, so this reaches only files outside the root.)
+//
+// In the copy fallback the real root is never writable: it is bind-mounted
+// read-only onto itself in the command's mount namespace (so its metadata
+// is out of reach too: EROFS), a WithWritable path inside it is mapped
+// into the copy, one that holds it is refused ([ErrUnconfined]). Run also takes the identity of every path of the real
 // root (what Commit's conflict check compares) before the copy and checks
 // it afterwards; if anything changed (an unconfined command wrote there),
 // it imports nothing and returns an error wrapping [overlayfs.ErrConflict]

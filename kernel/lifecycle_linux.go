@@ -73,6 +73,10 @@ type nsAttr struct {
 	// AmbientCaps lets an init that is not uid 0 in its user namespace keep
 	// the capabilities to mount its /proc; it drops them for the command.
 	AmbientCaps []uintptr `json:"ambient,omitempty"`
+	// ReadOnly are directories init bind-mounts read-only onto themselves
+	// in its mount namespace (the copy fallback's real root): Landlock
+	// leaves chmod, chown, utimes and xattrs ungoverned.
+	ReadOnly []string `json:"readonly,omitempty"`
 }
 
 // The supervisors report on their status pipe, as runHook does, with a
@@ -390,8 +394,16 @@ func superviseInit(req superviseRequest, status, result *os.File) {
 	// The command's own view of processes: $$ and getpid() name entries of
 	// this /proc. Where the namespace cannot mount one (a container's
 	// /proc with masked paths refuses), the caller's stays.
-	if slices.ContainsFunc(req.Namespaces, func(ns nsAttr) bool { return ns.Unshareflags&syscall.CLONE_NEWNS != 0 }) {
+	for _, ns := range req.Namespaces {
+		if ns.Unshareflags&syscall.CLONE_NEWNS == 0 {
+			continue
+		}
 		unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+		// Best effort: where it fails, Landlock still keeps the contents,
+		// and Run's check afterwards catches the rest.
+		for _, p := range ns.ReadOnly {
+			readOnlyBind(p)
+		}
 	}
 	// Capabilities kept only to mount /proc do not pass on to the command:
 	// ambient capabilities are per thread, and this thread starts it.
@@ -520,16 +532,41 @@ func dieOf(sig unix.Signal) {
 	exit(128 + int(sig))
 }
 
+// readOnlyBind makes dir read-only in this mount namespace, with what is
+// mounted below it: a bind mount of it onto itself, then read-only.
+func readOnlyBind(dir string) error {
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return &os.PathError{Op: "mount", Path: dir, Err: err}
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if unix.MountSetattr(unix.AT_FDCWD, dir, unix.AT_RECURSIVE, &attr) == nil {
+		return nil
+	}
+	// Before Linux 5.12: remount the bind itself, keeping the flags that a
+	// user namespace may not drop.
+	var st unix.Statfs_t
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	if unix.Statfs(dir, &st) == nil {
+		flags |= uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
+	}
+	if err := unix.Mount("", dir, "", flags, ""); err != nil {
+		return &os.PathError{Op: "mount", Path: dir, Err: err}
+	}
+	return nil
+}
+
 // copyNamespaces are the ways to give the copy fallback's command a PID
 // namespace (and a mount namespace for its /proc), tried in order: as it
 // is (with the privilege for it), else in a user namespace that maps the
 // caller to itself, so that the command keeps its own uid and gid (owners
-// it cannot map read as the overflow id, 65534, inside).
-func copyNamespaces() []nsAttr {
+// it cannot map read as the overflow id, 65534, inside). The real root is
+// read-only in that mount namespace.
+func copyNamespaces(realRoot string) []nsAttr {
 	uid := []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
 	gid := []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
+	ro := []string{realRoot}
 	return []nsAttr{
-		{Unshareflags: syscall.CLONE_NEWNS},
-		{Cloneflags: syscall.CLONE_NEWUSER, Unshareflags: syscall.CLONE_NEWNS, UidMappings: uid, GidMappings: gid, AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN}},
+		{Unshareflags: syscall.CLONE_NEWNS, ReadOnly: ro},
+		{Cloneflags: syscall.CLONE_NEWUSER, Unshareflags: syscall.CLONE_NEWNS, UidMappings: uid, GidMappings: gid, AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN}, ReadOnly: ro},
 	}
 }

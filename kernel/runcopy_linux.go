@@ -69,8 +69,8 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	if abi > 0 {
 		req := runRequest{NoMount: true, Path: c.Path, Args: c.Args, Landlock: abi, Writable: writable}
 		c.Path, c.Args = exe, []string{exe}
-		sup, hookErr, err = startHooked(c, req, copyNamespaces(), false, "exec")
-	} else if sup, err = superviseStart(c, copyNamespaces(), false, "exec"); err == nil {
+		sup, hookErr, err = startHooked(c, req, copyNamespaces(f.Root()), false, "exec")
+	} else if sup, err = superviseStart(c, copyNamespaces(f.Root()), false, "exec"); err == nil {
 		if err = sup.started(); err != nil {
 			sup.wait()
 		}

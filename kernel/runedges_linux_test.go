@@ -14,6 +14,7 @@ import (
 
 	"github.com/cowfs/cowfs/overlayfs"
 	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
 )
 
 // twin is a root with an overlay on it and, as the oracle, a plain
@@ -214,6 +215,54 @@ func TestRunUnconfinedOverlayRealRoot(t *testing.T) {
 				t.Error("a confined command unmounted the overlay and wrote the real root")
 			}
 			if got := changeStrings(f); len(got) != 0 {
+				t.Errorf("changes %q", got)
+			}
+		})
+	}
+}
+
+// TestRunCopyRealRootMetadata: Landlock does not govern chmod, chown,
+// utimes or xattrs, so a confined command in the copy fallback used to
+// change the real root's metadata by its host path (Run then refused the
+// run, but the real root was changed). The real root is now read-only in
+// the command's mount namespace. Oracle: the real root's tree (modes,
+// owners, times, contents) and its xattrs, before and after.
+func TestRunCopyRealRootMetadata(t *testing.T) {
+	needLandlock(t)
+	for _, mode := range runModes() {
+		if !strings.Contains(mode.name, "copy") {
+			continue
+		}
+		t.Run(mode.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeTree(t, root)
+			before, err := dirTree(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := newOverlay(t, root)
+			var out bytes.Buffer
+			cmd := exec.Command("sh", "-c", `for p in "$0" "$0/a" "$0/d/e"; do
+	chmod 700 "$p"; touch -d 2001-01-01 "$p"; chown -h 65534 "$p"
+	setfattr -n user.cowfs -v x "$p" 2>/dev/null || python3 -c 'import os,sys; os.setxattr(sys.argv[1], "user.cowfs", b"x")' "$p"
+done; echo in-copy > new; exit 0`, root)
+			cmd.Dir, cmd.Stdout, cmd.Stderr = root, &out, &out
+			if err := mode.run(context.Background(), f, cmd); err != nil {
+				t.Fatalf("Run: %v\n%s", err, out.String())
+			}
+			after, err := dirTree(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := diffTrees(before, after, cmpOpts{times: true, dtimes: true, owners: true}); err != nil {
+				t.Errorf("the real root's metadata changed:\n%v\ncommand output:\n%s", err, out.String())
+			}
+			for _, p := range []string{root, filepath.Join(root, "a"), filepath.Join(root, "d/e")} {
+				if n, err := unix.Lgetxattr(p, "user.cowfs", make([]byte, 8)); err == nil {
+					t.Errorf("%s got an xattr (%d bytes)", p, n)
+				}
+			}
+			if got := changeStrings(f); !slices.Equal(got, []string{"A new"}) {
 				t.Errorf("changes %q", got)
 			}
 		})
