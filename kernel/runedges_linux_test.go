@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cowfs/cowfs/overlayfs"
 	"github.com/spf13/afero"
@@ -264,6 +265,87 @@ done; echo in-copy > new; exit 0`, root)
 			}
 			if got := changeStrings(f); !slices.Equal(got, []string{"A new"}) {
 				t.Errorf("changes %q", got)
+			}
+		})
+	}
+}
+
+// TestRunOddFilesLikeOS: what a command leaves with odd names (a newline,
+// a backslash, bytes that are not UTF-8, a leading dash, 255 bytes),
+// odd modes (0, 7777), in a setgid directory, sparse, hard-linked, a FIFO
+// and a dangling symlink, is imported as os leaves it on a plain copy. A
+// name that is not UTF-8 used to fail the whole import (PutEntry took
+// fs.ValidPath's rule), throwing the run away.
+func TestRunOddFilesLikeOS(t *testing.T) {
+	const script = `set -e
+echo 1 > "$(printf 'new\nline')"; echo 2 > 'back\slash'; echo 3 > "$(printf 'bad\377utf')"; echo 4 > -dash
+echo 5 > "$(head -c 255 /dev/zero | tr '\0' n)"
+mkdir "$(printf 'dir\376')" && echo in > "$(printf 'dir\376')/$(printf '\375')"
+echo 6 > m0; chmod 0 m0; echo 7 > m7; chmod 7777 m7
+mkdir sg; chmod 2775 sg; mkdir sg/sub; echo x > sg/f
+truncate -s 3M sparse; printf x | dd of=sparse bs=1 seek=2000000 conv=notrunc 2>/dev/null
+echo h > h1; ln h1 h2; ln d/b d/b-link
+mkdir d0; echo in > d0/in; chmod 0 d0
+mkfifo fifo; ln -s /nowhere dangling`
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			tw := newTwin(t, nil)
+			cmd, plain := tw.commands(script, "")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := mode.run(context.Background(), tw.f, cmd); err != nil {
+				t.Fatalf("Run: %v\n%s", err, stderr.String())
+			}
+			if out, err := plain.CombinedOutput(); err != nil {
+				t.Fatalf("the plain run: %v\n%s", err, out)
+			}
+			tw.check(t, cmpOpts{owners: true})
+		})
+	}
+}
+
+// TestRunFailedCommandKeepsWrites: a command that exits non-zero or dies
+// of a signal keeps what it wrote before (as on a plain copy), and a
+// cancelled one what it wrote before the cancel.
+func TestRunFailedCommandKeepsWrites(t *testing.T) {
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			for _, end := range []string{"exit 3", "kill -TERM $$", "kill -KILL $$"} {
+				tw := newTwin(t, nil)
+				script := `echo before > before; rm a; mkdir -p d/new && echo deep > d/new/f; ` + end
+				cmd, plain := tw.commands(script, "")
+				err := mode.run(context.Background(), tw.f, cmd)
+				want := plain.Run()
+				if err == nil || want == nil || err.Error() != want.Error() {
+					t.Errorf("%s: %v, want %v as os/exec gives", end, err, want)
+				}
+				tw.check(t, cmpOpts{owners: true})
+			}
+			root := t.TempDir()
+			f := newOverlay(t, root)
+			ready := filepath.Join(t.TempDir(), "ready")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				for i := 0; i < 6000; i++ {
+					if _, err := os.Stat(ready); err == nil {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				cancel()
+			}()
+			cmd := exec.Command("sh", "-c", `echo before > before; touch "$0"; while :; do echo x >> growing; done`, ready)
+			cmd.Dir = root
+			err := mode.run(ctx, f, cmd, WithWritable(filepath.Dir(ready)))
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				t.Errorf("cancelled: %v, want the command killed", err)
+			}
+			if b, err := afero.ReadFile(f, filepath.Join(root, "before")); err != nil || string(b) != "before\n" {
+				t.Errorf("what the command wrote before the cancel: %q, %v", b, err)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"strings"
 	"time"
 )
 
@@ -145,7 +146,11 @@ func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 		l.paths.Set("", withAttrs(kindDir, meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}, ""))
 		return nil
 	}
-	if rel == "" || !fs.ValidPath(rel) || rel == "." || path.Clean(rel) != rel {
+	// Clean, relative, not ".." or above; any bytes but NUL, as the file
+	// system takes them (fs.ValidPath would refuse names that are not
+	// UTF-8, which the overlay's own Create accepts).
+	if rel == "" || rel == "." || rel == ".." || strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, "../") ||
+		strings.IndexByte(rel, 0) >= 0 || path.Clean(rel) != rel {
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}
 	var data []byte
