@@ -350,3 +350,103 @@ func TestRunFailedCommandKeepsWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestRunEscapesConfined tries, in every mode, the ways out of the root a
+// confined command might take. Each attempt must fail inside the command,
+// and nothing may change outside the layer: oracle, the whole base
+// directory (the real root, a directory beside it, the base itself) as
+// os sees it, times and owners included, before and after. A file hard
+// linked into the root from outside beforehand may be written: the write
+// lands in the layer, and the outside file stays as it was.
+func TestRunEscapesConfined(t *testing.T) {
+	needLandlock(t)
+	attempts := []string{
+		`echo x > out/leak`,                            // absolute symlink in the root
+		`echo x > rel-out/leak`,                        // relative symlink in the root
+		`echo x > "/proc/self/root$OUT/leak"`,          // /proc/self/root
+		`echo x > /proc/self/cwd/../leak-next`,         // /proc/self/cwd, then ..
+		`echo x > ../leak-next`,                        // .. from the root
+		`cd .. && echo x > leak-next`,                  // cd .. from the root
+		`exec 3<"$OUT"; echo x > /proc/self/fd/3/leak`, // a descriptor opened outside
+		`ln "$OUT/keep.txt" hl && echo pwned >> hl`,    // hard link made to an outside file
+		`mv a "$OUT/"`,                                 // rename a root file outside
+		`mv "$OUT/keep.txt" moved-in`,                  // rename an outside file in
+		`rm "$OUT/keep.txt"`,
+		`truncate -s 0 "$OUT/keep.txt"`,
+		`mkfifo "$OUT/fifo"`,
+		`ln -s x "$OUT/sym"`,
+		`mount -t tmpfs none "$OUT"`, // mounts: Landlock refuses them all
+		`mount --bind . "$OUT"`,
+		`umount "$COWFS_ROOT"`,
+	}
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			base := t.TempDir()
+			root, out := filepath.Join(base, "root"), filepath.Join(base, "outside")
+			for _, d := range []string{root, out} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			writeTree(t, root)
+			if err := os.WriteFile(filepath.Join(out, "keep.txt"), []byte("keep\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(filepath.Join(out, "keep.txt"), filepath.Join(root, "hl-pre")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(out, filepath.Join(root, "out")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../outside", filepath.Join(root, "rel-out")); err != nil {
+				t.Fatal(err)
+			}
+			before, err := dirTree(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := newOverlay(t, root)
+			for _, a := range attempts {
+				cmd := exec.Command("sh", "-c", a)
+				cmd.Dir = root
+				cmd.Env = append(os.Environ(), "OUT="+out)
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				err := mode.run(context.Background(), f, cmd)
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) {
+					t.Errorf("%s: Run %v, want the command to fail\n%s", a, err, stderr.String())
+				}
+				got := changeStrings(f)
+				if strings.HasPrefix(a, `mv "$OUT`) && slices.Equal(got, []string{"A moved-in"}) {
+					// mv copies across what it cannot rename, then fails
+					// to remove the source: the copy in the root is the
+					// command's to keep.
+					got = nil
+				}
+				if len(got) != 0 {
+					t.Errorf("%s: changes %q", a, got)
+				}
+				if len(f.Changes()) != 0 {
+					f.Reset()
+				}
+			}
+			cmd := exec.Command("sh", "-c", `echo pwned >> hl-pre`)
+			cmd.Dir = root
+			if err := mode.run(context.Background(), f, cmd); err != nil {
+				t.Errorf("writing a file hard linked from outside: %v", err)
+			}
+			if b, err := afero.ReadFile(f, filepath.Join(root, "hl-pre")); err != nil || string(b) != "keep\npwned\n" {
+				t.Errorf("hl-pre in the view: %q, %v", b, err)
+			}
+			after, err := dirTree(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := diffTrees(before, after, cmpOpts{times: true, dtimes: true, owners: true}); err != nil {
+				t.Errorf("the disk changed:\n%v", err)
+			}
+		})
+	}
+}
