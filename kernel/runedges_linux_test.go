@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -446,6 +447,158 @@ func TestRunEscapesConfined(t *testing.T) {
 			}
 			if err := diffTrees(before, after, cmpOpts{times: true, dtimes: true, owners: true}); err != nil {
 				t.Errorf("the disk changed:\n%v", err)
+			}
+		})
+	}
+}
+
+// zombies lists this process's children that are zombies.
+func zombies() []string {
+	var out []string
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[0] == "Z" && f[1] == strconv.Itoa(os.Getpid()) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestRunManyLeaveNothing runs many commands that end in every way (done,
+// failed, killed, left a daemon behind, timed out, cancelled before the
+// start, could not start, a bad working directory, refused options) in
+// every mode, then checks against the system itself: no overlay of them
+// mounted in any mount namespace (every /proc/PID/mountinfo), nothing
+// left in the temporary directory, no process carrying the marker, no
+// zombie child, no descriptor more than before.
+func TestRunManyLeaveNothing(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	marker := newMarker(t)
+	type run struct {
+		name   string
+		script string
+		ctx    func() (context.Context, context.CancelFunc)
+		dir    string // relative to the root
+		opts   []RunOption
+	}
+	bg := context.Background
+	timeout := func() (context.Context, context.CancelFunc) { return context.WithTimeout(bg(), 150*time.Millisecond) }
+	cancelled := func() (context.Context, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(bg())
+		cancel()
+		return ctx, cancel
+	}
+	runs := []run{
+		{name: "ok", script: `echo x > f`},
+		{name: "exit", script: `echo x > f; exit 4`},
+		{name: "killed", script: `echo x > f; kill -KILL $$`},
+		{name: "daemon", script: `(setsid sh -c 'sleep 300' "$0-daemon" &); sleep 300 & echo x > f`},
+		{name: "timeout", script: `sh -c 'sleep 300' "$0-child" & sleep 300`, ctx: timeout},
+		{name: "cancelled", script: `echo x > f`, ctx: cancelled},
+		{name: "missing", script: "\x00missing"},
+		{name: "bad-dir", script: `echo x > f`, dir: "no/such/dir"},
+		{name: "refused", script: `echo x > f`, opts: []RunOption{WithWritable("/no/such/path")}},
+	}
+	noMount := canMount(t)
+	before := openFDs(t)
+	for _, mode := range runModes() {
+		if strings.HasPrefix(mode.name, "overlay") && noMount != "" {
+			t.Logf("%s skipped: %s", mode.name, noMount)
+			continue
+		}
+		for i := 0; i < 3; i++ {
+			for _, r := range runs {
+				root := t.TempDir()
+				f := newOverlay(t, root)
+				var cmd *exec.Cmd
+				if strings.HasPrefix(r.script, "\x00") {
+					cmd = exec.Command(filepath.Join(root, "missing"))
+				} else {
+					cmd = exec.Command("sh", "-c", r.script, marker)
+				}
+				cmd.Env = append(os.Environ(), "COWFS_TEST_MARKER="+marker)
+				cmd.Dir = filepath.Join(root, r.dir)
+				ctx, cancel := bg(), context.CancelFunc(func() {})
+				if r.ctx != nil {
+					ctx, cancel = r.ctx()
+				}
+				err := mode.run(ctx, f, cmd, r.opts...)
+				cancel()
+				if (err == nil) != (r.name == "ok" || r.name == "daemon") {
+					t.Errorf("%s/%s: Run %v", mode.name, r.name, err)
+				}
+			}
+		}
+	}
+	waitNoMarker(t, marker, 0)
+	if left := overlaysUnder(tmp); len(left) > 0 {
+		t.Errorf("overlays still mounted:\n%s", strings.Join(left, "\n"))
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("left in the temporary directory: %q", names)
+	}
+	if z := zombies(); len(z) > 0 {
+		t.Errorf("zombie children: %q", z)
+	}
+	if after := openFDs(t); after > before {
+		t.Errorf("%d descriptors open after the runs, %d before", after, before)
+	}
+}
+
+// TestRunBackgroundWritesAfterExit: a child the command leaves behind,
+// which writes after the command exited, is killed before it can: its
+// write reaches neither the layer, nor the real root, nor a writable
+// directory outside (the proof that it did not write somewhere unseen),
+// also well after Run returned; and Run does not wait for it.
+func TestRunBackgroundWritesAfterExit(t *testing.T) {
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			root := t.TempDir()
+			f := newOverlay(t, root)
+			seen := t.TempDir()
+			cmd := exec.Command("sh", "-c", `(sleep 0.3; echo late > late; echo late > "$0/late") &
+(setsid sh -c 'sleep 0.3; echo late > late-daemon; echo late > "$0/late-daemon"' "$0" &)
+echo x > out`, seen)
+			cmd.Dir = root
+			start := time.Now()
+			if err := mode.run(context.Background(), f, cmd, WithWritable(seen)); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("Run took %v: it waited for the background children", d)
+			}
+			time.Sleep(600 * time.Millisecond)
+			if got := changeStrings(f); !slices.Equal(got, []string{"A out"}) {
+				t.Errorf("changes %q, want only the command's own", got)
+			}
+			for _, p := range []string{filepath.Join(root, "late"), filepath.Join(root, "late-daemon"), filepath.Join(seen, "late"), filepath.Join(seen, "late-daemon")} {
+				if _, err := os.Lstat(p); err == nil {
+					t.Errorf("a background child wrote %s after the command exited", p)
+				}
 			}
 		})
 	}
