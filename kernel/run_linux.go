@@ -197,6 +197,10 @@ func runHook(reqJSON string) {
 // it everything the command started: no process of it outlives Run, nor
 // the caller (see the package doc, "Processes, crashes and cleanup").
 //
+// What the command leaves unreadable to its own user (chmod 0) is still
+// imported, with the modes it left: Run gives the owner read permission
+// in its temporary upper or copy first, where the caller is not root.
+//
 // Cost: the layer is written out and read back whole (O(layer size) in
 // time, and the re-imported contents are held in memory by f); the copy
 // fallback also copies and compares the whole view, and stats every path
@@ -423,7 +427,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 func importUpper(upper string, f *overlayfs.Fs, opts Options, runErr error) error {
 	snap := f.Snapshot()
 	f.Reset()
-	if err := importAs(upper, f.Root(), f, opts); err != nil {
+	if err := importAs(upper, f.Root(), f, opts, makeReadable(upper)); err != nil {
 		// Skipped device nodes only: the layer keeps the rest.
 		if sk := (*skippedError)(nil); !errors.As(err, &sk) {
 			f.Restore(snap)

@@ -92,6 +92,7 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	if err := realRootChanged(before, "in a copy"); err != nil {
 		return errors.Join(runErr, err)
 	}
+	vc.modes = makeReadable(cp)
 	entries, err := vc.diff()
 	if err != nil {
 		return errors.Join(runErr, err)
@@ -104,6 +105,14 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	snap := f.Snapshot()
 	for _, e := range entries {
 		if err := applyUpperEntry(root, cp, f, e); err != nil {
+			f.Restore(snap)
+			return errors.Join(runErr, err)
+		}
+	}
+	// The root's own mode and owner, as an upper's root, where the copy's
+	// owner could be set to the view's (else it differs by construction).
+	if !vc.ownerLost["."] {
+		if err := importRoot(cp, f, vc.modes); err != nil {
 			f.Restore(snap)
 			return errors.Join(runErr, err)
 		}
@@ -141,10 +150,11 @@ func removeTree(dir string) {
 type viewCopy struct {
 	f         *overlayfs.Fs
 	dst       string
-	inode     map[string]uint64 // copied directories: replaced ones get new inodes
-	ownerLost map[string]bool   // chown refused: the owner cannot be compared
-	absent    map[string]bool   // device nodes of the view that could not be made in the copy
-	skips     []error           // what the diff found that a layer cannot hold
+	inode     map[string]uint64      // copied directories: replaced ones get new inodes
+	ownerLost map[string]bool        // chown refused: the owner cannot be compared
+	absent    map[string]bool        // device nodes of the view that could not be made in the copy
+	skips     []error                // what the diff found that a layer cannot hold
+	modes     map[string]fs.FileMode // modes the command left, where makeReadable changed them
 }
 
 func (vc *viewCopy) view(rel string) string {
@@ -336,6 +346,9 @@ func (vc *viewCopy) diffEntry(rel string, inView bool, out *[]upperEntry) error 
 		return &fs.PathError{Op: "lstat", Path: p, Err: err}
 	}
 	e := upperEntry{rel: rel, mode: permBits(st.Mode), uid: int(st.Uid), gid: int(st.Gid), mtime: time.Unix(st.Mtim.Unix()), size: st.Size}
+	if m, ok := vc.modes[rel]; ok {
+		e.mode = m
+	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		e.typ = overlayfs.EntryDir

@@ -274,7 +274,9 @@ done; echo in-copy > new; exit 0`, root)
 // TestRunOddFilesLikeOS: what a command leaves with odd names (a newline,
 // a backslash, bytes that are not UTF-8, a leading dash, 255 bytes),
 // odd modes (0, 7777), in a setgid directory, sparse, hard-linked, a FIFO
-// and a dangling symlink, is imported as os leaves it on a plain copy. A
+// and a dangling symlink, and the root's own mode, is imported as os
+// leaves it on a plain copy (the copy fallback used to drop the root's
+// mode). A
 // name that is not UTF-8 used to fail the whole import (PutEntry took
 // fs.ValidPath's rule), throwing the run away.
 func TestRunOddFilesLikeOS(t *testing.T) {
@@ -287,7 +289,7 @@ mkdir sg; chmod 2775 sg; mkdir sg/sub; echo x > sg/f
 truncate -s 3M sparse; printf x | dd of=sparse bs=1 seek=2000000 conv=notrunc 2>/dev/null
 echo h > h1; ln h1 h2; ln d/b d/b-link
 mkdir d0; echo in > d0/in; chmod 0 d0
-mkfifo fifo; ln -s /nowhere dangling`
+mkfifo fifo; ln -s /nowhere dangling; chmod 0750 .`
 	for _, mode := range runModes() {
 		t.Run(mode.name, func(t *testing.T) {
 			mode.require(t)
@@ -599,6 +601,108 @@ echo x > out`, seen)
 				if _, err := os.Lstat(p); err == nil {
 					t.Errorf("a background child wrote %s after the command exited", p)
 				}
+			}
+		})
+	}
+}
+
+// unreadableEnv makes the test binary run TestRunUnreadableChild; its
+// value is a work directory the child owns.
+const unreadableEnv = "COWFS_KERNEL_UNREADABLE"
+
+// unreadableScript leaves a directory, a file and a write-only directory
+// that their own user cannot read, and the root itself unreadable last.
+const unreadableScript = `echo s > m0 && chmod 0 m0 && mkdir locked && echo f > locked/f && chmod 0 locked &&
+mkdir wo && echo x > wo/x && chmod 0300 wo && echo ok > ok && chmod 0 .`
+
+// TestRunUnreadable runs, as uid 65534 with no capabilities, a command
+// that leaves files and directories its own user cannot read (and makes
+// the root unreadable). The import used to fail on the first one and
+// throw the whole run away; now everything is imported with the modes the
+// command left. Oracle: the same command run by os/exec on a plain copy.
+func TestRunUnreadable(t *testing.T) {
+	cmd, work := unprivChild(t, "TestRunUnreadableChild", 0o755)
+	cmd.Env = append(os.Environ(), unreadableEnv+"="+work, "TMPDIR="+work)
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	switch {
+	case err != nil:
+		t.Fatalf("child: %v\n%s", err, lastLines(text, 40))
+	case strings.Contains(text, "--- SKIP"):
+		t.Skip("child skipped: ", lastLines(text, 3))
+	}
+	t.Log(lastLines(text, 6))
+}
+
+func TestRunUnreadableChild(t *testing.T) {
+	work := os.Getenv(unreadableEnv)
+	if work == "" {
+		t.Skip("runs as a child of TestRunUnreadable")
+	}
+	// The oracle, read as os gives it: the modes first, then the contents
+	// with the owner's permissions given back.
+	plain := filepath.Join(work, "plain")
+	if err := os.Mkdir(plain, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	oc := exec.Command("sh", "-c", unreadableScript)
+	oc.Dir = plain
+	if out, err := oc.CombinedOutput(); err != nil {
+		t.Fatalf("plain run: %v\n%s", err, out)
+	}
+	modes := map[string]fs.FileMode{}
+	for _, rel := range []string{".", "locked", "m0", "wo"} {
+		if rel != "." {
+			os.Chmod(plain, 0o755)
+		}
+		fi, err := os.Lstat(filepath.Join(plain, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		modes[rel] = fi.Mode()
+	}
+	for rel := range modes {
+		os.Chmod(filepath.Join(plain, rel), 0o755)
+	}
+	want, err := dirTree(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel, m := range modes {
+		n := want[rel]
+		n.mode = m
+		want[rel] = n
+	}
+	for _, mode := range []string{"overlay-userns", "copy"} {
+		t.Run(mode, func(t *testing.T) {
+			root, err := os.MkdirTemp(work, "root")
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(root, 0o755)
+			f := newOverlay(t, root)
+			cmd := exec.Command("sh", "-c", unreadableScript)
+			cmd.Dir = root
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			cfg := runConfig{tempDir: work, userNS: true, userNSSet: true}
+			if mode == "copy" {
+				err = runCopy(context.Background(), f, cmd, cfg)
+			} else if err = runOverlay(context.Background(), f, cmd, cfg); errors.As(err, new(*mountFailed)) {
+				t.Skip("no overlay for an unprivileged user here: ", err)
+			}
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, out.String())
+			}
+			got, err := viewTree(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := diffTrees(want, got, cmpOpts{}); err != nil {
+				t.Errorf("the view differs from os on a plain copy:\n%v", err)
+			}
+			if left, _ := filepath.Glob(filepath.Join(work, "cowfs-*")); len(left) > 0 {
+				t.Errorf("left behind: %q", left)
 			}
 		})
 	}
