@@ -236,6 +236,7 @@
 // copy fallback; landlock_linux.go: confinement; lifecycle_linux.go and
 // owner_linux.go: the supervisors and owner records that let [Cleanup]
 // (cleanup_linux.go) tell abandoned temporary directories and mounts from
-// live ones; userns_linux.go and workdir_linux.go: small helpers of Run;
+// live ones; userns_linux.go, workdir_linux.go and readable_linux.go:
+// small helpers of Run;
 // stub_other.go: the other platforms.
 package kernel

@@ -290,6 +290,8 @@ truncate -s 3M sparse; printf x | dd of=sparse bs=1 seek=2000000 conv=notrunc 2>
 echo h > h1; ln h1 h2; ln d/b d/b-link
 mkdir d0; echo in > d0/in; chmod 0 d0
 mkfifo fifo; ln -s /nowhere dangling; chmod 0750 .`
+	const again = `set -e
+cat "$(printf 'bad\377utf')" > copied; mv "$(printf 'dir\376')" "$(printf 'moved\373')"; rm -- -dash`
 	for _, mode := range runModes() {
 		t.Run(mode.name, func(t *testing.T) {
 			mode.require(t)
@@ -302,6 +304,17 @@ mkfifo fifo; ln -s /nowhere dangling; chmod 0750 .`
 			}
 			if out, err := plain.CombinedOutput(); err != nil {
 				t.Fatalf("the plain run: %v\n%s", err, out)
+			}
+			tw.check(t, cmpOpts{owners: true})
+			// A second run starts from a layer holding those names
+			// (Materialize refused names that are not UTF-8).
+			cmd, plain = tw.commands(again, "")
+			cmd.Stderr = &stderr
+			if err := mode.run(context.Background(), tw.f, cmd); err != nil {
+				t.Fatalf("second Run: %v\n%s", err, stderr.String())
+			}
+			if out, err := plain.CombinedOutput(); err != nil {
+				t.Fatalf("the second plain run: %v\n%s", err, out)
 			}
 			tw.check(t, cmpOpts{owners: true})
 		})
