@@ -76,6 +76,11 @@
 // binaries; its cost is that any program calling Run must link this
 // package, which it does by calling Run.
 //
+// Run covers the primary root, f.Root(), only: the command sees roots
+// added with [overlayfs.WithRoot] as they are on disk, without their
+// layers, and cannot write them when confined; their layers stay as they
+// were.
+//
 // Where no overlay can be mounted (no overlayfs, no privilege, user
 // namespaces disabled), or with [WithCopyFallback], Run copies the view to
 // a temporary directory, runs the command there and imports the

@@ -143,7 +143,9 @@ func runHook(reqJSON string) {
 // Run runs cmd with f's view overlaid on f.Root() in place, so the command
 // sees its usual absolute paths, and replaces f's layer with everything the
 // view holds afterwards: what the layer held before plus what the command
-// changed. The real root is never written.
+// changed. The real root is never written. Only the primary root is
+// overlaid: roots added with [overlayfs.WithRoot] keep their layers, and
+// the command sees them as they are on disk.
 //
 // The overlay lives in a private mount namespace of the command only. Run
 // materializes the layer into a temporary upper dir, starts the current
@@ -423,10 +425,12 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 
 // importUpper makes f's layer the upper dir: the upper holds the whole
 // layer (Materialize wrote the old one into it), so the layer is reset
-// first; on failure the old layer is restored.
+// first (the primary root's only: the layers of roots added with
+// overlayfs.WithRoot are not in the upper); on failure the old layer is
+// restored.
 func importUpper(upper string, f *overlayfs.Fs, opts Options, runErr error) error {
 	snap := f.Snapshot()
-	f.Reset()
+	f.ResetLayer()
 	if err := importAs(upper, f.Root(), f, opts, makeReadable(upper)); err != nil {
 		// Skipped device nodes only: the layer keeps the rest.
 		if sk := (*skippedError)(nil); !errors.As(err, &sk) {

@@ -720,3 +720,63 @@ func TestRunUnreadableChild(t *testing.T) {
 		})
 	}
 }
+
+// TestRunKeepsOtherRoots: Run overlays the primary root only. The layers
+// of roots added with overlayfs.WithRoot used to be wiped by the overlay
+// modes (the import reset every root); they are kept, and the confined
+// command cannot write such a root on disk. Oracle: the extra root's
+// changes before and after, and its tree on disk.
+func TestRunKeepsOtherRoots(t *testing.T) {
+	needLandlock(t)
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			root, extra := t.TempDir(), t.TempDir()
+			writeTree(t, root)
+			writeTree(t, extra)
+			onDisk, err := dirTree(extra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := overlayfs.New(root, overlayfs.WithRoot(extra))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := afero.WriteFile(f, filepath.Join(extra, "x"), []byte("layer\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Remove(filepath.Join(extra, "a")); err != nil {
+				t.Fatal(err)
+			}
+			extraChanges := func() []string {
+				var s []string
+				for _, c := range f.Changes() {
+					if c.Root == extra {
+						s = append(s, c.String())
+					}
+				}
+				return s
+			}
+			before := extraChanges()
+			cmd := exec.Command("sh", "-c", `echo y > new; echo z > "$0/written"`, extra)
+			cmd.Dir = root
+			var ee *exec.ExitError
+			if err := mode.run(context.Background(), f, cmd); !errors.As(err, &ee) {
+				t.Errorf("Run: %v, want the write to the extra root refused", err)
+			}
+			if got := extraChanges(); !slices.Equal(got, before) {
+				t.Errorf("the extra root's changes after Run: %q, want %q", got, before)
+			}
+			if b, err := afero.ReadFile(f, filepath.Join(root, "new")); err != nil || string(b) != "y\n" {
+				t.Errorf("the command's write in the root: %q, %v", b, err)
+			}
+			after, err := dirTree(extra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := diffTrees(onDisk, after, cmpOpts{times: true, dtimes: true, owners: true}); err != nil {
+				t.Errorf("the extra root changed on disk:\n%v", err)
+			}
+		})
+	}
+}
