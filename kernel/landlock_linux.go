@@ -65,8 +65,8 @@ func landlockABI(cfg runConfig) (int, error) {
 // confinement decides whether the command runs confined: it returns the
 // Landlock ABI to confine with (0 for unconfined) and fills in the mode's
 // Confined and Reason. Where Landlock is missing, the overlay modes run
-// unconfined (the mount keeps the real root out of reach) and the copy
-// mode refuses with ErrUnconfined.
+// unconfined (Run then checks the real root afterwards) and the copy mode
+// refuses with ErrUnconfined.
 func confinement(cfg runConfig, m *Mode) (int, error) {
 	if cfg.unconfined {
 		m.Reason = "Unconfined option"
