@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
+
 	"github.com/cowfs/cowfs/helpers"
 	"github.com/cowfs/cowfs/kernel"
 )
@@ -168,4 +170,33 @@ func TestEnvRunFailingTestLeavesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEnvRunInCleanup: a command run from a Cleanup function, when the
+// test's context is already done, runs (it used to fail at once with
+// "context canceled") and its writes reach the overlay.
+func TestEnvRunInCleanup(t *testing.T) {
+	needRun(t)
+	root := t.TempDir()
+	e := helpers.New(t, root)
+	t.Cleanup(func() {
+		b, err := os.ReadFile(filepath.Join(root, "f"))
+		if err == nil {
+			t.Errorf("the command wrote the real root: %q", b)
+		}
+		got, err := afero.ReadFile(e.Overlay(), filepath.Join(root, "f"))
+		if err != nil || string(got) != "teardown\n" {
+			t.Errorf("what the command wrote, in the overlay: %q, %v", got, err)
+		}
+	})
+	t.Cleanup(func() {
+		if t.Context().Err() == nil {
+			t.Fatal("the test's context is not done in Cleanup: nothing to check")
+		}
+		cmd := exec.Command("sh", "-c", "echo teardown > f")
+		cmd.Dir = root
+		if err := e.Run(cmd); err != nil {
+			t.Errorf("Run in Cleanup: %v", err)
+		}
+	})
 }
