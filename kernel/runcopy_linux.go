@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cowfs/cowfs/internal/sparse"
 	"github.com/cowfs/cowfs/overlayfs"
 	"golang.org/x/sys/unix"
 )
@@ -228,7 +229,7 @@ func (vc *viewCopy) copyEntry(rel string) error {
 			r.Close()
 			return err
 		}
-		_, err = io.Copy(w, r)
+		_, err = sparse.Copy(w, r) // holes stay holes: the copy costs no more disk than the view
 		r.Close()
 		if cerr := w.Close(); err == nil {
 			err = cerr

@@ -780,3 +780,55 @@ func TestRunKeepsOtherRoots(t *testing.T) {
 		})
 	}
 }
+
+// TestRunCopyKeepsHoles: the copy fallback copies a sparse file of the view
+// as sparse (it used to write every zero: a 1 GiB sparse file cost 1 GiB
+// of disk per Run). Oracle: the blocks the file system allocated for the
+// file in the command's copy, which the command reads with stat(1),
+// against those of the original.
+func TestRunCopyKeepsHoles(t *testing.T) {
+	root := t.TempDir()
+	big := filepath.Join(root, "big")
+	fh, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteAt([]byte("x"), 32<<20); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	var st unix.Stat_t
+	if err := unix.Stat(big, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Blocks*512 >= 1<<20 {
+		t.Skipf("the file system allocated %d bytes for a sparse file: no holes here", st.Blocks*512)
+	}
+	for _, mode := range runModes() {
+		if !strings.Contains(mode.name, "copy") {
+			continue
+		}
+		t.Run(mode.name, func(t *testing.T) {
+			f := newOverlay(t, root)
+			var out bytes.Buffer
+			cmd := exec.Command("sh", "-c", `stat -c %b "$COWFS_ROOT/big"`)
+			cmd.Stdout = &out
+			if err := mode.run(context.Background(), f, cmd); err != nil {
+				t.Fatal(err)
+			}
+			blocks, err := strconv.ParseInt(strings.TrimSpace(out.String()), 10, 64)
+			if err != nil {
+				t.Fatalf("stat said %q: %v", out.String(), err)
+			}
+			if blocks*512 > st.Blocks*512+1<<20 {
+				t.Errorf("the copy allocated %d bytes for a file the root holds in %d", blocks*512, st.Blocks*512)
+			}
+			if got := changeStrings(f); len(got) != 0 {
+				t.Errorf("changes %q", got)
+			}
+		})
+	}
+}
