@@ -205,8 +205,9 @@ func runHook(reqJSON string) {
 //
 // Cost: the layer is written out and read back whole (O(layer size) in
 // time, and the re-imported contents are held in memory by f); the copy
-// fallback also copies and compares the whole view, and stats every path
-// of the root twice for the check.
+// fallback also copies and compares the whole view (holes in files stay
+// holes), and it and every unconfined run stat every path of the root
+// twice for the check.
 func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
 	var cfg runConfig
 	for _, o := range opts {
