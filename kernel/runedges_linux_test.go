@@ -832,3 +832,49 @@ func TestRunCopyKeepsHoles(t *testing.T) {
 		})
 	}
 }
+
+// TestRunImmutableLeavesNothing: a command running as root may make files
+// and directories immutable or append-only (chattr; Landlock does not
+// govern inode flags), in its TMPDIR and in the root as it sees it (the
+// upper or the copy). Run used to leave its temporary directory behind
+// then, silently. Oracle: the temporary directory's listing after each Run.
+func TestRunImmutableLeavesNothing(t *testing.T) {
+	if _, err := exec.LookPath("chattr"); err != nil {
+		t.Skip("chattr(1) is not installed (e2fsprogs)")
+	}
+	const script = `echo x > "$TMPDIR/f" && mkdir "$TMPDIR/d" && echo y > "$TMPDIR/d/in" && mkdir d && echo z > d/in && echo a > h &&
+chattr +i "$TMPDIR/f" "$TMPDIR/d" d && chattr +a h && echo set > "$0/set"`
+	tmp := t.TempDir()
+	set := 0
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			root, marks := t.TempDir(), t.TempDir()
+			f := newOverlay(t, root)
+			cmd := exec.Command("sh", "-c", script, marks)
+			cmd.Dir = root
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := mode.run(context.Background(), f, cmd, WithTempDir(tmp), WithWritable(marks))
+			if _, serr := os.Stat(filepath.Join(marks, "set")); serr != nil {
+				t.Logf("the flags could not be set here (%v): %s", err, stderr.String())
+				return
+			}
+			set++
+			if err != nil {
+				t.Errorf("Run: %v\n%s", err, stderr.String())
+			}
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				t.Errorf("left in the temporary directory: %v", left)
+				removeTree(tmp) // for the next mode
+				os.Mkdir(tmp, 0o700)
+			}
+			if got := changeStrings(f); !slices.Equal(got, []string{"A d", "A d/in", "A h"}) {
+				t.Errorf("changes %q", got)
+			}
+		})
+	}
+	if set == 0 {
+		t.Skip("no mode could set inode flags here (needs root and a file system that has them)")
+	}
+}
