@@ -405,16 +405,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	}
 	waitErr := sup.wait()
 	if hookErr != nil {
-		err := hookErr.err()
-		switch hookErr.Stage {
-		case "mount":
-			return &mountFailed{err}
-		case "chdir":
-			if pe, ok := err.(*fs.PathError); ok && cmd.Dir != "" {
-				pe.Path = cmd.Dir // as the caller named it, as os/exec does
-			}
-		}
-		return err
+		return hookFailure(hookErr, cmd.Dir)
 	}
 	if before != nil {
 		if err := realRootChanged(before, "unconfined"); err != nil {
@@ -422,6 +413,23 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		}
 	}
 	return importUpper(upper, f, opts, waitErr)
+}
+
+// hookFailure is the error of an overlay run whose hook failed before the
+// command started: a *mountFailed when it could not mount (Run falls back
+// to the copy), the chdir failure naming the directory as the caller did
+// (dir, when set), as os/exec does.
+func hookFailure(s *runStatus, dir string) error {
+	err := s.err()
+	switch s.Stage {
+	case "mount":
+		return &mountFailed{err}
+	case "chdir":
+		if pe, ok := err.(*fs.PathError); ok && dir != "" {
+			pe.Path = dir
+		}
+	}
+	return err
 }
 
 // importUpper makes f's layer the upper dir: the upper holds the whole
