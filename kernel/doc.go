@@ -97,8 +97,10 @@
 // write only beneath the root as it sees it (the overlay mount, or the
 // copy), a private temporary directory that Run creates, names in TMPDIR
 // and removes afterwards, the standard character devices (/dev/null,
-// /dev/zero, /dev/full, /dev/tty, /dev/pts/*) and the paths given to
-// [WithWritable]. Any other write (create, remove, rename, truncate,
+// /dev/zero, /dev/full, /dev/tty, /dev/pts/*), the files given to it as
+// standard output, standard error or extra files (so that /dev/stdout
+// and /proc/self/fd/N work when those are regular files), and the paths
+// given to [WithWritable]. Any other write (create, remove, rename, truncate,
 // mknod, symlink) fails inside the command with EACCES; reads and
 // execution are not restricted. Renaming or linking across directories
 // needs Landlock ABI 2 (Linux 5.19); with ABI 1 the kernel refuses it

@@ -127,13 +127,18 @@ func relInside(dir, p string) (string, bool) {
 
 // confineSelf restricts the calling thread, and so the program it execs
 // next, with Landlock ABI abi: writes only beneath the writable paths
-// (directories, or single files) and to the standard character devices.
+// (directories, or single files), to the standard character devices and
+// to the files open on the descriptors passed (the command's standard
+// output and error, say), so that the command may reopen those by name
+// (/dev/stdout, /proc/self/fd/N) as it may write them. Only regular files
+// and character devices count there: pipes and sockets need no rule, and
+// a directory passed to the command grants nothing beneath it.
 // It sets no_new_privs, which Landlock requires of an unprivileged
 // caller: set-user-ID programs run without their privileges.
 //
 // It works on the calling OS thread only (the thread is locked and never
 // unlocked): the caller must exec from the same goroutine right after.
-func confineSelf(abi int, writable []string) error {
+func confineSelf(abi int, writable []string, fds []int) error {
 	runtime.LockOSThread()
 	handled := landlockWriteRights(abi)
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: handled}
@@ -177,6 +182,19 @@ func confineSelf(abi int, writable []string) error {
 	}
 	if err := add(ptyDir, landlockFileRights, true); err != nil {
 		return err
+	}
+	for _, passed := range fds {
+		var st unix.Stat_t
+		if unix.Fstat(passed, &st) != nil {
+			continue
+		}
+		if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFCHR {
+			continue
+		}
+		// Best effort, like the devices: a file the kernel will not take
+		// a rule for stays writable through the descriptor itself.
+		rule := unix.LandlockPathBeneathAttr{Allowed_access: landlockFileRights & handled, Parent_fd: int32(passed)}
+		unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(fd), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&rule)), 0, 0, 0)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)

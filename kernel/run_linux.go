@@ -130,7 +130,13 @@ func runHook(reqJSON string) {
 	// After the mount: Landlock forbids mounting, and the rules must name
 	// the overlay, not the real root beneath it.
 	if req.Landlock > 0 {
-		if err := confineSelf(req.Landlock, req.Writable); err != nil {
+		// Descriptors 1 up to the status pipe are the command's: its
+		// standard output and error, then its extra files.
+		var passed []int
+		for fd := 1; fd < req.StatusFD; fd++ {
+			passed = append(passed, fd)
+		}
+		if err := confineSelf(req.Landlock, req.Writable, passed); err != nil {
 			fail("confine", fmt.Errorf("kernel: Run: confining the command with Landlock: %w", err))
 		}
 	}
@@ -166,8 +172,9 @@ func runHook(reqJSON string) {
 // no privileges needed) and may write only beneath the root as it sees
 // it, a private temporary directory that Run creates, names in TMPDIR and
 // removes afterwards, the standard character devices (/dev/null,
-// /dev/zero, /dev/full, /dev/tty, /dev/pts/*) and the paths given to
-// [WithWritable]; any other write fails inside the command with EACCES.
+// /dev/zero, /dev/full, /dev/tty, /dev/pts/*), the files passed as its
+// Stdout, Stderr and ExtraFiles, and the paths given to [WithWritable];
+// any other write fails inside the command with EACCES.
 // Reads are not restricted. Landlock implies no_new_privs: set-user-ID
 // programs run without their privileges. In the copy fallback the real
 // root is never writable; Run also checks afterwards that nothing in it

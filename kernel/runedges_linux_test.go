@@ -878,3 +878,60 @@ chattr +i "$TMPDIR/f" "$TMPDIR/d" d && chattr +a h && echo set > "$0/set"`
 		t.Skip("no mode could set inode flags here (needs root and a file system that has them)")
 	}
 }
+
+// TestRunReopensStdFiles: a confined command whose standard output and
+// error are regular files (a CI log) may reopen them by name, as
+// /dev/stdout, /dev/stderr or /proc/self/fd/N; that used to fail with
+// EACCES. Oracle: the same command by os/exec into a log of its own. A
+// directory passed as an extra file grants nothing beneath it.
+func TestRunReopensStdFiles(t *testing.T) {
+	needLandlock(t)
+	const script = `echo a; echo b > /dev/stdout; echo c >&2; echo d >> /dev/stderr; echo e >> /proc/self/fd/1; echo f >> /proc/self/fd/3`
+	run := func(t *testing.T, start func(*exec.Cmd) error) (string, string, error) {
+		dir := t.TempDir()
+		log, err := os.Create(filepath.Join(dir, "log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra, err := os.Create(filepath.Join(dir, "extra"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = log, log, []*os.File{extra}
+		err = start(cmd)
+		log.Close()
+		extra.Close()
+		a, _ := os.ReadFile(filepath.Join(dir, "log"))
+		b, _ := os.ReadFile(filepath.Join(dir, "extra"))
+		return string(a), string(b), err
+	}
+	wantLog, wantExtra, wantErr := run(t, (*exec.Cmd).Run)
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			f := newOverlay(t, t.TempDir())
+			gotLog, gotExtra, err := run(t, func(c *exec.Cmd) error {
+				c.Dir = f.Root()
+				return mode.run(context.Background(), f, c)
+			})
+			if err != nil || wantErr != nil || gotLog != wantLog || gotExtra != wantExtra {
+				t.Errorf("Run: %v, log %q, extra file %q; os/exec: %v, %q, %q", err, gotLog, gotExtra, wantErr, wantLog, wantExtra)
+			}
+			outside := t.TempDir()
+			d, err := os.Open(outside)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			cmd := exec.Command("sh", "-c", `echo x > /proc/self/fd/3/leak`)
+			cmd.Dir, cmd.ExtraFiles = f.Root(), []*os.File{d}
+			if err := mode.run(context.Background(), f, cmd); err == nil {
+				t.Error("a write beneath a directory passed as an extra file succeeded")
+			}
+			if ents, _ := os.ReadDir(outside); len(ents) > 0 {
+				t.Errorf("the command wrote %v beneath a directory passed to it", ents)
+			}
+		})
+	}
+}
