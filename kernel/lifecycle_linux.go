@@ -1,7 +1,9 @@
 package kernel
 
 import (
-	"encoding/json"
+	"bytes"
+	"encoding/base64"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +45,39 @@ import (
 
 // superviseEnv carries a supervisor request to the re-executed binary.
 const superviseEnv = "COWFS_KERNEL_SUPERVISE"
+
+// encodeRequest encodes a request (a superviseRequest or a runRequest) for
+// the environment variable that carries it to a re-executed stage: gob, in
+// base64. Unlike JSON, gob keeps strings byte for byte: paths, arguments
+// and messages need not be UTF-8.
+func encodeRequest(v any) (string, error) {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(b.Bytes()), nil
+}
+
+// decodeRequest decodes what encodeRequest encoded into v.
+func decodeRequest(s string, v any) error {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return err
+	}
+	return gob.NewDecoder(bytes.NewReader(b)).Decode(v)
+}
+
+// writeStatus writes a failure to a status pipe, gob-encoded.
+func writeStatus(w io.Writer, s runStatus) {
+	gob.NewEncoder(w).Encode(s)
+}
+
+// readStatus decodes what writeStatus wrote.
+func readStatus(msg []byte) (runStatus, error) {
+	var s runStatus
+	err := gob.NewDecoder(bytes.NewReader(msg)).Decode(&s)
+	return s, err
+}
 
 // superviseRequest is what a supervisor process needs.
 type superviseRequest struct {
@@ -156,7 +191,7 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 	if len(req.Namespaces) == 0 {
 		req.Namespaces = fallback
 	}
-	reqJSON, err := json.Marshal(req)
+	reqEnv, err := encodeRequest(req)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +207,7 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 	}
 	c.Path, c.Args = exe, []string{exe}
 	c.ExtraFiles = append(slices.Clip(c.ExtraFiles), statusW, ctlR)
-	c.Env = append(slices.Clip(c.Env), superviseEnv+"="+string(reqJSON))
+	c.Env = append(slices.Clip(c.Env), superviseEnv+"="+reqEnv)
 	c.SysProcAttr = outer
 	c.Cancel = func() error {
 		_, err := ctlW.Write([]byte{'k'})
@@ -204,11 +239,11 @@ func (s *supervised) started() error {
 	if len(msg) == 0 {
 		return nil
 	}
-	var st runStatus
-	if err := json.Unmarshal(msg, &st); err != nil {
-		return &startError{stage: "start", path: s.path, err: fmt.Errorf("kernel: Run: supervisor: %s", msg)}
+	st, err := readStatus(msg)
+	if err != nil {
+		return &startError{stage: "start", path: s.path, err: fmt.Errorf("kernel: Run: supervisor: %q", msg)}
 	}
-	err := st.err()
+	err = st.err()
 	if st.Stage != "namespace" && st.Errno != 0 {
 		// As os/exec says it when the program cannot be started.
 		err = &os.PathError{Op: "fork/exec", Path: s.path, Err: syscall.Errno(st.Errno)}
@@ -232,9 +267,9 @@ func (s *supervised) wait() error {
 
 // superviseHook runs a supervisor stage in a re-executed binary. It never
 // returns.
-func superviseHook(reqJSON string) {
+func superviseHook(reqEnv string) {
 	var req superviseRequest
-	if err := json.Unmarshal([]byte(reqJSON), &req); err != nil {
+	if err := decodeRequest(reqEnv, &req); err != nil {
 		fmt.Fprintf(os.Stderr, "cowfs kernel supervisor: bad %s: %v\n", superviseEnv, err)
 		exit(125)
 	}
@@ -262,7 +297,7 @@ func exit(code int) { syscall.Exit(code) }
 
 // reportStart writes why something could not be started and exits.
 func reportStart(status *os.File, stage string, err error) {
-	json.NewEncoder(status).Encode(newRunStatus(stage, err))
+	writeStatus(status, newRunStatus(stage, err))
 	exit(125)
 }
 
@@ -335,11 +370,11 @@ func superviseOuter(req superviseRequest, status, ctl *os.File) {
 			},
 		}
 		initReq.Namespaces = []nsAttr{ns}
-		initJSON, err := json.Marshal(initReq)
+		initEnv, err := encodeRequest(initReq)
 		if err != nil {
 			reportStart(status, "namespace", err)
 		}
-		c.Env = append(envWithout(superviseEnv), superviseEnv+"="+string(initJSON))
+		c.Env = append(envWithout(superviseEnv), superviseEnv+"="+initEnv)
 		if nsErr = c.Start(); nsErr == nil {
 			child = c.Process
 			break

@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -103,15 +102,15 @@ func init() {
 	}
 }
 
-func runHook(reqJSON string) {
+func runHook(reqEnv string) {
 	var req runRequest
-	if err := json.Unmarshal([]byte(reqJSON), &req); err != nil {
+	if err := decodeRequest(reqEnv, &req); err != nil {
 		fmt.Fprintf(os.Stderr, "cowfs kernel hook: bad %s: %v\n", runEnv, err)
 		os.Exit(125)
 	}
 	status := os.NewFile(uintptr(req.StatusFD), "cowfs-status")
 	fail := func(stage string, err error) {
-		json.NewEncoder(status).Encode(newRunStatus(stage, err))
+		writeStatus(status, newRunStatus(stage, err))
 		os.Exit(125)
 	}
 	syscall.CloseOnExec(req.StatusFD)
@@ -264,12 +263,12 @@ func startHooked(c *exec.Cmd, req runRequest, fallback []nsAttr, nsRequired bool
 	defer statusR.Close()
 	req.StatusFD = 3 + len(c.ExtraFiles)
 	c.ExtraFiles = append(c.ExtraFiles, statusW)
-	reqJSON, err := json.Marshal(req)
+	reqEnv, err := encodeRequest(req)
 	if err != nil {
 		statusW.Close()
 		return nil, nil, err
 	}
-	c.Env = append(c.Env, runEnv+"="+string(reqJSON))
+	c.Env = append(c.Env, runEnv+"="+reqEnv)
 	sup, err = superviseStart(c, fallback, nsRequired, fail)
 	statusW.Close()
 	if err != nil {
@@ -283,9 +282,9 @@ func startHooked(c *exec.Cmd, req runRequest, fallback []nsAttr, nsRequired bool
 	if len(msg) == 0 {
 		return sup, nil, nil
 	}
-	var s runStatus
-	if err := json.Unmarshal(msg, &s); err != nil {
-		return sup, &runStatus{Stage: "exec", Msg: fmt.Sprintf("kernel: Run: helper: %s", msg)}, nil
+	s, err := readStatus(msg)
+	if err != nil {
+		return sup, &runStatus{Stage: "exec", Msg: fmt.Sprintf("kernel: Run: helper: %q", msg)}, nil
 	}
 	return sup, &s, nil
 }

@@ -935,3 +935,56 @@ func TestRunReopensStdFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestRunBytesNotUTF8: a root, a working directory and arguments whose
+// names are not UTF-8 reach the command byte for byte. The requests to the
+// re-executed stages were JSON, which replaced such bytes with U+FFFD: the
+// overlay could not be mounted (Run fell back to the copy) and the command
+// got other arguments. Oracle: the same command by os/exec in a plain copy
+// laid out the same way.
+func TestRunBytesNotUTF8(t *testing.T) {
+	const script = `printf '%s|%s|%s' "$1" "${PWD#"$COWFS_ROOT"}" "$X"; echo y > "$1"`
+	layout := func(t *testing.T) string {
+		root := filepath.Join(t.TempDir(), "ro\xffot")
+		if err := os.MkdirAll(filepath.Join(root, "d\xfe"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}
+	command := func(root string) *exec.Cmd {
+		cmd := exec.Command("sh", "-c", script, "sh", "a\xffb")
+		cmd.Env = append(os.Environ(), "X=e\xfdv")
+		cmd.Dir = filepath.Join(root, "d\xfe")
+		return cmd
+	}
+	plain := layout(t)
+	oc := command(plain)
+	oc.Env = append(oc.Env, RootEnv+"="+plain)
+	want, err := oc.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			root := layout(t)
+			f := newOverlay(t, root)
+			cmd := command(root)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			var m Mode
+			if err := mode.run(context.Background(), f, cmd, WithModeReport(func(r Mode) { m = r })); err != nil {
+				t.Fatalf("Run: %v\n%s", err, out.String())
+			}
+			if out.String() != string(want) {
+				t.Errorf("the command printed %q, os/exec's %q", out.String(), want)
+			}
+			if mode.name == "Run" && m.Kind == ModeCopy {
+				t.Errorf("Run fell back to %v", m)
+			}
+			if got := changeStrings(f); !slices.Equal(got, []string{"A d\xfe/a\xffb"}) {
+				t.Errorf("changes %q", got)
+			}
+		})
+	}
+}
