@@ -81,10 +81,12 @@ func readStatus(msg []byte) (runStatus, error) {
 
 // superviseRequest is what a supervisor process needs.
 type superviseRequest struct {
-	Stage string   `json:"stage"` // "outer" or "init"
-	Exe   string   `json:"exe"`   // this program, to start init
-	Path  string   `json:"path"`  // the command
-	Args  []string `json:"args"`
+	Stage string `json:"stage"` // "outer" or "init"
+	Exe   string `json:"exe"`   // this program, to start init
+	Path  string `json:"path"`  // the command
+	// The command's arguments (argv, from argv[0]) are the supervisor's
+	// own after argv[0]: an environment variable holds at most 128 KiB,
+	// the arguments as much as os/exec passes.
 	// Files is how many descriptors (0, 1, 2, then the command's extra
 	// files) pass through to the command unchanged. The supervisor's own
 	// descriptors follow: its status pipe at Files, then the control pipe
@@ -167,7 +169,7 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 		return &supervised{cmd: c}, nil
 	}
 	req := superviseRequest{
-		Stage: "outer", Exe: exe, Path: c.Path, Args: c.Args,
+		Stage: "outer", Exe: exe, Path: c.Path,
 		Files: 3 + len(c.ExtraFiles), NSRequired: nsRequired, Fail: fail,
 	}
 	outer := &syscall.SysProcAttr{}
@@ -205,7 +207,7 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 		statusW.Close()
 		return nil, err
 	}
-	c.Path, c.Args = exe, []string{exe}
+	c.Path, c.Args = exe, append([]string{exe}, c.Args...)
 	c.ExtraFiles = append(slices.Clip(c.ExtraFiles), statusW, ctlR)
 	c.Env = append(slices.Clip(c.Env), superviseEnv+"="+reqEnv)
 	c.SysProcAttr = outer
@@ -324,7 +326,7 @@ func envWithout(key string) []string {
 // commandCmd is the command as the request describes it.
 func commandCmd(req superviseRequest, files []*os.File) *exec.Cmd {
 	c := &exec.Cmd{
-		Path: req.Path, Args: req.Args, Env: envWithout(superviseEnv),
+		Path: req.Path, Args: os.Args[1:], Env: envWithout(superviseEnv),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, ExtraFiles: files,
 	}
 	attr := &syscall.SysProcAttr{}
@@ -358,7 +360,7 @@ func superviseOuter(req superviseRequest, status, ctl *os.File) {
 	var nsErr error
 	for _, ns := range req.Namespaces {
 		c := &exec.Cmd{
-			Path: req.Exe, Args: []string{req.Exe},
+			Path: req.Exe, Args: os.Args, // the command's arguments pass on
 			Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 			ExtraFiles: append(slices.Clip(files), status, resultW),
 			SysProcAttr: &syscall.SysProcAttr{

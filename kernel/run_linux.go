@@ -22,13 +22,12 @@ const runEnv = "COWFS_KERNEL_RUN_HOOK"
 
 // runRequest is what the re-executed binary needs to mount and exec.
 type runRequest struct {
-	Root      string   `json:"root"`
-	Upper     string   `json:"upper"`
-	Work      string   `json:"work"`
-	UserXattr bool     `json:"userxattr"`
-	Path      string   `json:"path"`
-	Args      []string `json:"args"`
-	StatusFD  int      `json:"statusfd"`
+	Root      string `json:"root"`
+	Upper     string `json:"upper"`
+	Work      string `json:"work"`
+	UserXattr bool   `json:"userxattr"`
+	Path      string `json:"path"` // the command; its argv is the hook's after argv[0]
+	StatusFD  int    `json:"statusfd"`
 	// Dir is where the command runs, entered after the mount.
 	Dir string `json:"dir,omitempty"`
 	// NoMount: the copy fallback, which only confines and execs.
@@ -140,7 +139,7 @@ func runHook(reqEnv string) {
 		}
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
-	err := syscall.Exec(req.Path, req.Args, env)
+	err := syscall.Exec(req.Path, os.Args[1:], env)
 	// As os/exec names a program it cannot start.
 	fail("exec", &fs.PathError{Op: "fork/exec", Path: req.Path, Err: err})
 }
@@ -309,7 +308,9 @@ func (e *mountFailed) Unwrap() error { return e.err }
 // cloneCmd copies what Run promises to honour from cmd.
 func cloneCmd(ctx context.Context, cmd *exec.Cmd) *exec.Cmd {
 	c := exec.CommandContext(ctx, cmd.Path)
-	c.Args = slices.Clone(cmd.Args)
+	if len(cmd.Args) > 0 { // as os/exec: none means {Path}
+		c.Args = slices.Clone(cmd.Args)
+	}
 	c.Env = slices.Clone(cmd.Env)
 	c.Dir = cmd.Dir
 	c.Stdin, c.Stdout, c.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
@@ -373,10 +374,10 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	c := cloneCmd(ctx, cmd)
 	// The supervisors start in "/": dir may exist only under the overlay,
 	// which the hook enters after mounting it.
-	c.Path, c.Args, c.Dir = exe, []string{exe}, "/"
+	c.Path, c.Args, c.Dir = exe, append([]string{exe}, c.Args...), "/"
 	req := runRequest{
 		Root: f.Root(), Upper: upper, Work: work, UserXattr: opts.UserXattr,
-		Dir: dir, Path: path, Args: cmd.Args, Landlock: abi, Writable: writable,
+		Dir: dir, Path: path, Landlock: abi, Writable: writable,
 	}
 	c.Env = append(c.Env, RootEnv+"="+f.Root(), "TMPDIR="+tmpDir)
 	if c.SysProcAttr == nil {

@@ -68,8 +68,8 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	var sup *supervised
 	var hookErr *runStatus
 	if abi > 0 {
-		req := runRequest{NoMount: true, Path: c.Path, Args: c.Args, Landlock: abi, Writable: writable}
-		c.Path, c.Args = exe, []string{exe}
+		req := runRequest{NoMount: true, Path: c.Path, Landlock: abi, Writable: writable}
+		c.Path, c.Args = exe, append([]string{exe}, c.Args...)
 		sup, hookErr, err = startHooked(c, req, copyNamespaces(f.Root()), false, "exec")
 	} else if sup, err = superviseStart(c, copyNamespaces(f.Root()), false, "exec"); err == nil {
 		if err = sup.started(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -984,6 +985,48 @@ func TestRunBytesNotUTF8(t *testing.T) {
 			}
 			if got := changeStrings(f); !slices.Equal(got, []string{"A d\xfe/a\xffb"}) {
 				t.Errorf("changes %q", got)
+			}
+		})
+	}
+}
+
+// TestRunManyArgs: arguments as long as os/exec passes them (here 200 KB
+// in 20,000 arguments) reach the command; they used to travel in one
+// environment variable, which holds at most 128 KiB, and Run failed with
+// E2BIG naming the test binary. A command with no Args runs as os/exec
+// runs it, with argv {Path}. Oracle: os/exec.
+func TestRunManyArgs(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	args := []string{"-c", `echo "$0" $#; printf '%s\n' "$@" | cksum`, "sh"}
+	for i := 0; i < 20000; i++ {
+		args = append(args, fmt.Sprintf("argument-%05d", i))
+	}
+	output := func(t *testing.T, cmd *exec.Cmd, run func(*exec.Cmd) error) string {
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := run(cmd); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		return out.String()
+	}
+	bare := func() *exec.Cmd {
+		return &exec.Cmd{Path: sh, Stdin: strings.NewReader(`echo "$0" $#`)}
+	}
+	wantMany := output(t, exec.Command("sh", args...), (*exec.Cmd).Run)
+	wantBare := output(t, bare(), (*exec.Cmd).Run)
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			f := newOverlay(t, t.TempDir())
+			run := func(c *exec.Cmd) error { return mode.run(context.Background(), f, c) }
+			if got := output(t, exec.Command("sh", args...), run); got != wantMany {
+				t.Errorf("many arguments: the command printed %q, os/exec's %q", got, wantMany)
+			}
+			if got := output(t, bare(), run); got != wantBare {
+				t.Errorf("no Args: the command printed %q, os/exec's %q", got, wantBare)
 			}
 		})
 	}
