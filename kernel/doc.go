@@ -114,10 +114,11 @@
 //
 // In the copy fallback the real root is never writable: it is bind-mounted
 // read-only onto itself in the command's mount namespace (so its metadata
-// is out of reach too: EROFS), a WithWritable path inside it is mapped
-// into the copy, one that holds it is refused ([ErrUnconfined]). Run also takes the identity of every path of the real
-// root (what Commit's conflict check compares) before the copy and checks
-// it afterwards; if anything changed (an unconfined command wrote there),
+// is out of reach too: EROFS), and a WithWritable path that holds it is
+// refused ([ErrUnconfined]); one inside the root changes nothing in any
+// mode, the root being writable already. Run also takes the identity of
+// every path of the real root (what Commit's conflict check compares)
+// before the copy and checks it afterwards; if anything changed (an unconfined command wrote there),
 // it imports nothing and returns an error wrapping [overlayfs.ErrConflict]
 // that names the paths. The layer never receives an inverted change.
 //

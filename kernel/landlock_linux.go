@@ -87,11 +87,16 @@ func confinement(cfg runConfig, m *Mode) (int, error) {
 // writablePaths returns the paths a confined command may write besides the
 // standard devices: the root as it sees it (see), the private temporary
 // directory and the caller's extra paths. realRoot is the real root when
-// the command runs in a copy (it must stay read-only: an extra path inside
-// it is mapped into the copy, one that holds it is refused), or "" in the
-// overlay modes, where the mount hides it.
+// the command runs in a copy (it must stay read-only: one that holds it is
+// refused), or "" in the overlay modes, where the mount hides it. An extra
+// path inside the root needs no rule of its own, the root's covers it (it
+// may exist only in the layer, or only once the copy is made).
 func writablePaths(see, tmp, realRoot string, extra []string) ([]string, error) {
 	out := []string{see, tmp}
+	root := realRoot
+	if root == "" {
+		root = see
+	}
 	for _, p := range extra {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -100,12 +105,11 @@ func writablePaths(see, tmp, realRoot string, extra []string) ([]string, error) 
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
 			abs = real
 		}
-		if realRoot != "" {
-			if rel, ok := relInside(realRoot, abs); ok {
-				abs = filepath.Join(see, rel)
-			} else if _, ok := relInside(abs, realRoot); ok {
-				return nil, fmt.Errorf("kernel: Run: writable path %s holds the root %s, which the copy fallback keeps read-only: %w", p, realRoot, ErrUnconfined)
-			}
+		if _, ok := relInside(root, abs); ok {
+			continue
+		}
+		if _, ok := relInside(abs, realRoot); ok && realRoot != "" {
+			return nil, fmt.Errorf("kernel: Run: writable path %s holds the root %s, which the copy fallback keeps read-only: %w", p, realRoot, ErrUnconfined)
 		}
 		if _, err := os.Stat(abs); err != nil {
 			return nil, fmt.Errorf("kernel: Run: writable path: %w", err)

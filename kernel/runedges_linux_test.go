@@ -1031,3 +1031,43 @@ func TestRunManyArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestRunWritableInsideRoot: WithWritable naming a directory inside the
+// root (on disk, or only in the layer) is accepted and changes nothing:
+// the command writes there into the layer, as anywhere in the root. It
+// used to fail in the copy fallback always (the copy did not exist yet)
+// and in every mode for a directory only the layer holds. Oracle: the
+// real root on disk before and after, and the command's writes in the view.
+func TestRunWritableInsideRoot(t *testing.T) {
+	needLandlock(t)
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			root := t.TempDir()
+			writeTree(t, root)
+			before, err := dirTree(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := newOverlay(t, root)
+			if err := f.Mkdir(filepath.Join(root, "layer-only"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", `echo x > d/w && echo y > layer-only/w`)
+			cmd.Dir = root
+			if err := mode.run(context.Background(), f, cmd, WithWritable(filepath.Join(root, "d"), filepath.Join(root, "layer-only"))); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if got := changeStrings(f); !slices.Equal(got, []string{"A d/w", "A layer-only", "A layer-only/w"}) {
+				t.Errorf("changes %q", got)
+			}
+			after, err := dirTree(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := diffTrees(before, after, cmpOpts{times: true, dtimes: true, owners: true}); err != nil {
+				t.Errorf("the real root changed:\n%v", err)
+			}
+		})
+	}
+}
