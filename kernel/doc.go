@@ -149,6 +149,12 @@
 // import everything else first, then return an error wrapping
 // [ErrUnsupportedType] that names each skipped path.
 //
+// Two more things a layer does not hold, which Import and Run leave out
+// without an error: extended attributes (other than the overlay's own,
+// which are read as above) and hard links (each name of a hard-linked
+// file becomes a file of its own, with the same content and metadata).
+// Inode flags (chattr) are not imported either.
+//
 // # Processes, crashes and cleanup
 //
 // No process that Run starts outlives it: not when the command returns,
