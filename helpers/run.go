@@ -1,6 +1,7 @@
 package helpers
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os/exec"
@@ -15,7 +16,9 @@ import (
 // of the root, or the copy fallback; confined as kernel.Run describes)
 // and imports what it changed into the overlay, so Changes, golden patches
 // and Commit see it. The test's context kills the command when the test
-// ends.
+// ends; called from a Cleanup function, when that context is already
+// done, Run runs the command all the same (no process of it outlives the
+// test binary either way).
 //
 // When the test records a tape, what the command changed is recorded
 // after it: one command record per changed path, in path order (a write
@@ -34,7 +37,12 @@ func (e *Env) Run(cmd *exec.Cmd, opts ...kernel.RunOption) error {
 	if e.rec != nil {
 		before = e.ov.Snapshot()
 	}
-	err := kernel.Run(e.t.Context(), e.ov, cmd, opts...)
+	ctx := e.t.Context()
+	if ctx.Err() != nil {
+		// In a Cleanup: the test has ended, its teardown still runs commands.
+		ctx = context.WithoutCancel(ctx)
+	}
+	err := kernel.Run(ctx, e.ov, cmd, opts...)
 	if e.rec != nil {
 		if rerr := e.recordCommand(cmd.Args, before); rerr != nil {
 			e.t.Errorf("helpers: recording what %s changed: %v", filepath.Base(cmd.Path), rerr)

@@ -96,9 +96,14 @@ func TestRunCopyVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := changeStrings(f)
-	cmd := exec.Command("sh", "-c", `rm "$0/a" && echo x > "$0/absfile" && echo y > copy-file`, root)
+	// The real root is read-only in the command's mount namespace; as root
+	// (of the initial user namespace) an unconfined command can unmount that.
+	cmd := exec.Command("sh", "-c", `umount "$0" 2>/dev/null; rm "$0/a" && echo x > "$0/absfile" && echo y > copy-file`, root)
 	cmd.Dir = root
 	err = Run(context.Background(), f, cmd, WithCopyFallback(), Unconfined())
+	if _, serr := os.Lstat(filepath.Join(root, "absfile")); serr != nil {
+		t.Skipf("the unconfined command could not write the real root here (%v): nothing to detect", err)
+	}
 	if !errors.Is(err, overlayfs.ErrConflict) {
 		t.Fatalf("Run: %v, want ErrConflict", err)
 	}
@@ -113,7 +118,9 @@ func TestRunCopyVerifies(t *testing.T) {
 }
 
 // TestRunCopyConfinedRealRoot: confined, the same command cannot touch the
-// real root in the copy fallback, so nothing is inverted either.
+// real root in the copy fallback (it is read-only in the command's mount
+// namespace, and outside what Landlock lets it write), so nothing is
+// inverted either.
 func TestRunCopyConfinedRealRoot(t *testing.T) {
 	needLandlock(t)
 	root := t.TempDir()
@@ -133,8 +140,8 @@ func TestRunCopyConfinedRealRoot(t *testing.T) {
 	if err := Run(context.Background(), f, cmd, WithCopyFallback()); !errors.As(err, &ee) {
 		t.Fatalf("Run: %v, want the command's own failure", err)
 	}
-	if !strings.Contains(stderr.String(), "Permission denied") {
-		t.Errorf("stderr %q", stderr.String())
+	if !strings.Contains(stderr.String(), "Read-only file system") {
+		t.Errorf("stderr %q, want the real root read-only", stderr.String())
 	}
 	if got := changeStrings(f); !slices.Equal(got, []string{"A copy-file"}) {
 		t.Errorf("changes %q", got)
@@ -244,10 +251,10 @@ func TestRunTempInsideRoot(t *testing.T) {
 	}
 }
 
-// TestWritablePaths: in the copy fallback a writable path inside the real
-// root is mapped into the copy (the real root stays read-only), a symlink
-// to it too; one holding the root is refused; in the overlay modes paths
-// are kept as they are.
+// TestWritablePaths: a writable path inside the root, or a symlink to one,
+// needs no rule (the root's covers it, in the copy too: the real root
+// stays read-only); in the copy fallback one holding the root is refused;
+// in the overlay modes other paths are kept as they are.
 func TestWritablePaths(t *testing.T) {
 	base := t.TempDir()
 	root, cp, tmp, cache := filepath.Join(base, "root"), filepath.Join(base, "copy"), filepath.Join(base, "tmp"), filepath.Join(base, "cache")
@@ -263,7 +270,7 @@ func TestWritablePaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{cp, tmp, cache, filepath.Join(cp, "sub"), filepath.Join(cp, "sub")}
+	want := []string{cp, tmp, cache}
 	if !slices.Equal(got, want) {
 		t.Errorf("copy mode: %q, want %q", got, want)
 	}
@@ -274,7 +281,7 @@ func TestWritablePaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{root, tmp, base, filepath.Join(root, "sub")}; !slices.Equal(got, want) {
+	if want := []string{root, tmp, base}; !slices.Equal(got, want) {
 		t.Errorf("overlay mode: %q, want %q", got, want)
 	}
 }

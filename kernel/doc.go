@@ -76,6 +76,11 @@
 // binaries; its cost is that any program calling Run must link this
 // package, which it does by calling Run.
 //
+// Run covers the primary root, f.Root(), only: the command sees roots
+// added with [overlayfs.WithRoot] as they are on disk, without their
+// layers, and cannot write them when confined; their layers stay as they
+// were.
+//
 // Where no overlay can be mounted (no overlayfs, no privilege, user
 // namespaces disabled), or with [WithCopyFallback], Run copies the view to
 // a temporary directory, runs the command there and imports the
@@ -92,29 +97,41 @@
 // write only beneath the root as it sees it (the overlay mount, or the
 // copy), a private temporary directory that Run creates, names in TMPDIR
 // and removes afterwards, the standard character devices (/dev/null,
-// /dev/zero, /dev/full, /dev/tty, /dev/pts/*) and the paths given to
-// [WithWritable]. Any other write (create, remove, rename, truncate,
+// /dev/zero, /dev/full, /dev/tty, /dev/pts/*), the files given to it as
+// standard output, standard error or extra files (so that /dev/stdout
+// and /proc/self/fd/N work when those are regular files), and the paths
+// given to [WithWritable]. Any other write (create, remove, rename, truncate,
 // mknod, symlink) fails inside the command with EACCES; reads and
 // execution are not restricted. Renaming or linking across directories
 // needs Landlock ABI 2 (Linux 5.19); with ABI 1 the kernel refuses it
 // with EXDEV, which mv handles by copying. Landlock requires no_new_privs:
 // set-user-ID programs run without their privileges.
 //
-// In the copy fallback the real root is never writable: a WithWritable
-// path inside it is mapped into the copy, one that holds it is refused
-// ([ErrUnconfined]). Run also takes the identity of every path of the real
-// root (what Commit's conflict check compares) before the copy and checks
-// it afterwards; if anything changed (an unconfined command wrote there),
+// Landlock does not govern metadata: chmod, chown, utimes and extended
+// attributes of files outside the writable paths still succeed where the
+// user may make them. (In the overlay modes the root's own files are the
+// overlay's, so this reaches only files outside the root.)
+//
+// In the copy fallback the real root is never writable: it is bind-mounted
+// read-only onto itself in the command's mount namespace (so its metadata
+// is out of reach too: EROFS), and a WithWritable path that holds it is
+// refused ([ErrUnconfined]); one inside the root changes nothing in any
+// mode, the root being writable already. Run also takes the identity of
+// every path of the real root (what Commit's conflict check compares)
+// before the copy and checks it afterwards; if anything changed (an unconfined command wrote there),
 // it imports nothing and returns an error wrapping [overlayfs.ErrConflict]
 // that names the paths. The layer never receives an inverted change.
 //
 // Where Landlock is missing (or [NoLandlockEnv] is set, for tests), the
-// overlay modes run the command unconfined, since the mount keeps the real
-// root out of reach, and say so through [WithModeReport]; the copy
-// fallback refuses with [ErrUnconfined]. [Unconfined] switches
-// confinement off in every mode. What a command writes outside the root
-// (WithWritable paths, or anywhere when unconfined) is neither captured
-// nor undone.
+// overlay modes run the command unconfined and say so through
+// [WithModeReport]; the copy fallback refuses with [ErrUnconfined].
+// [Unconfined] switches confinement off in every mode. An unconfined
+// command is root of its mount namespace in the overlay modes: the mount
+// hides the real root, but the command can unmount it. Run therefore
+// checks the real root afterwards in every unconfined mode, as the copy
+// fallback does, and refuses to import a run that changed it. What a
+// command writes outside the root (WithWritable paths, or anywhere when
+// unconfined) is neither captured nor undone.
 //
 // A command whose cmd.Dir is empty runs in the process's working
 // directory when that lies inside the root (in copy mode, the same
@@ -131,6 +148,12 @@
 // Device nodes, which a layer cannot hold, are skipped: Import and Run
 // import everything else first, then return an error wrapping
 // [ErrUnsupportedType] that names each skipped path.
+//
+// Two more things a layer does not hold, which Import and Run leave out
+// without an error: extended attributes (other than the overlay's own,
+// which are read as above) and hard links (each name of a hard-linked
+// file becomes a file of its own, with the same content and metadata).
+// Inode flags (chattr) are not imported either.
 //
 // # Processes, crashes and cleanup
 //
@@ -227,6 +250,7 @@
 // copy fallback; landlock_linux.go: confinement; lifecycle_linux.go and
 // owner_linux.go: the supervisors and owner records that let [Cleanup]
 // (cleanup_linux.go) tell abandoned temporary directories and mounts from
-// live ones; userns_linux.go and workdir_linux.go: small helpers of Run;
+// live ones; userns_linux.go, workdir_linux.go and readable_linux.go:
+// small helpers of Run;
 // stub_other.go: the other platforms.
 package kernel

@@ -32,8 +32,8 @@ type scenario struct {
 	// (EACCES) while its other effects stay as the oracle's.
 	outside bool
 	// realRoot: the command writes the real root by its absolute name.
-	// In copy mode that name is outside the command's root: every write
-	// fails and the view stays the fixture's.
+	// In copy mode that name is outside the command's root and read-only:
+	// every write fails (EROFS) and the view stays the fixture's.
 	realRoot bool
 	// cwdOutside: cmd.Dir is empty and the process's working directory is
 	// the sentinel directory, outside the root.
@@ -251,12 +251,19 @@ func runScenario(t *testing.T, s scenario, mode string, wantKind ModeKind) {
 	}
 	runErr := Run(context.Background(), f, cmd, opts...)
 	wantFail := s.outside || s.realRoot && copyMode
+	// Landlock refuses with EACCES; the copy fallback's real root is also
+	// read-only in the command's mount namespace, which the kernel checks
+	// first.
+	refusal := "Permission denied"
+	if s.realRoot && copyMode {
+		refusal = "Read-only file system"
+	}
 	var ee *exec.ExitError
 	switch {
 	case wantFail && !errors.As(runErr, &ee):
 		t.Errorf("Run: %v, want the command to fail (its writes outside the root refused)", runErr)
-	case wantFail && !strings.Contains(stderr.String(), "Permission denied"):
-		t.Errorf("the command's errors do not say Permission denied:\n%s", stderr.String())
+	case wantFail && !strings.Contains(stderr.String(), refusal):
+		t.Errorf("the command's errors do not say %s:\n%s", refusal, stderr.String())
 	case !wantFail && runErr != nil:
 		t.Errorf("Run: %v\nstderr:\n%s", runErr, stderr.String())
 	}

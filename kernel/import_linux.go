@@ -38,18 +38,19 @@ import (
 // while applying (a file unreadable halfway) leaves f with part of the
 // upper applied; take an [overlayfs.Fs.Snapshot] first to roll back.
 func Import(upper string, f *overlayfs.Fs, opts Options) error {
-	return importAs(upper, upper, f, opts)
+	return importAs(upper, upper, f, opts, nil)
 }
 
 // importAs is Import naming skipped paths under shown instead of upper
-// (Run names them where the command made them, in the root).
-func importAs(upper, shown string, f *overlayfs.Fs, opts Options) error {
+// (Run names them where the command made them, in the root), and taking
+// the modes in modes (see makeReadable) over those it finds.
+func importAs(upper, shown string, f *overlayfs.Fs, opts Options, modes map[string]fs.FileMode) error {
 	root, err := os.OpenRoot(upper)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	entries, skips, err := scanUpper(upper, shown, opts)
+	entries, skips, err := scanUpper(upper, shown, opts, modes)
 	if err != nil {
 		return err
 	}
@@ -58,15 +59,16 @@ func importAs(upper, shown string, f *overlayfs.Fs, opts Options) error {
 			return err
 		}
 	}
-	if err := importRoot(upper, f); err != nil {
+	if err := importRoot(upper, f, modes); err != nil {
 		return err
 	}
 	return skipped(skips)
 }
 
 // importRoot stacks the upper root's own metadata on the view's root where
-// their mode or owner differ: the merged root shows the upper's.
-func importRoot(upper string, f *overlayfs.Fs) error {
+// their mode or owner differ: the merged root shows the upper's. A mode
+// in modes (for ".") is taken over the upper root's own.
+func importRoot(upper string, f *overlayfs.Fs, modes map[string]fs.FileMode) error {
 	var st unix.Stat_t
 	if err := unix.Stat(upper, &st); err != nil {
 		return &fs.PathError{Op: "stat", Path: upper, Err: err}
@@ -76,7 +78,10 @@ func importRoot(upper string, f *overlayfs.Fs) error {
 		return err
 	}
 	cst, ok := cur.Sys().(*syscall.Stat_t)
-	mode := permBits(st.Mode)
+	mode, fixed := modes["."]
+	if !fixed {
+		mode = permBits(st.Mode)
+	}
 	if ok && mode == specialPerm(cur.Mode()) && st.Uid == cst.Uid && st.Gid == cst.Gid {
 		return nil
 	}
@@ -101,7 +106,7 @@ type upperEntry struct {
 // scanUpper walks upper parent-first, in bytewise order within each
 // directory, checking every entry before anything is applied. Entries a
 // layer cannot hold are left out, each with an error in skips.
-func scanUpper(upper, shown string, opts Options) (out []upperEntry, skips []error, err error) {
+func scanUpper(upper, shown string, opts Options, modes map[string]fs.FileMode) (out []upperEntry, skips []error, err error) {
 	prefix := opts.xattrPrefix()
 	xbuf := make([]byte, 1024)
 	err = filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
@@ -126,6 +131,9 @@ func scanUpper(upper, shown string, opts Options) (out []upperEntry, skips []err
 			gid:   int(st.Gid),
 			mtime: time.Unix(st.Mtim.Unix()),
 			size:  st.Size,
+		}
+		if m, ok := modes[e.rel]; ok {
+			e.mode = m
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFCHR:

@@ -65,8 +65,8 @@ func landlockABI(cfg runConfig) (int, error) {
 // confinement decides whether the command runs confined: it returns the
 // Landlock ABI to confine with (0 for unconfined) and fills in the mode's
 // Confined and Reason. Where Landlock is missing, the overlay modes run
-// unconfined (the mount keeps the real root out of reach) and the copy
-// mode refuses with ErrUnconfined.
+// unconfined (Run then checks the real root afterwards) and the copy mode
+// refuses with ErrUnconfined.
 func confinement(cfg runConfig, m *Mode) (int, error) {
 	if cfg.unconfined {
 		m.Reason = "Unconfined option"
@@ -87,11 +87,16 @@ func confinement(cfg runConfig, m *Mode) (int, error) {
 // writablePaths returns the paths a confined command may write besides the
 // standard devices: the root as it sees it (see), the private temporary
 // directory and the caller's extra paths. realRoot is the real root when
-// the command runs in a copy (it must stay read-only: an extra path inside
-// it is mapped into the copy, one that holds it is refused), or "" in the
-// overlay modes, where the mount hides it.
+// the command runs in a copy (it must stay read-only: one that holds it is
+// refused), or "" in the overlay modes, where the mount hides it. An extra
+// path inside the root needs no rule of its own, the root's covers it (it
+// may exist only in the layer, or only once the copy is made).
 func writablePaths(see, tmp, realRoot string, extra []string) ([]string, error) {
 	out := []string{see, tmp}
+	root := realRoot
+	if root == "" {
+		root = see
+	}
 	for _, p := range extra {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -100,12 +105,11 @@ func writablePaths(see, tmp, realRoot string, extra []string) ([]string, error) 
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
 			abs = real
 		}
-		if realRoot != "" {
-			if rel, ok := relInside(realRoot, abs); ok {
-				abs = filepath.Join(see, rel)
-			} else if _, ok := relInside(abs, realRoot); ok {
-				return nil, fmt.Errorf("kernel: Run: writable path %s holds the root %s, which the copy fallback keeps read-only: %w", p, realRoot, ErrUnconfined)
-			}
+		if _, ok := relInside(root, abs); ok {
+			continue
+		}
+		if _, ok := relInside(abs, realRoot); ok && realRoot != "" {
+			return nil, fmt.Errorf("kernel: Run: writable path %s holds the root %s, which the copy fallback keeps read-only: %w", p, realRoot, ErrUnconfined)
 		}
 		if _, err := os.Stat(abs); err != nil {
 			return nil, fmt.Errorf("kernel: Run: writable path: %w", err)
@@ -127,13 +131,18 @@ func relInside(dir, p string) (string, bool) {
 
 // confineSelf restricts the calling thread, and so the program it execs
 // next, with Landlock ABI abi: writes only beneath the writable paths
-// (directories, or single files) and to the standard character devices.
+// (directories, or single files), to the standard character devices and
+// to the files open on the descriptors passed (the command's standard
+// output and error, say), so that the command may reopen those by name
+// (/dev/stdout, /proc/self/fd/N) as it may write them. Only regular files
+// and character devices count there: pipes and sockets need no rule, and
+// a directory passed to the command grants nothing beneath it.
 // It sets no_new_privs, which Landlock requires of an unprivileged
 // caller: set-user-ID programs run without their privileges.
 //
 // It works on the calling OS thread only (the thread is locked and never
 // unlocked): the caller must exec from the same goroutine right after.
-func confineSelf(abi int, writable []string) error {
+func confineSelf(abi int, writable []string, fds []int) error {
 	runtime.LockOSThread()
 	handled := landlockWriteRights(abi)
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: handled}
@@ -177,6 +186,19 @@ func confineSelf(abi int, writable []string) error {
 	}
 	if err := add(ptyDir, landlockFileRights, true); err != nil {
 		return err
+	}
+	for _, passed := range fds {
+		var st unix.Stat_t
+		if unix.Fstat(passed, &st) != nil {
+			continue
+		}
+		if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFCHR {
+			continue
+		}
+		// Best effort, like the devices: a file the kernel will not take
+		// a rule for stays writable through the descriptor itself.
+		rule := unix.LandlockPathBeneathAttr{Allowed_access: landlockFileRights & handled, Parent_fd: int32(passed)}
+		unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(fd), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&rule)), 0, 0, 0)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)

@@ -1,7 +1,9 @@
 package kernel
 
 import (
-	"encoding/json"
+	"bytes"
+	"encoding/base64"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
@@ -44,12 +46,47 @@ import (
 // superviseEnv carries a supervisor request to the re-executed binary.
 const superviseEnv = "COWFS_KERNEL_SUPERVISE"
 
+// encodeRequest encodes a request (a superviseRequest or a runRequest) for
+// the environment variable that carries it to a re-executed stage: gob, in
+// base64. Unlike JSON, gob keeps strings byte for byte: paths, arguments
+// and messages need not be UTF-8.
+func encodeRequest(v any) (string, error) {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(b.Bytes()), nil
+}
+
+// decodeRequest decodes what encodeRequest encoded into v.
+func decodeRequest(s string, v any) error {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return err
+	}
+	return gob.NewDecoder(bytes.NewReader(b)).Decode(v)
+}
+
+// writeStatus writes a failure to a status pipe, gob-encoded.
+func writeStatus(w io.Writer, s runStatus) {
+	gob.NewEncoder(w).Encode(s)
+}
+
+// readStatus decodes what writeStatus wrote.
+func readStatus(msg []byte) (runStatus, error) {
+	var s runStatus
+	err := gob.NewDecoder(bytes.NewReader(msg)).Decode(&s)
+	return s, err
+}
+
 // superviseRequest is what a supervisor process needs.
 type superviseRequest struct {
-	Stage string   `json:"stage"` // "outer" or "init"
-	Exe   string   `json:"exe"`   // this program, to start init
-	Path  string   `json:"path"`  // the command
-	Args  []string `json:"args"`
+	Stage string `json:"stage"` // "outer" or "init"
+	Exe   string `json:"exe"`   // this program, to start init
+	Path  string `json:"path"`  // the command
+	// The command's arguments (argv, from argv[0]) are the supervisor's
+	// own after argv[0]: an environment variable holds at most 128 KiB,
+	// the arguments as much as os/exec passes.
 	// Files is how many descriptors (0, 1, 2, then the command's extra
 	// files) pass through to the command unchanged. The supervisor's own
 	// descriptors follow: its status pipe at Files, then the control pipe
@@ -73,6 +110,10 @@ type nsAttr struct {
 	// AmbientCaps lets an init that is not uid 0 in its user namespace keep
 	// the capabilities to mount its /proc; it drops them for the command.
 	AmbientCaps []uintptr `json:"ambient,omitempty"`
+	// ReadOnly are directories init bind-mounts read-only onto themselves
+	// in its mount namespace (the copy fallback's real root): Landlock
+	// leaves chmod, chown, utimes and xattrs ungoverned.
+	ReadOnly []string `json:"readonly,omitempty"`
 }
 
 // The supervisors report on their status pipe, as runHook does, with a
@@ -128,7 +169,7 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 		return &supervised{cmd: c}, nil
 	}
 	req := superviseRequest{
-		Stage: "outer", Exe: exe, Path: c.Path, Args: c.Args,
+		Stage: "outer", Exe: exe, Path: c.Path,
 		Files: 3 + len(c.ExtraFiles), NSRequired: nsRequired, Fail: fail,
 	}
 	outer := &syscall.SysProcAttr{}
@@ -152,7 +193,7 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 	if len(req.Namespaces) == 0 {
 		req.Namespaces = fallback
 	}
-	reqJSON, err := json.Marshal(req)
+	reqEnv, err := encodeRequest(req)
 	if err != nil {
 		return nil, err
 	}
@@ -166,9 +207,9 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 		statusW.Close()
 		return nil, err
 	}
-	c.Path, c.Args = exe, []string{exe}
+	c.Path, c.Args = exe, append([]string{exe}, c.Args...)
 	c.ExtraFiles = append(slices.Clip(c.ExtraFiles), statusW, ctlR)
-	c.Env = append(slices.Clip(c.Env), superviseEnv+"="+string(reqJSON))
+	c.Env = append(slices.Clip(c.Env), superviseEnv+"="+reqEnv)
 	c.SysProcAttr = outer
 	c.Cancel = func() error {
 		_, err := ctlW.Write([]byte{'k'})
@@ -200,11 +241,11 @@ func (s *supervised) started() error {
 	if len(msg) == 0 {
 		return nil
 	}
-	var st runStatus
-	if err := json.Unmarshal(msg, &st); err != nil {
-		return &startError{stage: "start", path: s.path, err: fmt.Errorf("kernel: Run: supervisor: %s", msg)}
+	st, err := readStatus(msg)
+	if err != nil {
+		return &startError{stage: "start", path: s.path, err: fmt.Errorf("kernel: Run: supervisor: %q", msg)}
 	}
-	err := st.err()
+	err = st.err()
 	if st.Stage != "namespace" && st.Errno != 0 {
 		// As os/exec says it when the program cannot be started.
 		err = &os.PathError{Op: "fork/exec", Path: s.path, Err: syscall.Errno(st.Errno)}
@@ -228,9 +269,9 @@ func (s *supervised) wait() error {
 
 // superviseHook runs a supervisor stage in a re-executed binary. It never
 // returns.
-func superviseHook(reqJSON string) {
+func superviseHook(reqEnv string) {
 	var req superviseRequest
-	if err := json.Unmarshal([]byte(reqJSON), &req); err != nil {
+	if err := decodeRequest(reqEnv, &req); err != nil {
 		fmt.Fprintf(os.Stderr, "cowfs kernel supervisor: bad %s: %v\n", superviseEnv, err)
 		exit(125)
 	}
@@ -258,12 +299,7 @@ func exit(code int) { syscall.Exit(code) }
 
 // reportStart writes why something could not be started and exits.
 func reportStart(status *os.File, stage string, err error) {
-	s := runStatus{Stage: stage, Msg: err.Error()}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		s.Errno = int(errno)
-	}
-	json.NewEncoder(status).Encode(s)
+	writeStatus(status, newRunStatus(stage, err))
 	exit(125)
 }
 
@@ -290,7 +326,7 @@ func envWithout(key string) []string {
 // commandCmd is the command as the request describes it.
 func commandCmd(req superviseRequest, files []*os.File) *exec.Cmd {
 	c := &exec.Cmd{
-		Path: req.Path, Args: req.Args, Env: envWithout(superviseEnv),
+		Path: req.Path, Args: os.Args[1:], Env: envWithout(superviseEnv),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, ExtraFiles: files,
 	}
 	attr := &syscall.SysProcAttr{}
@@ -324,7 +360,7 @@ func superviseOuter(req superviseRequest, status, ctl *os.File) {
 	var nsErr error
 	for _, ns := range req.Namespaces {
 		c := &exec.Cmd{
-			Path: req.Exe, Args: []string{req.Exe},
+			Path: req.Exe, Args: os.Args, // the command's arguments pass on
 			Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 			ExtraFiles: append(slices.Clip(files), status, resultW),
 			SysProcAttr: &syscall.SysProcAttr{
@@ -336,11 +372,11 @@ func superviseOuter(req superviseRequest, status, ctl *os.File) {
 			},
 		}
 		initReq.Namespaces = []nsAttr{ns}
-		initJSON, err := json.Marshal(initReq)
+		initEnv, err := encodeRequest(initReq)
 		if err != nil {
 			reportStart(status, "namespace", err)
 		}
-		c.Env = append(envWithout(superviseEnv), superviseEnv+"="+string(initJSON))
+		c.Env = append(envWithout(superviseEnv), superviseEnv+"="+initEnv)
 		if nsErr = c.Start(); nsErr == nil {
 			child = c.Process
 			break
@@ -395,8 +431,16 @@ func superviseInit(req superviseRequest, status, result *os.File) {
 	// The command's own view of processes: $$ and getpid() name entries of
 	// this /proc. Where the namespace cannot mount one (a container's
 	// /proc with masked paths refuses), the caller's stays.
-	if slices.ContainsFunc(req.Namespaces, func(ns nsAttr) bool { return ns.Unshareflags&syscall.CLONE_NEWNS != 0 }) {
+	for _, ns := range req.Namespaces {
+		if ns.Unshareflags&syscall.CLONE_NEWNS == 0 {
+			continue
+		}
 		unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+		// Best effort: where it fails, Landlock still keeps the contents,
+		// and Run's check afterwards catches the rest.
+		for _, p := range ns.ReadOnly {
+			readOnlyBind(p)
+		}
 	}
 	// Capabilities kept only to mount /proc do not pass on to the command:
 	// ambient capabilities are per thread, and this thread starts it.
@@ -525,16 +569,41 @@ func dieOf(sig unix.Signal) {
 	exit(128 + int(sig))
 }
 
+// readOnlyBind makes dir read-only in this mount namespace, with what is
+// mounted below it: a bind mount of it onto itself, then read-only.
+func readOnlyBind(dir string) error {
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return &os.PathError{Op: "mount", Path: dir, Err: err}
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if unix.MountSetattr(unix.AT_FDCWD, dir, unix.AT_RECURSIVE, &attr) == nil {
+		return nil
+	}
+	// Before Linux 5.12: remount the bind itself, keeping the flags that a
+	// user namespace may not drop.
+	var st unix.Statfs_t
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	if unix.Statfs(dir, &st) == nil {
+		flags |= uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
+	}
+	if err := unix.Mount("", dir, "", flags, ""); err != nil {
+		return &os.PathError{Op: "mount", Path: dir, Err: err}
+	}
+	return nil
+}
+
 // copyNamespaces are the ways to give the copy fallback's command a PID
 // namespace (and a mount namespace for its /proc), tried in order: as it
 // is (with the privilege for it), else in a user namespace that maps the
 // caller to itself, so that the command keeps its own uid and gid (owners
-// it cannot map read as the overflow id, 65534, inside).
-func copyNamespaces() []nsAttr {
+// it cannot map read as the overflow id, 65534, inside). The real root is
+// read-only in that mount namespace.
+func copyNamespaces(realRoot string) []nsAttr {
 	uid := []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
 	gid := []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
+	ro := []string{realRoot}
 	return []nsAttr{
-		{Unshareflags: syscall.CLONE_NEWNS},
-		{Cloneflags: syscall.CLONE_NEWUSER, Unshareflags: syscall.CLONE_NEWNS, UidMappings: uid, GidMappings: gid, AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN}},
+		{Unshareflags: syscall.CLONE_NEWNS, ReadOnly: ro},
+		{Cloneflags: syscall.CLONE_NEWUSER, Unshareflags: syscall.CLONE_NEWNS, UidMappings: uid, GidMappings: gid, AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN}, ReadOnly: ro},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -144,6 +145,11 @@ func joinRel(dir, name string) string {
 	return dir + "/" + name
 }
 
+// validRel reports whether rel names a path below the root: clean,
+// relative, not ".." or above it, without NUL. Any other bytes are fine, as
+// they are to the file system and to the overlay (fs.ValidPath would
+// refuse names that are not UTF-8).
 func validRel(rel string) bool {
-	return rel != "" && rel != "." && fs.ValidPath(rel)
+	return rel != "" && rel != "." && rel != ".." && !strings.HasPrefix(rel, "/") && !strings.HasPrefix(rel, "../") &&
+		strings.IndexByte(rel, 0) < 0 && path.Clean(rel) == rel
 }

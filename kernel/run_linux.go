@@ -2,10 +2,10 @@ package kernel
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,13 +22,14 @@ const runEnv = "COWFS_KERNEL_RUN_HOOK"
 
 // runRequest is what the re-executed binary needs to mount and exec.
 type runRequest struct {
-	Root      string   `json:"root"`
-	Upper     string   `json:"upper"`
-	Work      string   `json:"work"`
-	UserXattr bool     `json:"userxattr"`
-	Path      string   `json:"path"`
-	Args      []string `json:"args"`
-	StatusFD  int      `json:"statusfd"`
+	Root      string `json:"root"`
+	Upper     string `json:"upper"`
+	Work      string `json:"work"`
+	UserXattr bool   `json:"userxattr"`
+	Path      string `json:"path"` // the command; its argv is the hook's after argv[0]
+	StatusFD  int    `json:"statusfd"`
+	// Dir is where the command runs, entered after the mount.
+	Dir string `json:"dir,omitempty"`
 	// NoMount: the copy fallback, which only confines and execs.
 	NoMount bool `json:"nomount,omitempty"`
 	// Landlock is the ABI to confine the command with, 0 for none;
@@ -40,17 +41,51 @@ type runRequest struct {
 // runStatus is written to the status pipe when the hook fails; a successful
 // exec closes the pipe (close-on-exec) with nothing written.
 type runStatus struct {
-	Stage string `json:"stage"` // "mount", "confine" or "exec"
+	Stage string `json:"stage"` // "mount", "chdir", "confine" or "exec"
 	Errno int    `json:"errno"`
 	Msg   string `json:"msg"`
+	// Op and Path are set when the failure was an *fs.PathError around a
+	// bare errno, so that the caller gets one back, as os/exec gives it.
+	Op   string `json:"op,omitempty"`
+	Path string `json:"path,omitempty"`
 }
 
+// newRunStatus describes err, a failure at stage, for the status pipe.
+func newRunStatus(stage string, err error) runStatus {
+	s := runStatus{Stage: stage, Msg: err.Error()}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		s.Errno = int(errno)
+	}
+	if pe, ok := err.(*fs.PathError); ok {
+		if _, bare := pe.Err.(syscall.Errno); bare {
+			s.Op, s.Path = pe.Op, pe.Path
+		}
+	}
+	return s
+}
+
+// err is the failure again: an *fs.PathError where it was one, else an
+// error with the original message that still matches its errno.
 func (s runStatus) err() error {
-	if s.Errno != 0 {
-		return fmt.Errorf("%s: %w", s.Msg, syscall.Errno(s.Errno))
+	switch {
+	case s.Op != "" && s.Errno != 0:
+		return &fs.PathError{Op: s.Op, Path: s.Path, Err: syscall.Errno(s.Errno)}
+	case s.Errno != 0:
+		return &statusError{msg: s.Msg, errno: syscall.Errno(s.Errno)}
 	}
 	return errors.New(s.Msg)
 }
+
+// statusError is a failure reported through a status pipe: its message as
+// it was (which already names the errno), matching the errno.
+type statusError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *statusError) Error() string { return e.msg }
+func (e *statusError) Unwrap() error { return e.errno }
 
 // The hook: a binary that links this package and is started by Run with
 // runEnv set is Run's helper. Running inside the fresh mount namespace Run
@@ -66,52 +101,55 @@ func init() {
 	}
 }
 
-func runHook(reqJSON string) {
+func runHook(reqEnv string) {
 	var req runRequest
-	if err := json.Unmarshal([]byte(reqJSON), &req); err != nil {
+	if err := decodeRequest(reqEnv, &req); err != nil {
 		fmt.Fprintf(os.Stderr, "cowfs kernel hook: bad %s: %v\n", runEnv, err)
 		os.Exit(125)
 	}
 	status := os.NewFile(uintptr(req.StatusFD), "cowfs-status")
 	fail := func(stage string, err error) {
-		s := runStatus{Stage: stage, Msg: err.Error()}
-		var errno syscall.Errno
-		if errors.As(err, &errno) {
-			s.Errno = int(errno)
-		}
-		json.NewEncoder(status).Encode(s)
+		writeStatus(status, newRunStatus(stage, err))
 		os.Exit(125)
 	}
 	syscall.CloseOnExec(req.StatusFD)
 	if !req.NoMount {
-		wd, err := os.Getwd()
-		if err != nil {
-			fail("mount", err)
-		}
 		if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
 			fail("mount", err)
 		}
-		// The old working directory is the hidden original; re-resolve it.
-		if err := os.Chdir(wd); err != nil {
-			fail("mount", err)
+	}
+	// The command's directory is entered only now: under the overlay it may
+	// be one that only the layer holds (the supervisors start in "/").
+	if req.Dir != "" {
+		if err := os.Chdir(req.Dir); err != nil {
+			fail("chdir", err)
 		}
 	}
 	// After the mount: Landlock forbids mounting, and the rules must name
 	// the overlay, not the real root beneath it.
 	if req.Landlock > 0 {
-		if err := confineSelf(req.Landlock, req.Writable); err != nil {
+		// Descriptors 1 up to the status pipe are the command's: its
+		// standard output and error, then its extra files.
+		var passed []int
+		for fd := 1; fd < req.StatusFD; fd++ {
+			passed = append(passed, fd)
+		}
+		if err := confineSelf(req.Landlock, req.Writable, passed); err != nil {
 			fail("confine", fmt.Errorf("kernel: Run: confining the command with Landlock: %w", err))
 		}
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
-	err := syscall.Exec(req.Path, req.Args, env)
-	fail("exec", fmt.Errorf("exec %s: %w", req.Path, err))
+	err := syscall.Exec(req.Path, os.Args[1:], env)
+	// As os/exec names a program it cannot start.
+	fail("exec", &fs.PathError{Op: "fork/exec", Path: req.Path, Err: err})
 }
 
 // Run runs cmd with f's view overlaid on f.Root() in place, so the command
 // sees its usual absolute paths, and replaces f's layer with everything the
 // view holds afterwards: what the layer held before plus what the command
-// changed. The real root is never written.
+// changed. The real root is never written. Only the primary root is
+// overlaid: roots added with [overlayfs.WithRoot] keep their layers, and
+// the command sees them as they are on disk.
 //
 // The overlay lives in a private mount namespace of the command only. Run
 // materializes the layer into a temporary upper dir, starts the current
@@ -132,20 +170,25 @@ func runHook(reqJSON string) {
 // no privileges needed) and may write only beneath the root as it sees
 // it, a private temporary directory that Run creates, names in TMPDIR and
 // removes afterwards, the standard character devices (/dev/null,
-// /dev/zero, /dev/full, /dev/tty, /dev/pts/*) and the paths given to
-// [WithWritable]; any other write fails inside the command with EACCES.
+// /dev/zero, /dev/full, /dev/tty, /dev/pts/*), the files passed as its
+// Stdout, Stderr and ExtraFiles, and the paths given to [WithWritable];
+// any other write fails inside the command with EACCES.
 // Reads are not restricted. Landlock implies no_new_privs: set-user-ID
 // programs run without their privileges. In the copy fallback the real
 // root is never writable; Run also checks afterwards that nothing in it
 // changed (the identity check Commit uses) and otherwise returns an error
 // wrapping [overlayfs.ErrConflict] that names the paths, leaving the layer
 // as it was. Where Landlock is missing the overlay modes run unconfined
-// (the mount keeps the real root out of reach) and say so through
-// [WithModeReport]; the copy fallback refuses with [ErrUnconfined].
-// [Unconfined] switches confinement off.
+// and say so through [WithModeReport]; the copy fallback refuses with
+// [ErrUnconfined]. [Unconfined] switches confinement off. Unconfined, a
+// command in an overlay mode could unmount the overlay and reach the real
+// root, so Run makes the same check there.
 //
 // Working directory: cmd.Dir, or when empty the process's working
-// directory, mapped into the copy in copy mode. When cmd.Dir is empty and
+// directory, mapped into the copy in copy mode; it may be a directory only
+// the layer holds. One the view does not have fails as os/exec fails (an
+// *fs.PathError with Op "chdir"), and a program that cannot be started
+// too ("fork/exec"). When cmd.Dir is empty and
 // the working directory lies outside the root, the command runs in the
 // root (as it sees it). What a command writes outside the root (in
 // WithWritable paths, or anywhere when unconfined) is not captured.
@@ -161,10 +204,15 @@ func runHook(reqJSON string) {
 // it everything the command started: no process of it outlives Run, nor
 // the caller (see the package doc, "Processes, crashes and cleanup").
 //
+// What the command leaves unreadable to its own user (chmod 0) is still
+// imported, with the modes it left: Run gives the owner read permission
+// in its temporary upper or copy first, where the caller is not root.
+//
 // Cost: the layer is written out and read back whole (O(layer size) in
 // time, and the re-imported contents are held in memory by f); the copy
-// fallback also copies and compares the whole view, and stats every path
-// of the root twice for the check.
+// fallback also copies and compares the whole view (holes in files stay
+// holes), and it and every unconfined run stat every path of the root
+// twice for the check.
 func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
 	var cfg runConfig
 	for _, o := range opts {
@@ -214,12 +262,12 @@ func startHooked(c *exec.Cmd, req runRequest, fallback []nsAttr, nsRequired bool
 	defer statusR.Close()
 	req.StatusFD = 3 + len(c.ExtraFiles)
 	c.ExtraFiles = append(c.ExtraFiles, statusW)
-	reqJSON, err := json.Marshal(req)
+	reqEnv, err := encodeRequest(req)
 	if err != nil {
 		statusW.Close()
 		return nil, nil, err
 	}
-	c.Env = append(c.Env, runEnv+"="+string(reqJSON))
+	c.Env = append(c.Env, runEnv+"="+reqEnv)
 	sup, err = superviseStart(c, fallback, nsRequired, fail)
 	statusW.Close()
 	if err != nil {
@@ -233,9 +281,9 @@ func startHooked(c *exec.Cmd, req runRequest, fallback []nsAttr, nsRequired bool
 	if len(msg) == 0 {
 		return sup, nil, nil
 	}
-	var s runStatus
-	if err := json.Unmarshal(msg, &s); err != nil {
-		return sup, &runStatus{Stage: "exec", Msg: fmt.Sprintf("kernel: Run: helper: %s", msg)}, nil
+	s, err := readStatus(msg)
+	if err != nil {
+		return sup, &runStatus{Stage: "exec", Msg: fmt.Sprintf("kernel: Run: helper: %q", msg)}, nil
 	}
 	return sup, &s, nil
 }
@@ -260,7 +308,9 @@ func (e *mountFailed) Unwrap() error { return e.err }
 // cloneCmd copies what Run promises to honour from cmd.
 func cloneCmd(ctx context.Context, cmd *exec.Cmd) *exec.Cmd {
 	c := exec.CommandContext(ctx, cmd.Path)
-	c.Args = slices.Clone(cmd.Args)
+	if len(cmd.Args) > 0 { // as os/exec: none means {Path}
+		c.Args = slices.Clone(cmd.Args)
+	}
 	c.Env = slices.Clone(cmd.Env)
 	c.Dir = cmd.Dir
 	c.Stdin, c.Stdout, c.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
@@ -322,10 +372,12 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	}
 	mode.Dir = dir
 	c := cloneCmd(ctx, cmd)
-	c.Path, c.Args, c.Dir = exe, []string{exe}, dir
+	// The supervisors start in "/": dir may exist only under the overlay,
+	// which the hook enters after mounting it.
+	c.Path, c.Args, c.Dir = exe, append([]string{exe}, c.Args...), "/"
 	req := runRequest{
 		Root: f.Root(), Upper: upper, Work: work, UserXattr: opts.UserXattr,
-		Path: path, Args: cmd.Args, Landlock: abi, Writable: writable,
+		Dir: dir, Path: path, Landlock: abi, Writable: writable,
 	}
 	c.Env = append(c.Env, RootEnv+"="+f.Root(), "TMPDIR="+tmpDir)
 	if c.SysProcAttr == nil {
@@ -340,6 +392,13 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		c.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		c.SysProcAttr.GidMappingsEnableSetgroups = false
 	}
+	// Unconfined, the command may unmount the overlay and reach the real
+	// root (as root, or as root of its user namespace): check it afterwards,
+	// as the copy fallback does.
+	var before *overlayfs.LowerState
+	if abi == 0 {
+		before = f.LowerState()
+	}
 	sup, hookErr, err := startHooked(c, req, nil, true, "mount")
 	if err != nil {
 		var se *startError
@@ -353,21 +412,42 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	}
 	waitErr := sup.wait()
 	if hookErr != nil {
-		if hookErr.Stage == "mount" {
-			return &mountFailed{hookErr.err()}
+		return hookFailure(hookErr, cmd.Dir)
+	}
+	if before != nil {
+		if err := realRootChanged(before, "unconfined"); err != nil {
+			return errors.Join(waitErr, err)
 		}
-		return hookErr.err()
 	}
 	return importUpper(upper, f, opts, waitErr)
 }
 
+// hookFailure is the error of an overlay run whose hook failed before the
+// command started: a *mountFailed when it could not mount (Run falls back
+// to the copy), the chdir failure naming the directory as the caller did
+// (dir, when set), as os/exec does.
+func hookFailure(s *runStatus, dir string) error {
+	err := s.err()
+	switch s.Stage {
+	case "mount":
+		return &mountFailed{err}
+	case "chdir":
+		if pe, ok := err.(*fs.PathError); ok && dir != "" {
+			pe.Path = dir
+		}
+	}
+	return err
+}
+
 // importUpper makes f's layer the upper dir: the upper holds the whole
 // layer (Materialize wrote the old one into it), so the layer is reset
-// first; on failure the old layer is restored.
+// first (the primary root's only: the layers of roots added with
+// overlayfs.WithRoot are not in the upper); on failure the old layer is
+// restored.
 func importUpper(upper string, f *overlayfs.Fs, opts Options, runErr error) error {
 	snap := f.Snapshot()
-	f.Reset()
-	if err := importAs(upper, f.Root(), f, opts); err != nil {
+	f.ResetLayer()
+	if err := importAs(upper, f.Root(), f, opts, makeReadable(upper)); err != nil {
 		// Skipped device nodes only: the layer keeps the rest.
 		if sk := (*skippedError)(nil); !errors.As(err, &sk) {
 			f.Restore(snap)

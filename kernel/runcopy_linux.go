@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cowfs/cowfs/internal/sparse"
 	"github.com/cowfs/cowfs/overlayfs"
 	"golang.org/x/sys/unix"
 )
@@ -59,15 +60,18 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	}
 	c := cloneCmd(ctx, cmd)
 	c.Dir, c.Path = workDir(f.Root(), cp, cmd.Dir, cmd.Path)
+	if err := enterable(c.Dir, cmd.Dir, cp, f.Root()); err != nil {
+		return err
+	}
 	c.Env = append(c.Env, RootEnv+"="+cp, "TMPDIR="+tmpDir)
 	mode.Root, mode.Dir = cp, c.Dir
 	var sup *supervised
 	var hookErr *runStatus
 	if abi > 0 {
-		req := runRequest{NoMount: true, Path: c.Path, Args: c.Args, Landlock: abi, Writable: writable}
-		c.Path, c.Args = exe, []string{exe}
-		sup, hookErr, err = startHooked(c, req, copyNamespaces(), false, "exec")
-	} else if sup, err = superviseStart(c, copyNamespaces(), false, "exec"); err == nil {
+		req := runRequest{NoMount: true, Path: c.Path, Landlock: abi, Writable: writable}
+		c.Path, c.Args = exe, append([]string{exe}, c.Args...)
+		sup, hookErr, err = startHooked(c, req, copyNamespaces(f.Root()), false, "exec")
+	} else if sup, err = superviseStart(c, copyNamespaces(f.Root()), false, "exec"); err == nil {
 		if err = sup.started(); err != nil {
 			sup.wait()
 		}
@@ -86,10 +90,10 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	if hookErr != nil {
 		return hookErr.err()
 	}
-	if changed := before.Changed(); len(changed) > 0 {
-		return errors.Join(runErr, fmt.Errorf("kernel: Run: the real root changed while the command ran in a copy, nothing imported: %s: %w",
-			strings.Join(changed, ", "), overlayfs.ErrConflict))
+	if err := realRootChanged(before, "in a copy"); err != nil {
+		return errors.Join(runErr, err)
 	}
+	vc.modes = makeReadable(cp)
 	entries, err := vc.diff()
 	if err != nil {
 		return errors.Join(runErr, err)
@@ -106,15 +110,40 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 			return errors.Join(runErr, err)
 		}
 	}
+	// The root's own mode and owner, as an upper's root, where the copy's
+	// owner could be set to the view's (else it differs by construction).
+	if !vc.ownerLost["."] {
+		if err := importRoot(cp, f, vc.modes); err != nil {
+			f.Restore(snap)
+			return errors.Join(runErr, err)
+		}
+	}
 	return errors.Join(runErr, skipped(vc.skips))
 }
 
-// removeTree removes dir even where the copy made directories unwritable.
+// realRootChanged checks the real root against its identities before the
+// command ran (how the command ran, for the message): an error wrapping
+// overlayfs.ErrConflict that names every changed path, or nil.
+func realRootChanged(before *overlayfs.LowerState, how string) error {
+	changed := before.Changed()
+	if len(changed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("kernel: Run: the real root changed while the command ran %s, nothing imported: %s: %w",
+		how, strings.Join(changed, ", "), overlayfs.ErrConflict)
+}
+
+// removeTree removes dir even where the copy or the command made
+// directories unwritable, or (as root) files and directories immutable or
+// append-only.
 func removeTree(dir string) {
 	if os.RemoveAll(dir) == nil {
 		return
 	}
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && (d.IsDir() || d.Type().IsRegular()) {
+			clearNoDelete(p)
+		}
 		if err == nil && d.IsDir() {
 			os.Chmod(p, 0o700)
 		}
@@ -123,14 +152,33 @@ func removeTree(dir string) {
 	os.RemoveAll(dir)
 }
 
+// The inode flags (chattr +i, +a) that forbid removing a file or the
+// entries of a directory; linux/fs.h.
+const fsImmutableFl, fsAppendFl = 0x10, 0x20
+
+// clearNoDelete clears p's immutable and append-only flags, where set.
+func clearNoDelete(p string) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil || flags&(fsImmutableFl|fsAppendFl) == 0 {
+		return
+	}
+	unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^(fsImmutableFl|fsAppendFl)))
+}
+
 // viewCopy is a real directory copy of an overlay view.
 type viewCopy struct {
 	f         *overlayfs.Fs
 	dst       string
-	inode     map[string]uint64 // copied directories: replaced ones get new inodes
-	ownerLost map[string]bool   // chown refused: the owner cannot be compared
-	absent    map[string]bool   // device nodes of the view that could not be made in the copy
-	skips     []error           // what the diff found that a layer cannot hold
+	inode     map[string]uint64      // copied directories: replaced ones get new inodes
+	ownerLost map[string]bool        // chown refused: the owner cannot be compared
+	absent    map[string]bool        // device nodes of the view that could not be made in the copy
+	skips     []error                // what the diff found that a layer cannot hold
+	modes     map[string]fs.FileMode // modes the command left, where makeReadable changed them
 }
 
 func (vc *viewCopy) view(rel string) string {
@@ -204,7 +252,7 @@ func (vc *viewCopy) copyEntry(rel string) error {
 			r.Close()
 			return err
 		}
-		_, err = io.Copy(w, r)
+		_, err = sparse.Copy(w, r) // holes stay holes: the copy costs no more disk than the view
 		r.Close()
 		if cerr := w.Close(); err == nil {
 			err = cerr
@@ -322,6 +370,9 @@ func (vc *viewCopy) diffEntry(rel string, inView bool, out *[]upperEntry) error 
 		return &fs.PathError{Op: "lstat", Path: p, Err: err}
 	}
 	e := upperEntry{rel: rel, mode: permBits(st.Mode), uid: int(st.Uid), gid: int(st.Gid), mtime: time.Unix(st.Mtim.Unix()), size: st.Size}
+	if m, ok := vc.modes[rel]; ok {
+		e.mode = m
+	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		e.typ = overlayfs.EntryDir

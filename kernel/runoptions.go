@@ -49,10 +49,10 @@ func WithTempDir(dir string) RunOption {
 
 // WithWritable lets the command write beneath paths (files or
 // directories, which must exist) besides the root, its private TMPDIR and
-// the standard character devices: a build cache, say. In the copy
-// fallback a path inside the root is mapped into the copy, and one that
-// holds the root is refused with [ErrUnconfined], since the real root must
-// stay read-only.
+// the standard character devices: a build cache, say. A path inside the
+// root changes nothing (the root is writable, in the layer) and need not
+// exist. In the copy fallback a path that holds the root is refused with
+// [ErrUnconfined], since the real root must stay read-only.
 func WithWritable(paths ...string) RunOption {
 	return func(c *runConfig) { c.writable = append(c.writable, paths...) }
 }

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,7 @@ import (
 // process's working directory when Dir is empty, mapped to see when it lies
 // inside the root. A working directory outside the root is replaced by the
 // root when Dir was empty (the command then cannot write by relative names
-// outside it), and kept when the caller set Dir. The second result is path
+// outside it), and kept (made absolute) when the caller set Dir. The second result is path
 // resolved as the command's program, made absolute when the directory moved
 // away from where a relative path was meant.
 func workDir(root, see, dir, path string) (string, string) {
@@ -22,14 +23,18 @@ func workDir(root, see, dir, path string) (string, string) {
 	}
 	abs, err := filepath.Abs(d)
 	if err == nil {
-		if real, err := filepath.EvalSymlinks(abs); err == nil {
-			abs = real
+		real := abs
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			real = r
 		}
-		if rel, ok := relInside(root, abs); ok {
+		if rel, ok := relInside(root, real); ok {
 			return filepath.Join(see, rel), path
 		}
 	}
 	if dir != "" {
+		if err == nil {
+			return abs, path // absolute: the command may start elsewhere first
+		}
 		return dir, path
 	}
 	if !filepath.IsAbs(path) && strings.Contains(path, "/") {
@@ -55,4 +60,27 @@ func tempOutsideRoot(root, tmp string) error {
 		return fmt.Errorf("kernel: Run: temporary directory %s lies inside the root %s; choose another with WithTempDir or TMPDIR", tmp, root)
 	}
 	return nil
+}
+
+// enterable checks that the command's directory dir (in the copy cp) can
+// be entered, and otherwise fails as os/exec does for a missing Dir,
+// naming the directory as the caller named it (given), or where it lies
+// in the root.
+func enterable(dir, given, cp, root string) error {
+	_, err := os.Stat(dir)
+	if err == nil {
+		return nil
+	}
+	name := given
+	if name == "" {
+		name = dir
+		if rel, ok := relInside(cp, dir); ok {
+			name = filepath.Join(root, rel)
+		}
+	}
+	var errno error = err
+	if pe, ok := err.(*fs.PathError); ok {
+		errno = pe.Err
+	}
+	return &fs.PathError{Op: "chdir", Path: name, Err: errno}
 }

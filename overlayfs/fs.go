@@ -212,6 +212,17 @@ func (l *layer) resetLocked() {
 	l.hmu.Unlock()
 }
 
+// ResetLayer discards the layer of the primary root only (the one [Fs.Layer]
+// returns and [Fs.PutEntry] writes), as Reset does for every root: the
+// layers of roots added with [WithRoot] are kept. With a single root it is
+// Reset.
+func (f *Fs) ResetLayer() {
+	g := f.primary()
+	g.mu.Lock()
+	g.resetLocked()
+	g.mu.Unlock()
+}
+
 // Root returns the canonical absolute path of the root.
 func (f *Fs) Root() string { return f.primary().root }
 

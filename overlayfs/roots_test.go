@@ -233,3 +233,32 @@ func TestRootsNameForms(t *testing.T) {
 	}
 	checkUnchanged(t, cowP, sum)
 }
+
+// TestRootsResetLayer: ResetLayer discards the primary root's layer only.
+// Oracle: os on plain copies, the primary as it was on disk, the extra
+// root with the same steps applied.
+func TestRootsResetLayer(t *testing.T) {
+	a, b, osA, osB := twoRoots(t)
+	c := newCow(t, a, overlayfs.WithRoot(b))
+	multiOps(t, c, a, b)
+	multiOps(t, osTarget{}, t.TempDir(), osB) // osA stays as a is on disk
+	c.ResetLayer()
+	for _, pair := range [][2]string{{osA, a}, {osB, b}} {
+		want, err := walkTarget(osTarget{}, pair[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := walkTarget(c, pair[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := diffTrees(want, got); len(errs) > 0 {
+			t.Errorf("view of %s after ResetLayer differs from os:\n%v", pair[1], errors.Join(errs...))
+		}
+	}
+	for _, ch := range c.Changes() {
+		if ch.Root != b {
+			t.Errorf("change %v of the primary root after ResetLayer", ch)
+		}
+	}
+}

@@ -37,13 +37,16 @@ temporary directory named by TMPDIR that is removed afterwards, to the
 standard character devices (/dev/null, /dev/zero, /dev/full, /dev/tty,
 /dev/pts/*) and under each -allow-write PATH (a build cache, say; what is
 written there is not captured or undone). Any other write fails inside the
-command with "Permission denied". Reads are not restricted. Set-user-ID
-programs run without their privileges. -unconfined turns confinement off.
-Without Landlock in the kernel, the kernel overlay still runs (the mount
-keeps the tree out of reach) unconfined, and the copy fallback refuses to
-run unless -unconfined is given. In the copy fallback run also checks that
-the tree itself did not change while the command ran, and reports trouble
-(nothing imported) if it did. -v prints the mode used on standard error:
+command with "Permission denied" (in the copy fallback, a write to the tree
+itself by its real path with "Read-only file system"). Landlock does not
+govern chmod, chown, touch or extended attributes of files outside the
+tree. Reads are not restricted. Set-user-ID programs run without their
+privileges. -unconfined turns confinement off. Without Landlock in the
+kernel, the kernel overlay still runs, unconfined, and the copy fallback
+refuses to run unless -unconfined is given. Whenever the command runs
+unconfined or in the copy fallback, run checks that the tree itself did
+not change while the command ran (an unconfined command can unmount the
+overlay), and reports trouble (nothing imported) if it did. -v prints the mode used on standard error:
 kernel overlay (as root or in a user namespace) or copy, confined or not.
 
 Afterwards run prints what the command changed under the root, one line

@@ -98,9 +98,10 @@ func TestRunConfinedFlags(t *testing.T) {
 	cache := filepath.Join(base, "cache")
 
 	// Copy fallback, the real root by absolute name: refused inside the
-	// command, the file stays, nothing is listed (no inverted change).
+	// command (the real root is read-only there), the file stays, nothing
+	// is listed (no inverted change).
 	code, stdout, stderr := runReplayRun(t, tree, "-copy", "--", "rm", keep)
-	if code != exitDiffers || stdout != "" || !strings.Contains(stderr, "Permission denied") {
+	if code != exitDiffers || stdout != "" || !strings.Contains(stderr, "Read-only file system") {
 		t.Errorf("rm of the real root in copy mode: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	if _, err := os.Stat(keep); err != nil {
@@ -132,9 +133,13 @@ func TestRunConfinedFlags(t *testing.T) {
 		os.Remove(filepath.Join(cache, "entry"))
 	}
 
-	// -unconfined in copy mode: the command may damage the real root, and
-	// run says so instead of listing an inverted change.
-	code, stdout, stderr = runReplayRun(t, tree, "-copy", "-unconfined", "-v", "--", "rm", keep)
+	// -unconfined in copy mode: the command may damage the real root (as
+	// root it can unmount the read-only bind), and run says so instead of
+	// listing an inverted change.
+	code, stdout, stderr = runReplayRun(t, tree, "-copy", "-unconfined", "-v", "--", "sh", "-c", `umount "$0" 2>/dev/null; rm "$0/keep.txt"`, tree)
+	if _, err := os.Stat(keep); err == nil {
+		t.Skipf("the unconfined command could not reach the real root here (exit %d, %q): nothing to detect", code, stderr)
+	}
 	if code != exitTrouble || stdout != "" || !strings.Contains(stderr, "keep.txt") || !strings.Contains(stderr, "unconfined (Unconfined option)") {
 		t.Errorf("-unconfined rm of the real root: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
