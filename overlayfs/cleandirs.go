@@ -29,7 +29,9 @@ type pathMap struct {
 // empty index. A new tree (Reset, Restore, Fork) starts with no directory
 // known clean, so cloning stays O(1).
 func newPathMap(m *btree.Map[string, entry]) pathMap {
-	return pathMap{Map: m, clean: new(cleanDirs)}
+	p := pathMap{Map: m, clean: new(cleanDirs)}
+	p.clean.full.Store(m.Len() != 0)
+	return p
 }
 
 // Set sets the entry at k. The key is stored as a copy of its own: k is
@@ -109,6 +111,7 @@ type cleanDirs struct {
 	m     sync.Map                // rel -> *dirSlot, for the other directories
 	last  atomic.Pointer[dirSlot] // the slot state last found in m: a run of names in one directory costs no map lookup
 	files map[string]fileRef      // clean rel -> its layer file; made at the first use
+	full  atomic.Bool             // the entries have not been empty since this was made
 }
 
 // fileRef is a layer file in the index of files: its identity and its
@@ -152,6 +155,7 @@ func (c *cleanDirs) state(dir string) dirState {
 
 // inserted updates the states for a new layer entry at k.
 func (c *cleanDirs) inserted(k string) {
+	c.full.Store(true)
 	if k == "" || c.state(k)&dirClean != 0 {
 		c.clear()
 		return
@@ -376,37 +380,28 @@ func cleanRel(rel string) (dir string, ok bool) {
 }
 
 // cleanShort is cleanRel for a rel of at most 64 bytes (no component can
-// be too long), in one pass.
+// be too long), in one pass. Bytes above '/' (letters, digits, most
+// punctuation) cannot make a name unclean, so they cost one comparison.
 func cleanShort(rel string) (dir string, ok bool) {
 	start := 0 // of the current component
-	for i := 0; i <= len(rel); i++ {
-		var c byte = '/'
-		if i < len(rel) {
-			c = rel[i]
-		}
-		switch c {
+	for i := 0; i < len(rel); i++ {
+		switch rel[i] {
 		case 0:
 			return "", false
 		case '/':
-			switch i - start {
-			case 0:
+			if !plainComponent(rel[start:i]) {
 				return "", false
-			case 1:
-				if rel[start] == '.' {
-					return "", false
-				}
-			case 2:
-				if rel[start] == '.' && rel[start+1] == '.' {
-					return "", false
-				}
 			}
-			if i < len(rel) {
-				dir = rel[:i]
-			}
-			start = i + 1
+			dir, start = rel[:i], i+1
 		}
 	}
-	return dir, true
+	return dir, plainComponent(rel[start:])
+}
+
+// plainComponent reports whether c is a name a clean path may hold: not
+// empty, ".", or "..".
+func plainComponent(c string) bool {
+	return c != "" && c != "." && c != ".."
 }
 
 // noEntry reports whether the layer has no entry at rel, searching the
@@ -481,6 +476,34 @@ func (l *layer) fastEntry(host string) (rel string, lower, ok bool) {
 	}
 	_, in := l.paths.Get(rel)
 	return rel, !in, true
+}
+
+// lowerOnly is fastEntry without the lock, for a name whose answer the
+// states already recorded settle: host is clean (see fastRel), its
+// directory is clean and known to hold no layer entry, so the lower's
+// host is the merged view's. It reports false wherever something is not
+// yet recorded; the caller then takes the lock, which fills the states.
+//
+// No lock is needed: the states live in c, l.clean (atomics, a sync.Map),
+// and they lose bits only under the write lock, right after the insertion
+// that makes them wrong and before the lock is released. So an answer
+// from them is the merged view at an instant within the call, and a call
+// that starts after a write returned sees it. A Reset, Restore or Commit
+// swaps or clears the states the same way.
+func (l *layer) lowerOnly(c *cleanDirs, host string) (rel string, ok bool) {
+	if len(host) >= pathMax || len(host) < 2 || host[0] != '/' {
+		return "", false
+	}
+	rel, in := l.within(host)
+	if !in {
+		return "", false
+	}
+	dir, ok := cleanRel(rel)
+	if !ok {
+		return "", false
+	}
+	st := c.state(dir)
+	return rel, st&dirBare != 0 && (dir == "" || st&dirClean != 0)
 }
 
 // lowerStat is stat of a name that fastEntry found to be the lower's at

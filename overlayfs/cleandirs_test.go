@@ -2,6 +2,7 @@ package overlayfs_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 )
@@ -232,6 +233,83 @@ func TestFastPathConcurrentFill(t *testing.T) {
 		}
 		if err := errors.Join(runOps(fastProbes(), wants[i], got)...); err != nil {
 			t.Fatalf("round %d, changes %d:\n%v", round, i, err)
+		}
+	}
+}
+
+// TestStatWithoutLockSeesWrites: Stat and Lstat of lower names answer
+// without the Fs's lock once the records settle them (lowerOnly), while
+// fillers keep statting from other goroutines. After each change returns,
+// another goroutine, told over a channel, must see it: its probes are
+// compared with os on a copy that went through the same changes. A record
+// whose bits were taken away after the write lock was released, or not at
+// all, shows up here as a stale lower answer.
+func TestStatWithoutLockSeesWrites(t *testing.T) {
+	orig := origTree(t, "project")
+	changes := []op{
+		writeFile("README.md", "now in the layer, longer than before\n", 0o644),
+		writeFile("new-at-root", "new\n", 0o644),
+		writeFile("a/b/c/new.txt", "new\n", 0o644),
+		removeAll("a/b/c"), symlink("../../internal/util", "a/b/c"),
+		chmod("a", 0o700), remove("README.md"),
+		rename("internal/util", "a/util"), symlink("../a", "internal/util"),
+		removeAll("a/b"), mkdirAll("a/b/c", 0o755),
+		writeFile("a/b/c/file.txt", "again\n", 0o600),
+	}
+	for round := range 10 {
+		c := newCow(t, orig)
+		got := newEnv(c, c.Root(), true)
+		want := newEnv(osTarget{}, osCopy(t, orig), false)
+		writeFile("layer.txt", "not empty\n", 0o644).run(got)
+		writeFile("layer.txt", "not empty\n", 0o644).run(want)
+		stop := make(chan struct{})
+		var fillers sync.WaitGroup
+		for g := range 2 {
+			fillers.Go(func() {
+				e := newEnv(c, c.Root(), true)
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					n := fastProbeNames[(i+g*7+round)%len(fastProbeNames)]
+					stat(n).run(e)
+					lstat(n).run(e)
+				}
+			})
+		}
+		check := make(chan int)
+		result := make(chan error)
+		go func() {
+			for i := range check {
+				e := newEnv(c, c.Root(), true)
+				var probes []op
+				for _, n := range fastProbeNames {
+					probes = append(probes, stat(n), lstat(n))
+				}
+				if err := errors.Join(runOps(probes, want, e)...); err != nil {
+					result <- fmt.Errorf("after change %d (%v): %w", i, changes[i], err)
+					continue
+				}
+				result <- nil
+			}
+		}()
+		var failed error
+		for i, o := range changes {
+			o.run(want)
+			o.run(got)
+			check <- i
+			if err := <-result; err != nil {
+				failed = err
+				break
+			}
+		}
+		close(check)
+		close(stop)
+		fillers.Wait()
+		if failed != nil {
+			t.Fatalf("round %d: %v", round, failed)
 		}
 	}
 }

@@ -45,7 +45,8 @@ type layer struct {
 	root string // canonical absolute root
 
 	mu      sync.RWMutex
-	paths   pathMap                   // root-relative slash path -> entry
+	paths   pathMap                   // root-relative slash path -> entry; set with setPaths
+	clean   atomic.Pointer[cleanDirs] // paths.clean, for Stat without the lock (see lowerOnly)
 	blobs   *btree.Map[uint64, *blob] // file identity -> content
 	gen     uint64                    // blobs with another gen are shared: clone before writing
 	deps    *btree.Map[string, dep]   // lower paths the layer depends on (for Commit)
@@ -200,9 +201,15 @@ func canonRoot(root string) (string, error) {
 	return canon, nil
 }
 
+// setPaths makes p the layer's entries. Callers hold l.mu for writing.
+func (l *layer) setPaths(p pathMap) {
+	l.paths = p
+	l.clean.Store(p.clean)
+}
+
 // resetLocked empties the layer.
 func (l *layer) resetLocked() {
-	l.paths = newPathMap(btree.NewMap[string, entry](32))
+	l.setPaths(newPathMap(btree.NewMap[string, entry](32)))
 	l.blobs = btree.NewMap[uint64, *blob](32)
 	l.gen = l.fam.gen.Add(1)
 	l.deps = btree.NewMap[string, dep](32)

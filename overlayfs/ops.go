@@ -28,10 +28,11 @@ func (f *Fs) LstatIfPossible(name string) (fs.FileInfo, bool, error) {
 }
 
 // emptyView reports whether Stat of name can go straight to the lower:
-// the layer is empty, so the merged view is the lower and the kernel
-// resolves names as we would. Callers hold l.mu (read or write).
-func (l *layer) emptyView(name string) bool {
-	if l.paths.Len() != 0 || !l.opts.outsideReads || len(name) == 0 {
+// the layer has never held an entry (see cleanDirs.full), so the merged
+// view is the lower and the kernel resolves names as we would. It needs
+// no lock, as lowerOnly.
+func (l *layer) emptyView(c *cleanDirs, name string) bool {
+	if c.full.Load() || !l.opts.outsideReads || len(name) == 0 {
 		return false
 	}
 	_, ok := l.within(name)
@@ -39,13 +40,29 @@ func (l *layer) emptyView(name string) bool {
 }
 
 // stat is Stat (follow) or Lstat. A name the fast path resolves to the
-// lower is stat'ed outside the lock (see lowerStat).
+// lower is stat'ed outside the lock (see lowerStat); so is a name in an
+// empty layer, and one that the states already recorded put in the lower
+// (see emptyView, lowerOnly).
 func (l *layer) stat(op, name, abs string, follow bool) (fs.FileInfo, error) {
-	l.mu.RLock()
-	if follow && l.emptyView(name) {
-		l.mu.RUnlock()
-		return os.Stat(name)
+	host := abs
+	if host == "" {
+		host = name
 	}
+	if c := l.clean.Load(); c != nil {
+		if follow && l.emptyView(c, name) {
+			return os.Stat(name)
+		}
+		if rel, ok := l.lowerOnly(c, host); ok {
+			fi, done, err := l.lowerStat(op, name, rel, host, follow)
+			if done {
+				return fi, err
+			}
+			l.mu.RLock()
+			defer l.mu.RUnlock()
+			return l.statWalk(op, name, abs, follow, l.lowerLink(host, fi))
+		}
+	}
+	l.mu.RLock()
 	return l.statRLocked(op, name, abs, follow)
 }
 

@@ -54,7 +54,8 @@ func (f *Fs) Restore(s *Snapshot) {
 func (l *layer) restore(s *savedLayer, fam *family) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.paths, l.blobs, l.deps = newPathMap(s.paths.Copy()), s.blobs.Copy(), s.deps.Copy()
+	l.setPaths(newPathMap(s.paths.Copy()))
+	l.blobs, l.deps = s.blobs.Copy(), s.deps.Copy()
 	if fam != l.fam {
 		// Identities and generations of another family may collide with ours.
 		old := l.blobs
@@ -100,11 +101,11 @@ func (l *layer) fork() *layer {
 	nf := &layer{
 		shared: l.shared,
 		root:   l.root,
-		paths:  newPathMap(l.paths.Copy()),
 		blobs:  l.blobs.Copy(),
 		deps:   l.deps.Copy(),
 		gen:    l.fam.gen.Add(1),
 	}
+	nf.setPaths(newPathMap(l.paths.Copy()))
 	l.gen = l.fam.gen.Add(1)
 	return nf
 }
