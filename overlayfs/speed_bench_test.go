@@ -221,6 +221,12 @@ func BenchmarkTableReadFile4K(b *testing.B) {
 	b.Run("layer=empty/friendly", func(b *testing.B) {
 		interleave(b, side{op: readFileOp(b, newCow(b, root), name)}, osSide)
 	})
+	// The floor: afero.ReadFile (a Stat, a buffer of size+512, reads until
+	// EOF) over afero's plain OsFs, which any afero.Fs pays against
+	// os.ReadFile.
+	b.Run("floor=afero.OsFs", func(b *testing.B) {
+		interleave(b, side{op: readFileOp(b, afero.NewOsFs(), name)}, osSide)
+	})
 }
 
 func BenchmarkTableStat(b *testing.B) {

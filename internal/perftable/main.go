@@ -36,6 +36,7 @@ type row struct {
 var rows = []row{
 	{"BenchmarkTableReadFile4K/layer=nonempty", "ReadFile of a 4 KiB lower file, layer not empty", "`os.ReadFile`", "≤ 1.05×"},
 	{"BenchmarkTableReadFile4K/layer=empty/friendly", "ReadFile of a 4 KiB lower file, empty layer (friendly)", "`os.ReadFile`", "—"},
+	{"BenchmarkTableReadFile4K/floor=afero.OsFs", "ReadFile of a 4 KiB file: afero.ReadFile over afero.OsFs (the floor)", "`os.ReadFile`", "—"},
 	{"BenchmarkTableStat/layer=nonempty", "Stat of a lower file, layer not empty", "`os.Stat`", "≤ 1.05×"},
 	{"BenchmarkTableStat/depth=32", "Stat of a lower file 32 directories deep", "`os.Stat`", "≤ 1.10×"},
 	{"BenchmarkTableStat/layer=empty/friendly", "Stat of a lower file, empty layer (friendly)", "`os.Stat`", "—"},
