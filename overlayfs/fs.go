@@ -64,8 +64,9 @@ type layer struct {
 	// which a lookup missed, so that creating many new files costs no
 	// system call each. The lower must not change while the Fs is in use,
 	// so the caches are only dropped by Commit.
-	dirs  sync.Map // rel -> struct{}
-	names sync.Map // rel -> map[string]struct{}
+	dirs   sync.Map // rel -> struct{}
+	names  sync.Map // rel -> map[string]struct{}
+	misses sync.Map // rel -> *atomic.Int32: lookups that missed in a directory not yet listed
 
 	// lowerDirs caches the metadata of lower directories in which entries
 	// were created (what a new entry inherits from a setgid directory).
@@ -76,6 +77,7 @@ type layer struct {
 func (l *layer) dropCaches() {
 	l.dirs.Clear()
 	l.names.Clear()
+	l.misses.Clear()
 	l.lowerDirs.Clear()
 	l.paths.clean.clear()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"sync/atomic"
 )
 
 // lookup returns the merged-view node at rel without following a final
@@ -54,7 +55,7 @@ func (l *layer) lowerInfo(rel, host string) (fs.FileInfo, error) {
 	fi, err := os.Lstat(host)
 	if err != nil {
 		if isMissing(err) {
-			l.cacheNames(parent(rel))
+			l.missed(parent(rel))
 			return nil, nil
 		}
 		return nil, err
@@ -70,6 +71,37 @@ func (l *layer) lowerInfo(rel, host string) (fs.FileInfo, error) {
 func (l *layer) sawDir(rel string) {
 	if _, ok := l.dirs.Load(rel); !ok {
 		l.dirs.Store(rel, struct{}{})
+	}
+}
+
+// A lower directory's names are listed (see cacheNames) at the first
+// lookup that misses in it when the directory is small (its size at most
+// smallDir bytes: one block on ext4, about 200 names on tmpfs or btrfs),
+// else at the listAfter-th. A listing costs a system call per few dozen
+// names and a map entry per name, so a fresh overlay that creates a file
+// or two beside thousands of lower ones pays an lstat for each, not a
+// listing of thousands, while one that creates many pays a listing once.
+const (
+	smallDir  = 4096
+	listAfter = 16
+)
+
+// missed counts a lookup that found nothing in the lower directory dir,
+// and lists dir when it is time (see smallDir).
+func (l *layer) missed(dir string) {
+	if _, ok := l.names.Load(dir); ok {
+		return
+	}
+	v, ok := l.misses.Load(dir)
+	if !ok {
+		if fi, err := os.Lstat(l.host(dir)); err == nil && fi.Size() <= smallDir {
+			l.cacheNames(dir)
+			return
+		}
+		v, _ = l.misses.LoadOrStore(dir, new(atomic.Int32))
+	}
+	if v.(*atomic.Int32).Add(1) == listAfter {
+		l.cacheNames(dir)
 	}
 }
 

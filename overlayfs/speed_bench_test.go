@@ -309,6 +309,17 @@ func BenchmarkTableWriteFile4K(b *testing.B) {
 		}
 		interleave(b, first(func() afero.Fs { return newCow(b, root) }), first(aferoCoW))
 	})
+	// The same in a lower directory of 1,000 files: what a fresh overlay
+	// per test pays to add one file beside many.
+	b.Run("New+first/dir=1000", func(b *testing.B) {
+		name := filepath.Join(root, "dir1k", "new-file")
+		first := func(fresh func() afero.Fs) side {
+			return side{op: func(int) {
+				must(b, afero.WriteFile(fresh(), name, data4K, 0o644))
+			}}
+		}
+		interleave(b, first(func() afero.Fs { return newCow(b, root) }), first(aferoCoW))
+	})
 }
 
 // appendSide opens name for append on a fresh file system per op and

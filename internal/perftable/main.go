@@ -42,6 +42,8 @@ var rows = []row{
 	{"BenchmarkTableStat/layer=empty/friendly", "Stat of a lower file, empty layer (friendly)", "`os.Stat`", "—"},
 	{"BenchmarkTableWriteFile4K/overwrite-64", "WriteFile overwriting 4 KiB layer files (64 names cycled)", "MemMapFs, same", "≤ 1.0×"},
 	{"BenchmarkTableWriteFile4K/new", "WriteFile of new 4 KiB files", "MemMapFs", "≤ 1.0×"},
+	{"BenchmarkTableWriteFile4K/New+first", "`New(root)` + WriteFile of a new file in an empty lower directory", "afero CopyOnWriteFs, same", "—"},
+	{"BenchmarkTableWriteFile4K/New+first/dir=1000", "`New(root)` + WriteFile of a new file beside 1,000 lower files", "afero CopyOnWriteFs, same", "—"},
 	{"BenchmarkTableNewAppend/New", "`New(root)` + first append to a 4 KiB lower file", "afero CopyOnWriteFs, same", "≤ 0.5×"},
 	{"BenchmarkTableNewAppend/Reset/friendly", "`Reset()` + first append to a 4 KiB lower file (friendly)", "afero CopyOnWriteFs, new", "—"},
 	{"BenchmarkTableReaddir/Readdir/entries=1000", "Readdir(-1) of a 1,000-entry directory (all lower but one)", "os", "≤ 1.10×"},

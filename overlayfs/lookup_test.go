@@ -1,0 +1,134 @@
+package overlayfs_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// bigDirTree is a lower tree with a directory too big to list at the first
+// miss in it (big, 600 names: more than one 4 KiB block on ext4, more than
+// 4 KiB of size on tmpfs and btrfs) and a small one.
+func bigDirTree(t *testing.T) string {
+	t.Helper()
+	orig := filepath.Join(t.TempDir(), "orig")
+	for _, d := range []string{"big", "small"} {
+		if err := os.MkdirAll(filepath.Join(orig, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 600 {
+		if err := os.WriteFile(filepath.Join(orig, "big", fmt.Sprintf("lower-file-%04d", i)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(orig, "small", fmt.Sprintf("f%d", i)), []byte("y"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(orig, "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() <= 4096 {
+		t.Skipf("this file system gives a directory of 600 names the size %d: not a big directory here", fi.Size())
+	}
+	return orig
+}
+
+// TestMissesInBigDirectory: lookups that miss in a big lower directory
+// (creations, failed Stats, O_EXCL creations over lower names) agree with
+// os on a copy before, at and after the point where the overlay lists the
+// directory's names, and in a small one listed at once.
+func TestMissesInBigDirectory(t *testing.T) {
+	orig := bigDirTree(t)
+	var ops []op
+	for i := range 40 {
+		for _, d := range []string{"big", "small"} {
+			ops = append(ops,
+				stat(fmt.Sprintf("%s/new-%02d", d, i)),
+				writeFile(fmt.Sprintf("%s/new-%02d", d, i), "n", 0o644),
+				stat(fmt.Sprintf("%s/new-%02d", d, i)),
+				lstat(fmt.Sprintf("%s/lower-file-%04d", d, i*7)),
+				openFile(1, fmt.Sprintf("%s/lower-file-%04d", d, i*11), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600),
+				closeH(1),
+				openFile(1, fmt.Sprintf("%s/f%d", d, i%5), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600),
+				closeH(1),
+			)
+		}
+	}
+	ops = append(ops, open(2, "big"), readdirnames(2, -1), closeH(2))
+	if err := errors.Join(differential(t, orig, ops)...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBigDirectoryNotListedAtFirstMiss counts the opens of the lower
+// directories (inotify): a fresh overlay that creates one file beside
+// hundreds does not list them; one that creates many lists them once; a
+// small directory is listed at its first miss.
+func TestBigDirectoryNotListedAtFirstMiss(t *testing.T) {
+	orig := bigDirTree(t)
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Skip("inotify unavailable:", err)
+	}
+	defer unix.Close(fd)
+	watch := map[int32]string{}
+	for _, d := range []string{"big", "small"} {
+		wd, err := unix.InotifyAddWatch(fd, filepath.Join(orig, d), unix.IN_OPEN)
+		if err != nil {
+			t.Skip("inotify unavailable:", err)
+		}
+		watch[int32(wd)] = d
+	}
+	opens := map[string]int{} // opens of the directory itself
+	drain := func() {
+		buf := make([]byte, 64<<10)
+		for {
+			m, err := unix.Read(fd, buf)
+			if errors.Is(err, unix.EAGAIN) {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for off := 0; off+unix.SizeofInotifyEvent <= m; {
+				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+				if ev.Mask&unix.IN_OPEN != 0 && ev.Len == 0 {
+					opens[watch[ev.Wd]]++
+				}
+				off += unix.SizeofInotifyEvent + int(ev.Len)
+			}
+		}
+	}
+	c := newCow(t, orig)
+	create := func(d string, i int) {
+		t.Helper()
+		f, err := c.OpenFile(filepath.Join(orig, d, fmt.Sprintf("new-%02d", i)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	create("big", 0)
+	create("small", 0)
+	drain()
+	if opens["big"] != 0 || opens["small"] != 1 {
+		t.Fatalf("after one creation in each: %d opens of big (want 0), %d of small (want 1)", opens["big"], opens["small"])
+	}
+	for i := 1; i < 40; i++ {
+		create("big", i)
+		create("small", i)
+	}
+	drain()
+	if opens["big"] != 1 || opens["small"] != 1 {
+		t.Fatalf("after 40 creations in each: %d opens of big (want 1), %d of small (want 1)", opens["big"], opens["small"])
+	}
+}
