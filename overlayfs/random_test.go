@@ -110,6 +110,13 @@ func randFixture(t testing.TB, dir string) string {
 	for _, l := range links {
 		must(os.Symlink(l[1], filepath.Join(root, l[0])))
 	}
+	// big's long names fill more than one 4 KiB directory block (ext4) or
+	// 4 KiB of directory size (btrfs): lookups that miss there are answered
+	// by lstat until the overlay lists it (see lookup.go).
+	must(os.MkdirAll(filepath.Join(root, "big"), 0o755))
+	for i := range randBigFiles {
+		must(os.WriteFile(filepath.Join(root, randBigName(i)), nil, 0o644))
+	}
 	must(unix.Mkfifo(filepath.Join(root, "pipe"), 0o644))
 	must(unix.Mknod(filepath.Join(root, "sock"), unix.S_IFSOCK|0o755, 0))
 	must(unix.Mkfifo(filepath.Join(root, "d/pipe"), 0o600))
@@ -140,7 +147,15 @@ func randFixture(t testing.TB, dir string) string {
 }
 
 // randDirs are the fixture's directories a sequence may Chdir into.
-var randDirs = []string{"", "d", "d/e", "dir", "dir/sub", "g", "sg", "st", "empty"}
+var randDirs = []string{"", "d", "d/e", "dir", "dir/sub", "g", "sg", "st", "empty", "big"}
+
+// randBigFiles is the number of files in the fixture's big directory.
+const randBigFiles = 60
+
+// randBigName is the name of the i-th file in the big directory.
+func randBigName(i int) string {
+	return fmt.Sprintf("big/file-%03d-%s", i, strings.Repeat("x", 56))
+}
 
 // randBase are the names sequences work on, root-relative: fixture entries
 // of every kind and new names.
@@ -149,6 +164,7 @@ var randBase = []string{
 	"empty/n", "dir", "dir/sub", "dir/sub/s", "dir/sub/top", "sg", "sg/f", "sg/new", "st", "st/new",
 	"l", "ld", "ld/b", "m", "self", "c1", "c2", "dl", "out", "out/o", "outf", "pipe", "sock", "lp",
 	"loop1", "new", "n", "n/f", "newdir", "newdir/f", "up/outside.txt", "d/up/a", "nope",
+	"big", randBigName(7), randBigName(randBigFiles - 1), "big/new", "big/n2", "big/n3", "big/n4", "big/n5",
 	// Through the bind mounts randAliases makes beside the root; "al"
 	// itself is never named, so that no sequence removes or moves it (see
 	// randAliases).
