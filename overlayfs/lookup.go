@@ -74,13 +74,14 @@ func (l *layer) sawDir(rel string) {
 	}
 }
 
-// A lower directory's names are listed (see cacheNames) at the first
+// A lower directory's names are listed (see cacheNames) at the second
 // lookup that misses in it when the directory is small (its size at most
 // smallDir bytes: one block on ext4, about 200 names on tmpfs or btrfs),
-// else at the listAfter-th. A listing costs a system call per few dozen
-// names and a map entry per name, so a fresh overlay that creates a file
-// or two beside thousands of lower ones pays an lstat for each, not a
-// listing of thousands, while one that creates many pays a listing once.
+// else at the listAfter-th. A listing costs a few system calls and more
+// per few dozen names, and a map entry per name, so a fresh overlay that
+// creates one file pays no listing, one that creates a file or two beside
+// thousands of lower ones pays an lstat for each, not a listing of
+// thousands, and one that creates many pays a listing once.
 const (
 	smallDir  = 4096
 	listAfter = 16
@@ -94,13 +95,14 @@ func (l *layer) missed(dir string) {
 	}
 	v, ok := l.misses.Load(dir)
 	if !ok {
-		if fi, err := os.Lstat(l.host(dir)); err == nil && fi.Size() <= smallDir {
-			l.cacheNames(dir)
-			return
-		}
 		v, _ = l.misses.LoadOrStore(dir, new(atomic.Int32))
 	}
-	if v.(*atomic.Int32).Add(1) == listAfter {
+	switch v.(*atomic.Int32).Add(1) {
+	case 2:
+		if fi, err := os.Lstat(l.host(dir)); err == nil && fi.Size() <= smallDir {
+			l.cacheNames(dir)
+		}
+	case listAfter:
 		l.cacheNames(dir)
 	}
 }
