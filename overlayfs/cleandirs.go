@@ -570,7 +570,7 @@ func (l *layer) openLower(name, abs string, flag int) (h afero.File, done, link 
 		o.File = fh
 		return o, true, false, nil
 	}
-	l.unbind(&o.at)
+	l.unbind(&o.at, o.slot)
 	if errno(err) == errLoop {
 		return nil, false, true, nil
 	}

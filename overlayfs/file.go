@@ -378,7 +378,8 @@ func (h *file) notDir() error {
 type dir struct {
 	fs   *layer
 	name string
-	rel  string
+	rel  string // bound (see layer.bind)
+	slot int32  // rel's slot in the layer's bindings
 	n    node
 
 	appnd bool // opened with O_APPEND: WriteAt refuses first, as os
@@ -600,7 +601,7 @@ func (d *dir) Close() error {
 	}
 	d.closed = true
 	if d.fs != nil {
-		d.fs.unbind(&d.rel)
+		d.fs.unbind(&d.rel, d.slot)
 	}
 	return nil
 }
@@ -690,6 +691,7 @@ type osFile struct {
 	seen atomic.Int64 // fs.copies when last checked
 	flag int          // the open flags
 	at   string       // where the handle is now, inside the root (bound: follows renames)
+	slot int32        // at's slot in the layer's bindings
 
 	mu  sync.Mutex
 	d   *dir                 // listing state, once listed
@@ -855,7 +857,7 @@ func (o *osFile) Sync() error               { return fixErr("", o.name, o.File.S
 func (o *osFile) Close() error {
 	err := fixErr("", o.name, o.File.Close())
 	if o.fs != nil && err == nil {
-		o.fs.unbind(&o.at)
+		o.fs.unbind(&o.at, o.slot)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -888,7 +890,7 @@ func (o *osFile) asDir() (*dir, error) {
 		o.fs.mu.RLock()
 		d.fs, d.rel, d.lowerRel = o.fs, o.at, o.rel
 		o.fs.mu.RUnlock()
-		o.fs.bind(&d.rel)
+		d.slot = o.fs.bind(&d.rel)
 	}
 	return d, nil
 }

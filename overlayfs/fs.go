@@ -55,9 +55,9 @@ type layer struct {
 	copies  atomic.Int64              // copy-ups ever made: read handles' cheap check
 
 	hmu    sync.Mutex
-	opened map[uint64]int       // open handle count per file identity
-	bound  map[*string]struct{} // where open directory handles are (the strings change under mu)
-	orphan map[uint64]bool      // identities unlinked while open
+	opened map[uint64]int  // open handle count per file identity
+	bound  bindings        // where open handles are (the strings change under mu)
+	orphan map[uint64]bool // identities unlinked while open
 
 	// dirs caches root-relative paths known to be real lower directories
 	// (not symlinks); names caches the entry names of lower directories in
@@ -217,7 +217,7 @@ func (l *layer) resetLocked() {
 	l.deps = btree.NewMap[string, dep](32)
 	l.copied, l.copyIno = nil, nil // made at the first copy-up
 	l.hmu.Lock()
-	l.bound, l.opened, l.orphan = nil, nil, nil // made at the first use
+	l.bound, l.opened, l.orphan = bindings{}, nil, nil // made at the first use
 	l.hmu.Unlock()
 }
 

@@ -133,3 +133,29 @@ func TestBigDirectoryNotListedAtFirstMiss(t *testing.T) {
 		t.Fatalf("after 40 creations in each: %d opens of big (want 1), %d of small (want 1)", opens["big"], opens["small"])
 	}
 }
+
+// TestManyHandlesFollowRenames keeps several handles open at once (lower
+// and layer directories, a lower file) while their directories are
+// renamed, filled and removed, and lists and stats through every one of
+// them, against os on a copy: each open handle must follow its own
+// directory, however many others are open, opened before or after it,
+// or closed in between.
+func TestManyHandlesFollowRenames(t *testing.T) {
+	orig := origTree(t, "project")
+	ops := []op{
+		mkdir("made", 0o755), writeFile("made/m", "m", 0o644),
+		open(0, "a/b"), open(1, "internal"), open(2, "made"), open(3, "cmd/tool"), open(4, "a/b/c/d"),
+		open(5, "README.md"), closeH(3), open(3, "empty"),
+		rename("a", "a2"), rename("internal", "in2"), rename("made", "made2"), rename("empty", "a2/e2"),
+		writeFile("a2/b/new", "n", 0o644), writeFile("in2/new", "n", 0o644), writeFile("made2/new", "n", 0o644),
+		writeFile("a2/e2/new", "n", 0o644), writeFile("a2/b/c/d/new", "n", 0o644),
+		readdirnames(0, -1), readdirnames(1, -1), readdirnames(2, -1), readdirnames(3, -1), readdirnames(4, -1),
+		fstat(0), fstat(1), fstat(2), fstat(3), fstat(4), fstat(5), read(5, 8),
+		closeH(1), open(1, "in2/util"), rename("in2", "in3"), rename("a2/b", "b3"),
+		seek(0, 0, 0), readdirnames(0, -1), readdirnames(1, -1), seek(4, 0, 0), readdirnames(4, -1),
+		removeAll("b3"), removeAll("made2"), fstat(0), fstat(2), fstat(4),
+	}
+	if err := errors.Join(differential(t, orig, ops)...); err != nil {
+		t.Fatal(err)
+	}
+}

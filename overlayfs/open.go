@@ -320,7 +320,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		return nil, pathErr("open", name, errNotDir)
 	case n.kind == kindDir:
 		d := &dir{fs: l, name: name, rel: at.rel, n: n, appnd: flag&os.O_APPEND != 0}
-		l.bind(&d.rel)
+		d.slot = l.bind(&d.rel)
 		return d, nil
 	case n.kind == kindSocket:
 		return nil, pathErr("open", name, errNoDevice)
@@ -348,7 +348,7 @@ func (l *layer) lowerHandle(fh *os.File, name, rel string, flag int) *osFile {
 func (l *layer) boundHandle(name, rel string, flag int) *osFile {
 	o := &osFile{name: name, fs: l, rel: rel, at: rel, flag: flag}
 	o.seen.Store(l.copies.Load())
-	l.bind(&o.at)
+	o.slot = l.bind(&o.at)
 	return o
 }
 
