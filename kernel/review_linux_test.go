@@ -161,3 +161,35 @@ func TestReviewUnreadableLinkChild(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewDirNotADirectoryLikeOS: cmd.Dir names a regular file. os/exec
+// stats Dir first (it exists), then the child's chdir fails: "fork/exec
+// PROG: not a directory". Run's hook reports every failure of its chdir
+// as "chdir DIR: ...", the error os/exec gives only for a Dir that cannot
+// be stat'ed. Oracle: os/exec on the same tree.
+func TestReviewDirNotADirectoryLikeOS(t *testing.T) {
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			root := t.TempDir()
+			file := filepath.Join(root, "f")
+			if err := os.WriteFile(file, []byte("x\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			prog, err := exec.LookPath("true")
+			if err != nil {
+				t.Skip(err)
+			}
+			oc := exec.Command(prog)
+			oc.Dir = file
+			want := oc.Run()
+			f := newOverlay(t, root)
+			cmd := exec.Command(prog)
+			cmd.Dir = file
+			got := mode.run(context.Background(), f, cmd)
+			if got == nil || want == nil || got.Error() != want.Error() || !errors.Is(got, errors.Unwrap(want)) {
+				t.Errorf("Run: %v, want %v as os/exec gives", got, want)
+			}
+		})
+	}
+}
