@@ -135,8 +135,9 @@ func relInside(dir, p string) (string, bool) {
 // to the files open on the descriptors passed (the command's standard
 // output and error, say), so that the command may reopen those by name
 // (/dev/stdout, /proc/self/fd/N) as it may write them. Only regular files
-// and character devices count there: pipes and sockets need no rule, and
-// a directory passed to the command grants nothing beneath it.
+// and character devices opened for writing count there: pipes and sockets
+// need no rule, a descriptor opened read-only grants no write, and a
+// directory passed to the command grants nothing beneath it.
 // It sets no_new_privs, which Landlock requires of an unprivileged
 // caller: set-user-ID programs run without their privileges.
 //
@@ -193,6 +194,12 @@ func confineSelf(abi int, writable []string, fds []int) error {
 			continue
 		}
 		if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFCHR {
+			continue
+		}
+		// A descriptor opened read-only (or O_PATH) grants no write: the
+		// file may be the real root's, or any file the caller only lets
+		// the command read.
+		if fl, err := unix.FcntlInt(uintptr(passed), unix.F_GETFL, 0); err != nil || fl&unix.O_ACCMODE == unix.O_RDONLY {
 			continue
 		}
 		// Best effort, like the devices: a file the kernel will not take

@@ -22,6 +22,10 @@ func makeReadable(dir string) map[string]fs.FileMode {
 		return nil // reads past permissions
 	}
 	var modes map[string]fs.FileMode
+	// The modes given back by inode: a file under several hard links is
+	// changed at the first name met, and the others are the same file.
+	type fileID struct{ dev, ino uint64 }
+	left := map[fileID]fs.FileMode{}
 	var walk func(rel string)
 	walk = func(rel string) {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
@@ -37,11 +41,17 @@ func makeReadable(dir string) map[string]fs.FileMode {
 		default:
 			return
 		}
-		if unix.Faccessat(unix.AT_FDCWD, p, need, unix.AT_EACCESS) != nil && unix.Chmod(p, st.Mode&0o7777|add) == nil {
+		id := fileID{uint64(st.Dev), st.Ino}
+		m, seen := left[id]
+		if !seen && unix.Faccessat(unix.AT_FDCWD, p, need, unix.AT_EACCESS) != nil && unix.Chmod(p, st.Mode&0o7777|add) == nil {
+			m, seen = permBits(st.Mode), true
+			left[id] = m
+		}
+		if seen {
 			if modes == nil {
 				modes = map[string]fs.FileMode{}
 			}
-			modes[rel] = permBits(st.Mode)
+			modes[rel] = m
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			return

@@ -170,9 +170,9 @@ func runHook(reqEnv string) {
 // no privileges needed) and may write only beneath the root as it sees
 // it, a private temporary directory that Run creates, names in TMPDIR and
 // removes afterwards, the standard character devices (/dev/null,
-// /dev/zero, /dev/full, /dev/tty, /dev/pts/*), the files passed as its
-// Stdout, Stderr and ExtraFiles, and the paths given to [WithWritable];
-// any other write fails inside the command with EACCES.
+// /dev/zero, /dev/full, /dev/tty, /dev/pts/*), the files passed open for
+// writing as its Stdout, Stderr and ExtraFiles, and the paths given to
+// [WithWritable]; any other write fails inside the command with EACCES.
 // Reads are not restricted. Landlock implies no_new_privs: set-user-ID
 // programs run without their privileges. In the copy fallback the real
 // root is never writable; Run also checks afterwards that nothing in it

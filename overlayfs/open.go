@@ -376,9 +376,11 @@ func (l *layer) release(ino uint64, sticky bool) {
 		l.hmu.Unlock()
 		return
 	}
-	if sticky {
+	if _, held := l.opened[ino]; sticky && held {
 		l.opened[ino] = 0
 	} else {
+		// Not held: the layer was reset since the handle was made, and
+		// its counts with it (the map may be nil).
 		delete(l.opened, ino)
 	}
 	orphan := l.orphan[ino]
