@@ -38,9 +38,10 @@ func (l *layer) snapshot() *savedLayer {
 	return s
 }
 
-// Restore makes the layer what it was when s was taken, in O(1) (plus a step per file open through a handle). s may come
-// from f or from any Fs forked from the same New (a snapshot of another
-// overlay is restored by copying its contents, in O(layer)).
+// Restore makes the layer what it was when s was taken, in O(1) plus a
+// step per file open through a handle. s may come from f or from any Fs
+// forked from the same New (a snapshot of another overlay is restored by
+// copying its contents, in O(layer)).
 //
 // Open handles keep working: a handle on a file that exists in the
 // restored layer reads and writes that file's restored content; a handle on
