@@ -1,6 +1,7 @@
 package overlayfs
 
 import (
+	"hash/maphash"
 	"io/fs"
 	"os"
 	"strings"
@@ -29,7 +30,7 @@ type pathMap struct {
 // empty index. A new tree (Reset, Restore, Fork) starts with no directory
 // known clean, so cloning stays O(1).
 func newPathMap(m *btree.Map[string, entry]) pathMap {
-	p := pathMap{Map: m, clean: new(cleanDirs)}
+	p := pathMap{Map: m, clean: &cleanDirs{seed: maphash.MakeSeed()}}
 	p.clean.full.Store(m.Len() != 0)
 	return p
 }
@@ -84,6 +85,10 @@ func (p pathMap) changed(k string, replaced bool) {
 //   - dirKnown: whether the layer has an entry directly in D is known, and
 //     dirBare says it has none: then D/c needs no look at the layer. The
 //     root ("") has only these bits. A new entry in D clears dirBare.
+//     Where D has entries, the slot's kids, when set, is a filter of their
+//     names: a name it does not hold needs no look at the layer either.
+//     A new entry in D adds its name to kids (or, where kids is full,
+//     clears dirKnown, so that the next look makes a bigger one).
 //
 // Removing or replacing an entry never makes a recorded state wrong: a
 // clean directory and its ancestors have no entry to remove or replace,
@@ -91,7 +96,9 @@ func (p pathMap) changed(k string, replaced bool) {
 //
 // States are filled under the Fs's read lock, from many goroutines, by
 // adding bits atomically (or), so no fill loses another's; bits are only
-// taken away on insertion, under its write lock. The lower must not change
+// taken away on insertion, under its write lock, and only after what the
+// insertion adds to kids, so that a reader without the lock (lowerOnly)
+// that sees a state sees the kids that go with it. The lower must not change
 // while the Fs is in use, so otherwise only Commit (which changes the
 // lower) forgets them.
 //
@@ -107,11 +114,12 @@ func (p pathMap) changed(k string, replaced bool) {
 // opened for writing twice are there, so a layer of files written once
 // holds no byte more. It is read and written under the write lock only.
 type cleanDirs struct {
-	root  atomic.Uint32           // the root's dirState: names at the top cost no map lookup
+	root  dirSlot                 // the root's: names at the top cost no map lookup
 	m     sync.Map                // rel -> *dirSlot, for the other directories
-	last  atomic.Pointer[dirSlot] // the slot state last found in m: a run of names in one directory costs no map lookup
+	last  atomic.Pointer[dirSlot] // the slot last found in m: a run of names in one directory costs no map lookup
 	files map[string]fileRef      // clean rel -> its layer file; made at the first use
 	full  atomic.Bool             // the entries have not been empty since this was made
+	seed  maphash.Seed            // of the kids filters' hashes
 }
 
 // fileRef is a layer file in the index of files: its identity and its
@@ -121,11 +129,12 @@ type fileRef struct {
 	b   *blob
 }
 
-// dirSlot holds the state of one directory other than the root. A slot
-// stays in m until clear, which forgets last too.
+// dirSlot holds the state of one directory. A slot stays in m until
+// clear, which forgets last too.
 type dirSlot struct {
-	dir string
-	st  atomic.Uint32
+	dir  string
+	st   atomic.Uint32
+	kids atomic.Pointer[kidSet] // see cleanDirs
 }
 
 // dirState is what is known of a directory: see cleanDirs.
@@ -137,20 +146,43 @@ const (
 	dirBare
 )
 
-func (c *cleanDirs) state(dir string) dirState {
+// find returns dir's slot, or nil. Only callers holding the Fs's lock may
+// keep it at hand in last: a reader without the lock could put there a
+// slot that a clear, racing with it, has just dropped.
+func (c *cleanDirs) find(dir string, locked bool) *dirSlot {
 	if dir == "" {
-		return dirState(c.root.Load())
+		return &c.root
 	}
 	if s := c.last.Load(); s != nil && s.dir == dir {
-		return dirState(s.st.Load())
+		return s
 	}
 	v, ok := c.m.Load(dir)
 	if !ok {
-		return 0
+		return nil
 	}
 	s := v.(*dirSlot)
-	c.last.Store(s)
-	return dirState(s.st.Load())
+	if locked {
+		c.last.Store(s)
+	}
+	return s
+}
+
+// state returns dir's state. Callers hold the Fs's lock.
+func (c *cleanDirs) state(dir string) dirState {
+	if s := c.find(dir, true); s != nil {
+		return dirState(s.st.Load())
+	}
+	return 0
+}
+
+// absent reports whether the layer surely has no entry named base directly
+// in a directory whose slot is s and whose state st is known.
+func (c *cleanDirs) absent(s *dirSlot, st dirState, base string) bool {
+	if st&dirBare != 0 {
+		return true
+	}
+	k := s.kids.Load()
+	return k != nil && !k.has(maphash.String(c.seed, base))
 }
 
 // inserted updates the states for a new layer entry at k.
@@ -160,47 +192,46 @@ func (c *cleanDirs) inserted(k string) {
 		c.clear()
 		return
 	}
-	p := parent(k)
-	if st := c.state(p); st&dirBare != 0 {
-		c.set(p, st&^dirBare)
+	s := c.find(parent(k), true)
+	if s == nil {
+		return
+	}
+	st := dirState(s.st.Load())
+	if st&dirKnown == 0 {
+		return
+	}
+	h := maphash.String(c.seed, base(k))
+	if st&dirBare != 0 {
+		kids := newKidSet(1)
+		kids.add(h)
+		s.kids.Store(kids)
+		s.st.Store(uint32(st &^ dirBare))
+		return
+	}
+	if kids := s.kids.Load(); kids != nil && !kids.add(h) {
+		s.st.Store(uint32(st &^ dirKnown)) // full: the next look makes a bigger one
 	}
 }
 
-// set replaces dir's state. Callers hold the Fs's lock for writing.
-func (c *cleanDirs) set(dir string, st dirState) {
-	if dir == "" {
-		c.root.Store(uint32(st))
-		return
+// slot returns dir's slot, made if need be.
+func (c *cleanDirs) slot(dir string) *dirSlot {
+	if s := c.find(dir, true); s != nil {
+		return s
 	}
-	if v, ok := c.m.Load(dir); ok {
-		v.(*dirSlot).st.Store(uint32(st))
-		return
-	}
-	s := &dirSlot{dir: dir}
-	s.st.Store(uint32(st))
-	c.m.Store(dir, s)
+	v, _ := c.m.LoadOrStore(dir, &dirSlot{dir: dir})
+	return v.(*dirSlot)
 }
 
 // or adds bits to dir's state, atomically, and returns the new state.
 func (c *cleanDirs) or(dir string, bits dirState) dirState {
-	if dir == "" {
-		return dirState(c.root.Or(uint32(bits)) | uint32(bits))
-	}
-	v, ok := c.m.Load(dir)
-	if !ok {
-		s := &dirSlot{dir: dir}
-		s.st.Store(uint32(bits))
-		if v, ok = c.m.LoadOrStore(dir, s); !ok {
-			return bits
-		}
-	}
-	return dirState(v.(*dirSlot).st.Or(uint32(bits)) | uint32(bits))
+	return dirState(c.slot(dir).st.Or(uint32(bits)) | uint32(bits))
 }
 
 // clear forgets every state, and the index of files. Callers hold the Fs's
 // lock for writing.
 func (c *cleanDirs) clear() {
-	c.root.Store(0)
+	c.root.st.Store(0)
+	c.root.kids.Store(nil)
 	c.last.Store(nil)
 	c.m.Clear()
 	clear(c.files)
@@ -263,40 +294,96 @@ func (l *layer) markClean(dir string) bool {
 	return true
 }
 
+// maxKids is the most entries a directory's kids filter is made for:
+// past it a look at the layer is a B-tree search, as without a filter.
+const maxKids = 1024
+
 // markBare records whether the layer has an entry directly in dir, and
-// returns dir's new state (st is what the caller knew of it). It seeks past each subtree of the layer under
-// dir whose top has no entry, so it costs one B-tree search per such
-// subtree. Callers hold l.mu (read or write).
+// which names (see cleanDirs), and returns dir's new state (st is what
+// the caller knew of it). It visits each entry directly in dir and seeks
+// past each subtree under dir, so it costs a B-tree step per entry and a
+// search per subtree. Callers hold l.mu (read or write).
 func (l *layer) markBare(dir string, st dirState) dirState {
 	prefix := dir + "/"
 	if dir == "" {
 		prefix = ""
 	}
-	bare := true
-	for pivot := prefix; bare; {
-		next, found := "", false
+	var names []string
+	for pivot := prefix; len(names) <= maxKids; {
+		seek := ""
 		l.paths.Ascend(pivot, func(k string, _ entry) bool {
 			if k == "" {
 				return true // the root's own entry
 			}
-			next, found = k, strings.HasPrefix(k, prefix)
-			return false
+			if !strings.HasPrefix(k, prefix) {
+				return false
+			}
+			child, _, deeper := strings.Cut(k[len(prefix):], "/")
+			if deeper {
+				seek = prefix + child + "0" // '0' follows '/': past child's subtree
+				return false
+			}
+			names = append(names, child)
+			return len(names) <= maxKids
 		})
-		if !found {
+		if seek == "" {
 			break
 		}
-		child, _, deeper := strings.Cut(next[len(prefix):], "/")
-		if !deeper {
-			bare = false
-			break
-		}
-		pivot = prefix + child + "0" // '0' follows '/': past child's subtree
+		pivot = seek
 	}
+	c := l.paths.clean
+	s := c.slot(dir)
 	bits := dirKnown
-	if bare {
+	var kids *kidSet
+	switch {
+	case len(names) == 0:
 		bits |= dirBare
+	case len(names) <= maxKids:
+		kids = newKidSet(len(names))
+		for _, n := range names {
+			kids.add(maphash.String(c.seed, n))
+		}
 	}
-	return st | l.paths.clean.or(dir, bits)
+	s.kids.Store(kids) // before the state says known: see cleanDirs
+	return st | dirState(s.st.Or(uint32(bits))|uint32(bits))
+}
+
+// kidSet is a filter of the names of a directory's layer entries (a
+// blocked Bloom filter: two bits of one word per name, 16 bits of room per
+// name): has is never false for a name added, and true for another with a
+// chance of about 2%. It is safe for concurrent use; a name is added by
+// one atomic or, so a reader sees it whole or not at all.
+type kidSet struct {
+	n    atomic.Int32 // names added
+	room int32        // names it has room for
+	w    []atomic.Uint64
+}
+
+// newKidSet returns an empty set with room for at least twice n names.
+func newKidSet(n int) *kidSet {
+	words := 1
+	for words*4 < 2*n {
+		words *= 2
+	}
+	return &kidSet{room: int32(words * 4), w: make([]atomic.Uint64, words)}
+}
+
+// bits are the word and the two bits of a name's hash h.
+func (k *kidSet) bits(h uint64) (*atomic.Uint64, uint64) {
+	return &k.w[h&uint64(len(k.w)-1)], 1<<(h>>52&63) | 1<<(h>>58)
+}
+
+// add adds a name by its hash, and reports whether the set still has room.
+func (k *kidSet) add(h uint64) bool {
+	w, b := k.bits(h)
+	w.Or(b)
+	return k.n.Add(1) <= k.room
+}
+
+// has reports whether a name of hash h may have been added.
+func (k *kidSet) has(h uint64) bool {
+	w, b := k.bits(h)
+	return w.Load()&b == b
 }
 
 // fastRel is the test of the resolver's fast path: abs is an absolute
@@ -413,11 +500,19 @@ func (l *layer) noEntry(rel string) bool {
 	if st&dirKnown == 0 {
 		st = l.markBare(dir, st)
 	}
-	if st&dirBare != 0 {
+	if l.surelyAbsent(dir, rel, st) {
 		return true
 	}
 	_, ok := l.paths.Get(rel)
 	return !ok
+}
+
+// surelyAbsent reports whether the state st (known) of rel's directory dir
+// says the layer has no entry at rel. Callers hold l.mu.
+func (l *layer) surelyAbsent(dir, rel string, st dirState) bool {
+	c := l.paths.clean
+	s := c.find(dir, true)
+	return s != nil && c.absent(s, st, base(rel))
 }
 
 // fastNode returns the node at rel, where fastRel applies with state st;
@@ -427,7 +522,7 @@ func (l *layer) fastNode(rel, host string, st dirState) (node, error) {
 	if st&dirKnown == 0 {
 		st = l.markBare(parent(rel), st)
 	}
-	if st&dirBare != 0 {
+	if l.surelyAbsent(parent(rel), rel, st) {
 		return l.lowerLookup(rel, host)
 	}
 	return l.lookupAt(rel, host, true)
@@ -471,7 +566,7 @@ func (l *layer) fastEntry(host string) (rel string, lower, ok bool) {
 	if st&dirKnown == 0 {
 		st = l.markBare(parent(rel), st)
 	}
-	if st&dirBare != 0 {
+	if l.surelyAbsent(parent(rel), rel, st) {
 		return rel, true, true
 	}
 	_, in := l.paths.Get(rel)
@@ -480,8 +575,8 @@ func (l *layer) fastEntry(host string) (rel string, lower, ok bool) {
 
 // lowerOnly is fastEntry without the lock, for a name whose answer the
 // states already recorded settle: host is clean (see fastRel), its
-// directory is clean and known to hold no layer entry, so the lower's
-// host is the merged view's. It reports false wherever something is not
+// directory is clean and known to hold no layer entry of its name (see
+// cleanDirs.absent), so the lower's host is the merged view's. It reports false wherever something is not
 // yet recorded; the caller then takes the lock, which fills the states.
 //
 // No lock is needed: the states live in c, l.clean (atomics, a sync.Map),
@@ -502,8 +597,20 @@ func (l *layer) lowerOnly(c *cleanDirs, host string) (rel string, ok bool) {
 	if !ok {
 		return "", false
 	}
-	st := c.state(dir)
-	return rel, st&dirBare != 0 && (dir == "" || st&dirClean != 0)
+	s := &c.root
+	if dir != "" {
+		if s = c.find(dir, false); s == nil {
+			return "", false
+		}
+	}
+	switch st := dirState(s.st.Load()); {
+	case st&dirKnown == 0 || (dir != "" && st&dirClean == 0):
+		return "", false
+	case st&dirBare != 0:
+		return rel, true
+	default:
+		return rel, c.absent(s, st, base(rel))
+	}
 }
 
 // lowerStat is stat of a name that fastEntry found to be the lower's at

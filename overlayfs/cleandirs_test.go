@@ -3,6 +3,7 @@ package overlayfs_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -249,6 +250,12 @@ func TestStatWithoutLockSeesWrites(t *testing.T) {
 	changes := []op{
 		writeFile("README.md", "now in the layer, longer than before\n", 0o644),
 		writeFile("new-at-root", "new\n", 0o644),
+		// Enough names beside lower ones to outgrow a directory's filter
+		// of layer names more than once (see cleanDirs).
+		writeFile("n1", "n", 0o644), writeFile("n2", "n", 0o644), writeFile("n3", "n", 0o644),
+		writeFile("n4", "n", 0o644), writeFile("n5", "n", 0o644), writeFile("n6", "n", 0o644),
+		writeFile("n7", "n", 0o644), writeFile("n8", "n", 0o644), writeFile("n9", "n", 0o644),
+		writeFile("main.go", "package main\n", 0o644), writeFile("go.mod", "module m\n", 0o644),
 		writeFile("a/b/c/new.txt", "new\n", 0o644),
 		removeAll("a/b/c"), symlink("../../internal/util", "a/b/c"),
 		chmod("a", 0o700), remove("README.md"),
@@ -285,7 +292,7 @@ func TestStatWithoutLockSeesWrites(t *testing.T) {
 			for i := range check {
 				e := newEnv(c, c.Root(), true)
 				var probes []op
-				for _, n := range fastProbeNames {
+				for _, n := range append(slices.Clip(fastProbeNames), "main.go", "go.mod", "n5", "n9", "cmd/tool/main.go") {
 					probes = append(probes, stat(n), lstat(n))
 				}
 				if err := errors.Join(runOps(probes, want, e)...); err != nil {

@@ -237,6 +237,15 @@ func BenchmarkTableStat(b *testing.B) {
 		nonEmpty(b, c, root)
 		interleave(b, side{op: statOp(b, c.Stat, name)}, side{op: statOp(b, os.Stat, name)})
 	})
+	// The realistic neighbour: the test wrote its files beside the one
+	// it stats, so the directory has layer entries (not one of its name).
+	b.Run("layer=samedir", func(b *testing.B) {
+		c := newCow(b, root)
+		for i := range 100 {
+			must(b, afero.WriteFile(c, filepath.Join(root, fmt.Sprintf("w%03d", i)), []byte("w"), 0o644))
+		}
+		interleave(b, side{op: statOp(b, c.Stat, name)}, side{op: statOp(b, os.Stat, name)})
+	})
 	b.Run("depth=32", func(b *testing.B) {
 		c := newCow(b, root)
 		nonEmpty(b, c, root)
