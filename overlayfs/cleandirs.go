@@ -84,11 +84,12 @@ func (p pathMap) changed(k string, replaced bool) {
 //     inserting it forgets them all.
 //   - dirKnown: whether the layer has an entry directly in D is known, and
 //     dirBare says it has none: then D/c needs no look at the layer. The
-//     root ("") has only these bits. A new entry in D clears dirBare.
-//     Where D has entries, the slot's kids, when set, is a filter of their
-//     names: a name it does not hold needs no look at the layer either.
-//     A new entry in D adds its name to kids (or, where kids is full,
-//     clears dirKnown, so that the next look makes a bigger one).
+//     root ("") has only these bits. Where D has entries, the slot's
+//     kids, when set, is a filter of their names: a name it does not hold
+//     needs no look at the layer either. A new entry in D clears dirBare
+//     and starts kids with its name, or adds its name to kids (and where
+//     kids is full, clears dirKnown, so that the next look makes a bigger
+//     one).
 //
 // Removing or replacing an entry never makes a recorded state wrong: a
 // clean directory and its ancestors have no entry to remove or replace,
@@ -576,15 +577,18 @@ func (l *layer) fastEntry(host string) (rel string, lower, ok bool) {
 // lowerOnly is fastEntry without the lock, for a name whose answer the
 // states already recorded settle: host is clean (see fastRel), its
 // directory is clean and known to hold no layer entry of its name (see
-// cleanDirs.absent), so the lower's host is the merged view's. It reports false wherever something is not
-// yet recorded; the caller then takes the lock, which fills the states.
+// cleanDirs.absent), so the lower's host is the merged view's. It reports
+// false wherever something is not yet recorded; the caller then takes the
+// lock, which fills the states.
 //
 // No lock is needed: the states live in c, l.clean (atomics, a sync.Map),
 // and they lose bits only under the write lock, right after the insertion
 // that makes them wrong and before the lock is released. So an answer
 // from them is the merged view at an instant within the call, and a call
 // that starts after a write returned sees it. A Reset, Restore or Commit
-// swaps or clears the states the same way.
+// swaps or clears the states the same way. A slot that a clear drops
+// while this reads it still says what held before the clear, which is an
+// instant within the call too; find never keeps such a slot at hand.
 func (l *layer) lowerOnly(c *cleanDirs, host string) (rel string, ok bool) {
 	if len(host) >= pathMax || len(host) < 2 || host[0] != '/' {
 		return "", false
