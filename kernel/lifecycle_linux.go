@@ -98,6 +98,10 @@ type superviseRequest struct {
 	NSRequired bool                 `json:"nsrequired,omitempty"`
 	Attr       *syscall.SysProcAttr `json:"attr,omitempty"` // for the command
 	Fail       string               `json:"fail,omitempty"` // stage reported when the command cannot start
+	// Dir is the command's working directory. The supervisors start in
+	// "/": a Dir the command cannot enter fails as os/exec fails for it
+	// ("fork/exec PROG"), not as a failure to start a supervisor.
+	Dir string `json:"dir,omitempty"`
 }
 
 // nsAttr is the namespace part of a SysProcAttr, applied to init.
@@ -148,9 +152,9 @@ const supervisorWaitDelay = 10 * time.Second
 // with CLONE_NEWPID; the rest of its SysProcAttr applies to the command,
 // except the caller-side PidFD and cgroup fields, which apply to the outer
 // supervisor. When c asks for no namespaces, those of fallback are tried
-// in turn, and, unless nsRequired, then none. fail names the stage
-// reported when the command cannot start. It returns errors of c.Start as
-// they are.
+// in turn, and, unless nsRequired, then none. c.Dir is the command's:
+// the supervisors start in "/". fail names the stage reported when the
+// command cannot start. It returns errors of c.Start as they are.
 func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string) (*supervised, error) {
 	exe, err := os.Executable()
 	if err != nil && nsRequired {
@@ -170,7 +174,7 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 	}
 	req := superviseRequest{
 		Stage: "outer", Exe: exe, Path: c.Path,
-		Files: 3 + len(c.ExtraFiles), NSRequired: nsRequired, Fail: fail,
+		Files: 3 + len(c.ExtraFiles), NSRequired: nsRequired, Fail: fail, Dir: c.Dir,
 	}
 	outer := &syscall.SysProcAttr{}
 	if a := c.SysProcAttr; a != nil {
@@ -207,7 +211,7 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 		statusW.Close()
 		return nil, err
 	}
-	c.Path, c.Args = exe, append([]string{exe}, c.Args...)
+	c.Path, c.Args, c.Dir = exe, append([]string{exe}, c.Args...), "/"
 	c.ExtraFiles = append(slices.Clip(c.ExtraFiles), statusW, ctlR)
 	c.Env = append(slices.Clip(c.Env), superviseEnv+"="+reqEnv)
 	c.SysProcAttr = outer
@@ -326,7 +330,7 @@ func envWithout(key string) []string {
 // commandCmd is the command as the request describes it.
 func commandCmd(req superviseRequest, files []*os.File) *exec.Cmd {
 	c := &exec.Cmd{
-		Path: req.Path, Args: os.Args[1:], Env: envWithout(superviseEnv),
+		Path: req.Path, Args: os.Args[1:], Env: envWithout(superviseEnv), Dir: req.Dir,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, ExtraFiles: files,
 	}
 	attr := &syscall.SysProcAttr{}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -28,8 +29,16 @@ type runRequest struct {
 	UserXattr bool   `json:"userxattr"`
 	Path      string `json:"path"` // the command; its argv is the hook's after argv[0]
 	StatusFD  int    `json:"statusfd"`
-	// Dir is where the command runs, entered after the mount.
-	Dir string `json:"dir,omitempty"`
+	// Dir is where the command runs, entered after the mount. StatDir
+	// says Dir is stat'ed first, as os/exec does before it forks (when
+	// SysProcAttr is nil): a Dir that cannot be stat'ed then fails as
+	// "chdir DIR", one that cannot be entered as "fork/exec PROG".
+	Dir     string `json:"dir,omitempty"`
+	StatDir bool   `json:"statdir,omitempty"`
+	// Caps is the caller's effective capability set: Dir is stat'ed and
+	// entered with no more, as os/exec's child does it with the caller's.
+	// In a user namespace the hook is root, which the caller is not.
+	Caps uint64 `json:"caps,omitempty"`
 	// NoMount: the copy fallback, which only confines and execs.
 	NoMount bool `json:"nomount,omitempty"`
 	// Landlock is the ABI to confine the command with, 0 for none;
@@ -41,7 +50,7 @@ type runRequest struct {
 // runStatus is written to the status pipe when the hook fails; a successful
 // exec closes the pipe (close-on-exec) with nothing written.
 type runStatus struct {
-	Stage string `json:"stage"` // "mount", "chdir", "confine" or "exec"
+	Stage string `json:"stage"` // "mount", "stat", "chdir", "confine" or "exec"
 	Errno int    `json:"errno"`
 	Msg   string `json:"msg"`
 	// Op and Path are set when the failure was an *fs.PathError around a
@@ -121,8 +130,8 @@ func runHook(reqEnv string) {
 	// The command's directory is entered only now: under the overlay it may
 	// be one that only the layer holds (the supervisors start in "/").
 	if req.Dir != "" {
-		if err := os.Chdir(req.Dir); err != nil {
-			fail("chdir", err)
+		if stage, err := enterDir(req.Dir, req.StatDir, req.Caps); err != nil {
+			fail(stage, err)
 		}
 	}
 	// After the mount: Landlock forbids mounting, and the rules must name
@@ -142,6 +151,55 @@ func runHook(reqEnv string) {
 	err := syscall.Exec(req.Path, os.Args[1:], env)
 	// As os/exec names a program it cannot start.
 	fail("exec", &fs.PathError{Op: "fork/exec", Path: req.Path, Err: err})
+}
+
+// enterDir makes dir the working directory as os/exec's child would with
+// the caller's capabilities caps: stat'ed first where stat is set, as
+// os/exec does before it forks. The stage says which step failed.
+func enterDir(dir string, stat bool, caps uint64) (stage string, err error) {
+	// Capabilities are per thread, the working directory per process.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	restore := capsAtMost(caps)
+	defer restore()
+	if stat {
+		if _, err := os.Stat(dir); err != nil {
+			return "stat", err
+		}
+	}
+	if err := os.Chdir(dir); err != nil {
+		return "chdir", err
+	}
+	return "", nil
+}
+
+// effectiveCaps is this thread's effective capability set, all where it
+// cannot be read (then nothing is dropped for the caller's sake).
+func effectiveCaps() uint64 {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return ^uint64(0)
+	}
+	return uint64(data[1].Effective)<<32 | uint64(data[0].Effective)
+}
+
+// capsAtMost lowers this thread's effective capabilities to at most caps
+// (the permitted set stays, so they can be raised again) and returns what
+// restores them.
+func capsAtMost(caps uint64) (restore func()) {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return func() {}
+	}
+	saved := data
+	data[0].Effective &= uint32(caps)
+	data[1].Effective &= uint32(caps >> 32)
+	if data == saved || unix.Capset(&hdr, &data[0]) != nil {
+		return func() {}
+	}
+	return func() { unix.Capset(&hdr, &saved[0]) }
 }
 
 // Run runs cmd with f's view overlaid on f.Root() in place, so the command
@@ -186,9 +244,13 @@ func runHook(reqEnv string) {
 //
 // Working directory: cmd.Dir, or when empty the process's working
 // directory, mapped into the copy in copy mode; it may be a directory only
-// the layer holds. One the view does not have fails as os/exec fails (an
-// *fs.PathError with Op "chdir"), and a program that cannot be started
-// too ("fork/exec"). When cmd.Dir is empty and
+// the layer holds. A Dir the command cannot enter fails as os/exec fails
+// for it on a copy of the view: an *fs.PathError with Op "chdir" naming
+// Dir when it cannot be stat'ed (missing, a dangling symlink, a file on
+// the way, an unsearchable parent; only when cmd.SysProcAttr is nil, as
+// os/exec stats it only then), else with Op "fork/exec" naming cmd.Path (a
+// regular file, a directory without search permission), as for a program
+// that cannot be started. When cmd.Dir is empty and
 // the working directory lies outside the root, the command runs in the
 // root (as it sees it). What a command writes outside the root (in
 // WithWritable paths, or anywhere when unconfined) is not captured.
@@ -378,6 +440,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	req := runRequest{
 		Root: f.Root(), Upper: upper, Work: work, UserXattr: opts.UserXattr,
 		Dir: dir, Path: path, Landlock: abi, Writable: writable,
+		StatDir: cmd.Dir != "" && cmd.SysProcAttr == nil, Caps: effectiveCaps(),
 	}
 	c.Env = append(c.Env, RootEnv+"="+f.Root(), "TMPDIR="+tmpDir)
 	if c.SysProcAttr == nil {
@@ -412,7 +475,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	}
 	waitErr := sup.wait()
 	if hookErr != nil {
-		return hookFailure(hookErr, cmd.Dir)
+		return hookFailure(hookErr, cmd)
 	}
 	if before != nil {
 		if err := realRootChanged(before, "unconfined"); err != nil {
@@ -424,17 +487,37 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 
 // hookFailure is the error of an overlay run whose hook failed before the
 // command started: a *mountFailed when it could not mount (Run falls back
-// to the copy), the chdir failure naming the directory as the caller did
-// (dir, when set), as os/exec does.
-func hookFailure(s *runStatus, dir string) error {
+// to the copy), else as os/exec fails for cmd: its Stat of cmd.Dir as
+// "chdir DIR" naming Dir as the caller did, the child's chdir and exec as
+// "fork/exec PROG" naming cmd.Path. A working directory the caller did not
+// set (its own, which the layer may have removed) has no os/exec
+// counterpart; it stays "chdir DIR".
+func hookFailure(s *runStatus, cmd *exec.Cmd) error {
 	err := s.err()
-	switch s.Stage {
-	case "mount":
+	pe, _ := err.(*fs.PathError)
+	switch {
+	case s.Stage == "mount":
 		return &mountFailed{err}
-	case "chdir":
-		if pe, ok := err.(*fs.PathError); ok && dir != "" {
-			pe.Path = dir
-		}
+	case pe == nil:
+	case s.Stage == "stat":
+		pe.Op, pe.Path = "chdir", cmd.Dir
+	case s.Stage == "chdir" && cmd.Dir != "":
+		pe.Op, pe.Path = "fork/exec", cmd.Path
+	case s.Stage == "chdir":
+	default:
+		asProgram(err, cmd)
+	}
+	return err
+}
+
+// asProgram names cmd's program in err as os/exec does, by cmd.Path as
+// given, where err is a failure to start it ("fork/exec"): Run started
+// it by another path (made absolute, or mapped into the copy), or started
+// this program as the hook in its place.
+func asProgram(err error, cmd *exec.Cmd) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "fork/exec" {
+		pe.Path = cmd.Path
 	}
 	return err
 }

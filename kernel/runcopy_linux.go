@@ -60,8 +60,12 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	}
 	c := cloneCmd(ctx, cmd)
 	c.Dir, c.Path = workDir(f.Root(), cp, cmd.Dir, cmd.Path)
-	if err := enterable(c.Dir, cmd.Dir, cp, f.Root()); err != nil {
-		return err
+	// As os/exec, which stats Dir before it forks only without a
+	// SysProcAttr; the child's chdir (in superviseStart) fails otherwise.
+	if cmd.Dir == "" || cmd.SysProcAttr == nil {
+		if err := enterable(c.Dir, cmd.Dir, cp, f.Root()); err != nil {
+			return err
+		}
 	}
 	c.Env = append(c.Env, RootEnv+"="+cp, "TMPDIR="+tmpDir)
 	mode.Root, mode.Dir = cp, c.Dir
@@ -78,17 +82,17 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	}
 	var se *startError
 	if errors.As(err, &se) {
-		return se.err
+		return asProgram(se.err, cmd)
 	}
 	if err != nil {
-		return err
+		return asProgram(err, cmd)
 	}
 	if hookErr == nil && cfg.report != nil {
 		cfg.report(mode)
 	}
 	runErr := sup.wait()
 	if hookErr != nil {
-		return hookErr.err()
+		return asProgram(hookErr.err(), cmd)
 	}
 	if err := realRootChanged(before, "in a copy"); err != nil {
 		return errors.Join(runErr, err)
