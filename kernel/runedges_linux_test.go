@@ -635,8 +635,24 @@ mkdir wo && echo x > wo/x && chmod 0300 wo && echo ok > ok && chmod 0 .`
 // throw the whole run away; now everything is imported with the modes the
 // command left. Oracle: the same command run by os/exec on a plain copy.
 func TestRunUnreadable(t *testing.T) {
-	cmd, work := unprivChild(t, "TestRunUnreadableChild", 0o755)
-	cmd.Env = append(os.Environ(), unreadableEnv+"="+work, "TMPDIR="+work)
+	runUnprivChild(t, "TestRunUnreadableChild", unreadableEnv)
+}
+
+func TestRunUnreadableChild(t *testing.T) {
+	work := os.Getenv(unreadableEnv)
+	if work == "" {
+		t.Skip("runs as a child of TestRunUnreadable")
+	}
+	unreadableAgainstPlain(t, work, unreadableScript, []string{".", "locked", "m0", "wo"})
+}
+
+// runUnprivChild runs the test child of this binary as uid 65534 with no
+// capabilities, with env naming a work directory it owns, and fails or
+// skips as it did.
+func runUnprivChild(t *testing.T, child, env string) {
+	t.Helper()
+	cmd, work := unprivChild(t, child, 0o755)
+	cmd.Env = append(os.Environ(), env+"="+work, "TMPDIR="+work)
 	out, err := cmd.CombinedOutput()
 	text := string(out)
 	switch {
@@ -648,24 +664,23 @@ func TestRunUnreadable(t *testing.T) {
 	t.Log(lastLines(text, 6))
 }
 
-func TestRunUnreadableChild(t *testing.T) {
-	work := os.Getenv(unreadableEnv)
-	if work == "" {
-		t.Skip("runs as a child of TestRunUnreadable")
-	}
-	// The oracle, read as os gives it: the modes first, then the contents
-	// with the owner's permissions given back.
+// unreadableAgainstPlain runs script, which leaves the paths rels unreadable
+// to their own user, by os/exec in work/plain (the oracle, its modes read
+// before the owner's permissions are given back to read the contents), then
+// by Run in the modes an unprivileged user has, and compares the view with
+// it.
+func unreadableAgainstPlain(t *testing.T, work, script string, rels []string) {
 	plain := filepath.Join(work, "plain")
 	if err := os.Mkdir(plain, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	oc := exec.Command("sh", "-c", unreadableScript)
+	oc := exec.Command("sh", "-c", script)
 	oc.Dir = plain
 	if out, err := oc.CombinedOutput(); err != nil {
 		t.Fatalf("plain run: %v\n%s", err, out)
 	}
 	modes := map[string]fs.FileMode{}
-	for _, rel := range []string{".", "locked", "m0", "wo"} {
+	for _, rel := range rels {
 		if rel != "." {
 			os.Chmod(plain, 0o755)
 		}
@@ -695,7 +710,7 @@ func TestRunUnreadableChild(t *testing.T) {
 			}
 			os.Chmod(root, 0o755)
 			f := newOverlay(t, root)
-			cmd := exec.Command("sh", "-c", unreadableScript)
+			cmd := exec.Command("sh", "-c", script)
 			cmd.Dir = root
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
