@@ -27,13 +27,7 @@ func TestReviewReadOnlyPassedFilesStayReadOnly(t *testing.T) {
 	for _, mode := range runModes() {
 		t.Run(mode.name, func(t *testing.T) {
 			mode.require(t)
-			base := t.TempDir()
-			root, out := filepath.Join(base, "root"), filepath.Join(base, "outside")
-			for _, d := range []string{root, out} {
-				if err := os.Mkdir(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			base, root, out := rootBesideOutside(t)
 			for _, p := range []string{filepath.Join(root, "in.txt"), filepath.Join(out, "out.txt")} {
 				if err := os.WriteFile(p, []byte("keep\n"), 0o644); err != nil {
 					t.Fatal(err)

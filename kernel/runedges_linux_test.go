@@ -399,13 +399,7 @@ func TestRunEscapesConfined(t *testing.T) {
 	for _, mode := range runModes() {
 		t.Run(mode.name, func(t *testing.T) {
 			mode.require(t)
-			base := t.TempDir()
-			root, out := filepath.Join(base, "root"), filepath.Join(base, "outside")
-			for _, d := range []string{root, out} {
-				if err := os.Mkdir(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			base, root, out := rootBesideOutside(t)
 			writeTree(t, root)
 			if err := os.WriteFile(filepath.Join(out, "keep.txt"), []byte("keep\n"), 0o644); err != nil {
 				t.Fatal(err)
@@ -618,6 +612,19 @@ echo x > out`, seen)
 			}
 		})
 	}
+}
+
+// rootBesideOutside makes base/root and base/outside in a new temporary
+// directory base.
+func rootBesideOutside(t *testing.T) (base, root, out string) {
+	base = t.TempDir()
+	root, out = filepath.Join(base, "root"), filepath.Join(base, "outside")
+	for _, d := range []string{root, out} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return base, root, out
 }
 
 // unreadableEnv makes the test binary run TestRunUnreadableChild; its
