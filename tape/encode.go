@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -13,7 +14,7 @@ import (
 // added here.
 func appendRecord(b []byte, r *Record) []byte {
 	b = append(b, `{"seq":`...)
-	b = strconv.AppendInt(b, r.Seq, 10)
+	b = appendDecimal(b, r.Seq)
 	b = append(b, `,"op":`...)
 	b = appendJSONString(b, r.Op)
 	b = append(b, `,"path":`...)
@@ -33,9 +34,9 @@ func appendRecord(b []byte, r *Record) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, '[')
-			b = strconv.AppendInt(b, s.Off, 10)
+			b = appendDecimal(b, s.Off)
 			b = append(b, ',')
-			b = strconv.AppendInt(b, s.Len, 10)
+			b = appendDecimal(b, s.Len)
 			b = append(b, ']')
 		}
 		b = append(b, ']')
@@ -67,7 +68,7 @@ func appendRecord(b []byte, r *Record) []byte {
 // op is OpStat, OpLstat or OpFstat, which need no escaping.
 func appendStat(b []byte, seq int64, op, path, err, mode string, size int64) []byte {
 	b = append(b, `{"seq":`...)
-	b = strconv.AppendInt(b, seq, 10)
+	b = appendDecimal(b, seq)
 	b = append(b, `,"op":"`...)
 	b = append(b, op...)
 	b = append(b, `","path":`...)
@@ -77,6 +78,50 @@ func appendStat(b []byte, seq int64, op, path, err, mode string, size int64) []b
 	b = appendInt(b, `,"size":`, size)
 	return append(b, '}')
 }
+
+// appendDecimal appends v in decimal, as strconv.AppendInt(b, v, 10)
+// does, but writes the digits of a non-negative v in place instead of
+// through a scratch buffer and a copy: seq, size and span numbers are a
+// third of a record's encoding otherwise (TestAppendDecimal).
+func appendDecimal(b []byte, v int64) []byte {
+	if v < 0 {
+		return strconv.AppendInt(b, v, 10)
+	}
+	if v < 10 {
+		return append(b, byte('0'+v))
+	}
+	u := uint64(v)
+	n := 1
+	for t := u; t >= 10; t /= 10 {
+		n++
+	}
+	i := len(b) + n
+	b = slices.Grow(b, n)[:i]
+	for u >= 100 {
+		d := u % 100 * 2
+		u /= 100
+		i -= 2
+		b[i], b[i+1] = decimalPairs[d], decimalPairs[d+1]
+	}
+	if u >= 10 {
+		b[i-2], b[i-1] = decimalPairs[u*2], decimalPairs[u*2+1]
+	} else {
+		b[i-1] = byte('0' + u)
+	}
+	return b
+}
+
+// decimalPairs holds "00" to "99".
+const decimalPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
 
 // appendField appends key and the string v unless v is empty (omitempty).
 func appendField(b []byte, key, v string) []byte {
@@ -91,7 +136,7 @@ func appendInt(b []byte, key string, v int64) []byte {
 	if v == 0 {
 		return b
 	}
-	return strconv.AppendInt(append(b, key...), v, 10)
+	return appendDecimal(append(b, key...), v)
 }
 
 // appendStrings appends key and a JSON array of vs unless vs is empty.
@@ -130,8 +175,63 @@ var jsonSafe = func() (t [256]bool) {
 // UTF-8 as \ufffd, U+2028 and U+2029 escaped.
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
+	// Most strings (paths, hex hashes, modes) need no escape: find the
+	// first byte that does eight bytes at a time, and copy what precedes
+	// it in one append.
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if needsEscape(load64(s[i:])) {
+			break
+		}
+	}
+	for i < len(s) && jsonSafe[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	return appendJSONStringFrom(b, s, i)
+}
+
+// load64 reads s[0:8] little-endian (s has at least 8 bytes); the
+// compiler makes it one load.
+func load64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+const (
+	lsb = 0x0101010101010101 // 0x01 in every byte
+	msb = 0x8080808080808080 // 0x80 in every byte
+)
+
+// needsEscape reports whether any of the eight bytes in x is not
+// jsonSafe: below 0x20, from 0x80 up, or one of " & < > \\. It uses the
+// word tricks "has a zero byte" ((v-0x01..)&^v&0x80..) and "has a byte
+// below n" ((v-n*0x01..)&^v&0x80..), which are exact as yes/no answers:
+// a borrow only spreads upwards from a byte that itself satisfies the
+// test. '"' (0x22) and '&' (0x26) differ in bit 2 only, '<' (0x3c) and
+// '>' (0x3e) in bit 1 only, so setting that bit tests both with one
+// compare.
+func needsEscape(x uint64) bool {
+	qa := (x | lsb*0x04) ^ (lsb * 0x26) // zero where x is '"' or '&'
+	lg := (x | lsb*0x02) ^ (lsb * 0x3e) // zero where x is '<' or '>'
+	bs := x ^ (lsb * '\\')              // zero where x is '\\'
+	hit := x |
+		(x-lsb*0x20)&^x |
+		(qa-lsb)&^qa |
+		(lg-lsb)&^lg |
+		(bs-lsb)&^bs
+	return hit&msb != 0
+}
+
+// appendJSONStringFrom is appendJSONString's general loop; s[:i] is known
+// to need no escape.
+func appendJSONStringFrom(b []byte, s string, i int) []byte {
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		if jsonSafe[c] {
 			i++

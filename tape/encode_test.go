@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -165,6 +167,50 @@ func TestAppendStatMatchesRecord(t *testing.T) {
 		want = appendRecord(want[:0], &s)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("record %d %+v:\nappendStat   %s\nappendRecord %s", i, s, got, want)
+		}
+	}
+}
+
+// TestAppendDecimal: appendDecimal writes what strconv.AppendInt writes,
+// for every number of digits, both signs, the extremes and random values,
+// after a prefix already in the buffer.
+func TestAppendDecimal(t *testing.T) {
+	vals := []int64{math.MinInt64, math.MinInt64 + 1, -1, math.MaxInt64}
+	for v := range int64(1000) {
+		vals = append(vals, v, -v)
+	}
+	for p := int64(10); p > 0 && p <= math.MaxInt64/10; p *= 10 {
+		vals = append(vals, p-1, p, p+1, -p)
+	}
+	rng := rand.New(rand.NewPCG(14, 3))
+	for range 100000 {
+		vals = append(vals, rng.Int64()>>rng.IntN(63), -rng.Int64()>>rng.IntN(63))
+	}
+	for _, v := range vals {
+		want := strconv.AppendInt([]byte(`"x":`), v, 10)
+		if got := appendDecimal([]byte(`"x":`), v); !bytes.Equal(got, want) {
+			t.Fatalf("appendDecimal(%d) = %s, want %s", v, got, want)
+		}
+	}
+}
+
+// TestAppendJSONStringWords: the eight-bytes-at-a-time scan stops at every
+// byte value that needs an escape, at every position in a word and in the
+// tail, as encoding/json escapes it.
+func TestAppendJSONStringWords(t *testing.T) {
+	for c := range 256 {
+		for n := 1; n <= 20; n++ {
+			for at := range n {
+				s := []byte(strings.Repeat("a", n))
+				s[at] = byte(c)
+				want, err := json.Marshal(string(s))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := appendJSONString(nil, string(s)); !bytes.Equal(got, want) {
+					t.Fatalf("byte %#x at %d of %d: appendJSONString %s, json.Marshal %s", c, at, n, got, want)
+				}
+			}
 		}
 	}
 }
