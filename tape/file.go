@@ -112,11 +112,10 @@ const (
 
 func (m marks) has(x marks) bool { return m&x != 0 }
 
-func newFile(fsys *Fs, inner afero.File, name string, flag int, rec *Record) *file {
-	f := &file{fs: fsys, inner: inner, id: fsys.rec.fileIDs.Add(1)}
-	f.args = openArgs{path: rec.Path, flag: rec.Flag, mode: rec.Mode}
+// newFile wraps inner, opened by the name clean (cleaned) with flag.
+func newFile(fsys *Fs, inner afero.File, clean string, flag int, args openArgs) *file {
+	f := &file{fs: fsys, inner: inner, id: fsys.rec.fileIDs.Add(1), args: args, opened: clean}
 	f.cur.p = fsys.rec.pools
-	f.opened = filepath.Clean(name)
 	f.name.Store(&f.opened)
 	f.spans = f.span1[:0]
 	st := &f.state

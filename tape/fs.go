@@ -56,17 +56,31 @@ func (f *Fs) Inner() afero.Fs { return f.inner }
 
 // rel maps a name as the caller gave it to the recorded path.
 func (f *Fs) rel(name string) string {
+	p, _ := f.relClean(name)
+	return p
+}
+
+// relClean is rel, and reports whether name is known to be clean
+// (filepath.Clean would return it unchanged), so that a handle can keep it
+// without cleaning it again.
+func (f *Fs) relClean(name string) (p string, clean bool) {
 	// The common case without filepath.Clean's copy: an absolute name
-	// that is a root spelling followed by a clean relative name, which is
-	// then the answer as it stands.
+	// that is a root spelling (clean: filepath.Abs cleans) followed by a
+	// clean relative name, which is then the answer as it stands.
 	for i, root := range f.roots {
 		if name == root {
-			return "."
+			return ".", true
 		}
 		if prefix := f.prefixes[i]; strings.HasPrefix(name, prefix) && cleanRel(name[len(prefix):]) {
-			return filepath.ToSlash(name[len(prefix):])
+			return filepath.ToSlash(name[len(prefix):]), true
 		}
 	}
+	return f.relSlow(name), false
+}
+
+// relSlow is rel for a name that is relative, not clean or not under the
+// root.
+func (f *Fs) relSlow(name string) string {
 	abs := name
 	if !filepath.IsAbs(abs) {
 		var err error
@@ -167,9 +181,10 @@ func (f *Fs) Open(name string) (afero.File, error) {
 // OpenFile opens name on the inner fs. A failure is recorded at once; a
 // handle is recorded when it is closed (see the package doc).
 func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	rec := Record{Op: OpOpen, Path: f.rel(name), Flag: flagString(flag)}
+	path, clean := f.relClean(name)
+	args := openArgs{path: path, flag: flagString(flag)}
 	if flag&os.O_CREATE != 0 {
-		rec.Mode = perm.String()
+		args.mode = perm.String()
 	}
 	var inner afero.File
 	var err error
@@ -179,16 +194,22 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 		inner, err = f.inner.OpenFile(name, flag, perm)
 	}
 	if err != nil {
-		rec.Err = ErrorOutcome(err)
+		rec := Record{Op: OpOpen, Path: args.path, Flag: args.flag, Mode: args.mode, Err: ErrorOutcome(err)}
 		f.rec.emit(&rec)
 		return nil, err
 	}
-	h := newFile(f, inner, name, flag, &rec)
+	if !clean {
+		name = filepath.Clean(name)
+	}
+	h := newFile(f, inner, name, flag, args)
 	f.rec.track(h)
 	return h, nil
 }
 
 func flagString(flag int) string {
+	if flag == os.O_RDONLY {
+		return "r"
+	}
 	var s string
 	switch flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR) {
 	case os.O_RDONLY:

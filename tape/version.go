@@ -75,8 +75,13 @@ func (v *versionState) take(c *versionCache, fi os.FileInfo) {
 	if !ok {
 		return
 	}
-	v.ok, v.key, v.taken = true, k, time.Now()
+	v.ok, v.key = true, k
 	v.cached, _ = c.get(k)
+	if v.cached == "" {
+		// Only keep, after hashing, reads the clock: a version whose hash
+		// was found needs no racy check.
+		v.taken = time.Now()
+	}
 }
 
 // keep stores hash for the version when the handle's file still has the
