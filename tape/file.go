@@ -35,6 +35,10 @@ type file struct {
 	name   atomic.Pointer[string] // inner name now, cleaned; follows renames
 	opened string                 // name at open, cleaned; name points here until a rename
 
+	// In the Recorder's list of open handles, under the Recorder's mu.
+	openPrev, openNext *file
+	inOpen             bool
+
 	mu        sync.Mutex
 	state     handleState
 	ver       versionState // read-only handles: the content version's key
@@ -571,21 +575,20 @@ func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
 	return ents, err
 }
 
-func (f *file) Close() error {
-	if !f.fs.rec.untrack(f) {
-		return f.inner.Close() // flushed already: second Close, or after Recorder.Close
-	}
-	return f.flush(false)
-}
+func (f *file) Close() error { return f.flush(false) }
 
 // flush completes the record and writes it. unclosed is true when called
 // by Recorder.Close for a handle the program never closed; the inner handle
-// then stays open.
+// then stays open. A handle recorded already (a second Close, or a Close
+// after Recorder.Close flushed it) only closes the inner handle.
 func (f *file) flush(unclosed bool) error {
 	f.mu.Lock()
 	if f.state.did.has(markFlushed) {
 		f.mu.Unlock()
-		return nil
+		if unclosed {
+			return nil
+		}
+		return f.inner.Close()
 	}
 	f.state.did |= markFlushed
 	rec := Record{Op: OpOpen, Path: f.args.path, Flag: f.args.flag, Mode: f.args.mode}
@@ -640,6 +643,10 @@ func (f *file) flush(unclosed bool) error {
 	}
 	rec.Fails = f.fails
 	f.mu.Unlock()
-	f.fs.rec.emit(&rec)
+	if unclosed {
+		f.fs.rec.emit(&rec) // Recorder.Close took f off the open list
+	} else {
+		f.fs.rec.emitClosed(f, &rec)
+	}
 	return err
 }

@@ -93,7 +93,7 @@ type Recorder struct {
 	err     error // first write error
 	closing bool  // Close has begun
 	closed  bool  // trailer written: later records are dropped
-	open    map[*file]struct{}
+	open    openHandles
 	final   *finalState
 	check   *onlineCheck
 	content *contentStore
@@ -108,7 +108,7 @@ type Recorder struct {
 // are written to w as they are made, one Write per line, so a crash leaves
 // a readable prefix. Write errors are sticky and returned by Close.
 func NewRecorder(w io.Writer, opts ...Option) *Recorder {
-	r := &Recorder{w: w, open: map[*file]struct{}{}, final: newFinalState(), pools: newPools()}
+	r := &Recorder{w: w, final: newFinalState(), pools: newPools()}
 	r.cfg.refMode = ModePath
 	for _, o := range opts {
 		o(&r.cfg)
@@ -174,13 +174,16 @@ func (r *Recorder) Close() error {
 		return ErrClosed
 	}
 	r.closing = true
-	open := make([]*file, 0, len(r.open))
-	for f := range r.open {
+	open := make([]*file, 0, r.open.n)
+	for r.open.head != nil {
+		f := r.open.head
 		open = append(open, f)
-		delete(r.open, f) // a later Close by the program closes the inner handle only
+		r.open.remove(f)
 	}
 	r.mu.Unlock()
-	// Flush in open order so the tape does not depend on map order.
+	// Flush in open order (the list is in the order handles were tracked,
+	// newest first, which racing opens may interleave differently from
+	// their ids).
 	sortFiles(open)
 	for _, f := range open {
 		f.flush(true)
@@ -308,18 +311,18 @@ func (r *Recorder) writeBuf() {
 
 func (r *Recorder) track(f *file) {
 	r.mu.Lock()
-	r.open[f] = struct{}{}
+	r.open.add(f)
 	r.mu.Unlock()
 }
 
-func (r *Recorder) untrack(f *file) bool {
+// emitClosed takes f off the open list and writes its record, under one
+// lock.
+func (r *Recorder) emitClosed(f *file, rec *Record) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.open[f]; !ok {
-		return false
-	}
-	delete(r.open, f)
-	return true
+	r.open.remove(f)
+	d := r.emitLocked(rec)
+	r.mu.Unlock()
+	r.diverged(d)
 }
 
 // renamed points the open handles of the inner name old (or below it) at
@@ -327,10 +330,46 @@ func (r *Recorder) untrack(f *file) bool {
 func (r *Recorder) renamed(fsys *Fs, old, new string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for f := range r.open {
+	for f := r.open.head; f != nil; f = f.openNext {
 		if f.fs != fsys {
 			continue
 		}
 		f.renamed(old, new)
 	}
+}
+
+// openHandles are the handles not yet recorded, linked through the
+// handles themselves (file.openPrev, openNext, inOpen; guarded by the
+// Recorder's mu): adding and removing one is a few pointer writes where a
+// map hashed and probed on every open and close.
+type openHandles struct {
+	head *file
+	n    int
+}
+
+func (l *openHandles) add(f *file) {
+	f.openPrev, f.openNext, f.inOpen = nil, l.head, true
+	if l.head != nil {
+		l.head.openPrev = f
+	}
+	l.head = f
+	l.n++
+}
+
+// remove unlinks f and reports whether it was in the list.
+func (l *openHandles) remove(f *file) bool {
+	if !f.inOpen {
+		return false
+	}
+	if f.openPrev != nil {
+		f.openPrev.openNext = f.openNext
+	} else {
+		l.head = f.openNext
+	}
+	if f.openNext != nil {
+		f.openNext.openPrev = f.openPrev
+	}
+	f.openPrev, f.openNext, f.inOpen = nil, nil, false
+	l.n--
+	return true
 }

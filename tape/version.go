@@ -63,7 +63,7 @@ type versionState struct {
 	tried  bool // a key was looked for; it is not looked for again
 	ok     bool // key holds a key
 	key    versionKey
-	taken  time.Time
+	taken  int64 // the clock (ns since the epoch) when key was taken, for a version not found
 	cached string // hash reused from the cache: the stream is not fed
 }
 
@@ -80,7 +80,7 @@ func (v *versionState) take(c *versionCache, fi os.FileInfo) {
 	if v.cached == "" {
 		// Only keep, after hashing, reads the clock: a version whose hash
 		// was found needs no racy check.
-		v.taken = time.Now()
+		v.taken = time.Now().UnixNano()
 	}
 }
 
@@ -88,7 +88,7 @@ func (v *versionState) take(c *versionCache, fi os.FileInfo) {
 // key (fi from a Stat after the whole version was hashed) and the key is
 // not racy.
 func (v *versionState) keep(c *versionCache, fi os.FileInfo, hash string, size int64) {
-	if !v.ok || v.cached != "" || size != v.key.size || v.key.racy(v.taken) {
+	if !v.ok || v.cached != "" || size != v.key.size || v.key.racy(time.Unix(0, v.taken)) {
 		return
 	}
 	if k, ok := keyOf(fi); ok && k == v.key {
