@@ -63,7 +63,7 @@ type versionState struct {
 	tried  bool // a key was looked for; it is not looked for again
 	ok     bool // key holds a key
 	key    versionKey
-	taken  int64 // the clock (ns since the epoch) when key was taken, for a version not found
+	taken  int64  // the clock (ns since the epoch) when key was taken, for a version not found
 	cached string // hash reused from the cache: the stream is not fed
 }
 
