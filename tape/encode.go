@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -65,10 +66,38 @@ func appendRecord(b []byte, r *Record) []byte {
 // appendStat appends the record of a stat or lstat, which has no fields
 // but these: byte for byte appendRecord of Record{Seq: seq, Op: op, Path:
 // path, Err: err, Mode: mode, Size: size} (TestAppendStatMatchesRecord).
-// op is OpStat, OpLstat or OpFstat, which need no escaping.
+// op is OpStat, OpLstat or OpFstat, which need no escaping. Stat is the
+// most frequent call: the common record (no error, path and mode with
+// nothing to escape) is written with its quotes joined to the constants
+// around them.
 func appendStat(b []byte, seq int64, op, path, err, mode string, size int64) []byte {
 	b = append(b, `{"seq":`...)
-	b = appendDecimal(b, seq)
+	return appendStatRest(appendDecimal(b, seq), op, path, err, mode, size)
+}
+
+// appendStatRest is appendStat after the seq number.
+func appendStatRest(b []byte, op, path, err, mode string, size int64) []byte {
+	if err != "" || !jsonPlain(path) || !jsonPlain(mode) {
+		return appendStatAny(b, op, path, err, mode, size)
+	}
+	b = append(b, `,"op":"`...)
+	b = append(b, op...)
+	b = append(b, `","path":"`...)
+	b = append(b, path...)
+	if mode != "" {
+		b = append(b, `","mode":"`...)
+		b = append(b, mode...)
+	}
+	b = append(b, '"')
+	if size != 0 {
+		b = append(b, `,"size":`...)
+		b = appendDecimal(b, size)
+	}
+	return append(b, '}')
+}
+
+// appendStatAny is appendStatRest for any strings.
+func appendStatAny(b []byte, op, path, err, mode string, size int64) []byte {
 	b = append(b, `,"op":"`...)
 	b = append(b, op...)
 	b = append(b, `","path":`...)
@@ -91,9 +120,12 @@ func appendDecimal(b []byte, v int64) []byte {
 		return append(b, byte('0'+v))
 	}
 	u := uint64(v)
-	n := 1
-	for t := u; t >= 10; t /= 10 {
-		n++
+	// Digits: log10 from the bit length (1233/4096 ≈ log10 2), one
+	// compare to correct it.
+	t := bits.Len64(u) * 1233 >> 12
+	n := t + 1
+	if u < pow10[t] {
+		n--
 	}
 	i := len(b) + n
 	b = slices.Grow(b, n)[:i]
@@ -110,6 +142,10 @@ func appendDecimal(b []byte, v int64) []byte {
 	}
 	return b
 }
+
+// pow10[i] is 10 to the i.
+var pow10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
 
 // decimalPairs holds "00" to "99".
 const decimalPairs = "00010203040506070809" +
@@ -175,9 +211,22 @@ var jsonSafe = func() (t [256]bool) {
 // UTF-8 as \ufffd, U+2028 and U+2029 escaped.
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
-	// Most strings (paths, hex hashes, modes) need no escape: find the
-	// first byte that does eight bytes at a time, and copy what precedes
-	// it in one append.
+	// Most strings (paths, hex hashes, modes) need no escape: copy them
+	// in one append.
+	i := plainPrefix(s)
+	if i == len(s) {
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	return appendJSONStringFrom(b, s, i)
+}
+
+// jsonPlain reports whether encoding/json writes s as it is between quotes.
+func jsonPlain(s string) bool { return plainPrefix(s) == len(s) }
+
+// plainPrefix returns the length of the longest prefix of s with no byte
+// to escape, looking at eight bytes at a time.
+func plainPrefix(s string) int {
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
 		if needsEscape(load64(s[i:])) {
@@ -187,11 +236,7 @@ func appendJSONString(b []byte, s string) []byte {
 	for i < len(s) && jsonSafe[s[i]] {
 		i++
 	}
-	if i == len(s) {
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	return appendJSONStringFrom(b, s, i)
+	return i
 }
 
 // load64 reads s[0:8] little-endian (s has at least 8 bytes); the

@@ -214,3 +214,14 @@ func TestAppendJSONStringWords(t *testing.T) {
 		}
 	}
 }
+
+// TestSeqDigits: the decimal counter reads as strconv writes its count,
+// through every carry up to seven digits.
+func TestSeqDigits(t *testing.T) {
+	var s seqDigits
+	for n := 1; n <= 1_100_000; n++ {
+		if got := s.next(); string(got) != strconv.Itoa(n) {
+			t.Fatalf("after %d increments: %q", n, got)
+		}
+	}
+}

@@ -22,6 +22,9 @@ type Fs struct {
 	// prefixes are the roots with a trailing separator: a name under
 	// roots[i] starts with prefixes[i].
 	prefixes []string
+	// prefix is prefixes[0], held here so that mapping the common name
+	// reads one string, not a slice of them.
+	prefix string
 }
 
 var (
@@ -48,6 +51,7 @@ func newFs(r *Recorder, inner afero.Fs, root string) *Fs {
 		}
 		f.prefixes = append(f.prefixes, root)
 	}
+	f.prefix = f.prefixes[0]
 	return f
 }
 
@@ -67,6 +71,11 @@ func (f *Fs) relClean(name string) (p string, clean bool) {
 	// The common case without filepath.Clean's copy: an absolute name
 	// that is a root spelling (clean: filepath.Abs cleans) followed by a
 	// clean relative name, which is then the answer as it stands.
+	if strings.HasPrefix(name, f.prefix) {
+		if p := name[len(f.prefix):]; cleanRel(p) {
+			return filepath.ToSlash(p), true
+		}
+	}
 	for i, root := range f.roots {
 		if name == root {
 			return ".", true
@@ -104,17 +113,24 @@ func (f *Fs) relSlow(name string) string {
 // as it is and that does not climb: not empty, no leading, trailing or
 // doubled separator, no "." or ".." component.
 func cleanRel(p string) bool {
-	start := 0
-	for i := 0; i <= len(p); i++ {
-		if i == len(p) || os.IsPathSeparator(p[i]) {
-			switch p[start:i] {
-			case "", ".", "..":
+	// n counts the bytes of the current component, dots its dots: the
+	// component is "", "." or ".." when n == dots <= 2. One pass, no
+	// substring compares: this runs on every recorded name.
+	n, dots := 0, 0
+	for i := 0; i < len(p); i++ {
+		if os.IsPathSeparator(p[i]) {
+			if n == dots && n <= 2 {
 				return false
 			}
-			start = i + 1
+			n, dots = 0, 0
+			continue
+		}
+		n++
+		if p[i] == '.' {
+			dots++
 		}
 	}
-	return true
+	return n != dots || n > 2
 }
 
 // target maps link text: an absolute name inside the root becomes

@@ -382,7 +382,7 @@ func TestRelAgreesWithFilepath(t *testing.T) {
 		}
 		return OutsidePath
 	}
-	parts := []string{"a", "b.txt", ".", "..", "", "..x"}
+	parts := []string{"a", "b.txt", ".", "..", "", "..x", "...", ".x", "x.", "x..", ".a."}
 	rng := rand.New(rand.NewPCG(3, 4))
 	n := 0
 	for _, base := range []string{link, dir, link + "/", dir + "//", filepath.Dir(dir), "/"} {
@@ -391,8 +391,12 @@ func TestRelAgreesWithFilepath(t *testing.T) {
 			for range rng.IntN(4) {
 				name += "/" + parts[rng.IntN(len(parts))]
 			}
-			if got, want := fsys.rel(name), oracle(name); got != want {
+			got, clean := fsys.relClean(name)
+			if want := oracle(name); got != want {
 				t.Errorf("rel(%q) = %q, filepath says %q", name, got, want)
+			}
+			if clean && filepath.Clean(name) != name {
+				t.Errorf("relClean(%q) says clean, filepath.Clean gives %q", name, filepath.Clean(name))
 			}
 			n++
 		}
