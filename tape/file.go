@@ -325,7 +325,10 @@ func (f *file) finishRead() {
 	f.fs.rec.capture(f.rhash, captured)
 	if f.ver.ok {
 		if fi, err := f.inner.Stat(); err == nil {
-			f.ver.keep(&f.fs.rec.versions, fi, f.rhash, f.rsize)
+			r := f.fs.rec
+			r.mu.Lock()
+			f.ver.keep(&r.versions, fi, f.rhash, f.rsize)
+			r.mu.Unlock()
 		}
 	}
 }
@@ -347,7 +350,7 @@ func (f *file) versionBeforeRead() {
 		f.ver.tried = true
 		return
 	}
-	f.ver.take(&f.fs.rec.versions, fi)
+	f.ver.take(fi, f.fs.rec.lookupVersion)
 }
 
 // beforeWrite prepares the stream for a write of n bytes at off (off < 0:
@@ -509,20 +512,27 @@ func (f *file) Sync() error {
 
 func (f *file) Stat() (os.FileInfo, error) {
 	fi, err := f.inner.Stat()
-	if err == nil {
-		f.mu.Lock()
-		if f.wantsVersion() {
-			f.ver.take(&f.fs.rec.versions, fi)
+	r := f.fs.rec
+	if err != nil {
+		r.emitStat(OpFstat, f.args.path, ErrorOutcome(err), "", 0, nil)
+		return fi, err
+	}
+	mode, size := statFields(fi)
+	f.mu.Lock()
+	if f.wantsVersion() {
+		// The version is looked up under the lock that writes the
+		// record.
+		f.ver.take(fi, func(k versionKey) string {
+			return r.emitStat(OpFstat, f.args.path, "", mode, size, &k)
+		})
+		if f.ver.ok {
+			f.mu.Unlock()
+			return fi, nil
 		}
-		f.mu.Unlock()
 	}
-	var mode string
-	var size int64
-	if err == nil {
-		mode, size = statFields(fi)
-	}
-	f.fs.rec.emitStat(OpFstat, f.args.path, ErrorOutcome(err), mode, size)
-	return fi, err
+	f.mu.Unlock()
+	r.emitStat(OpFstat, f.args.path, "", mode, size, nil)
+	return fi, nil
 }
 
 func (f *file) listed(names []string) {

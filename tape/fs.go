@@ -296,7 +296,7 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 	if err == nil {
 		mode, size = statFields(fi)
 	}
-	f.rec.emitStat(OpStat, f.rel(name), ErrorOutcome(err), mode, size)
+	f.rec.emitStat(OpStat, f.rel(name), ErrorOutcome(err), mode, size, nil)
 	return fi, err
 }
 
@@ -316,7 +316,7 @@ func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	if err == nil {
 		mode, size = statFields(fi)
 	}
-	f.rec.emitStat(OpLstat, f.rel(name), ErrorOutcome(err), mode, size)
+	f.rec.emitStat(OpLstat, f.rel(name), ErrorOutcome(err), mode, size, nil)
 	return fi, ok, err
 }
 

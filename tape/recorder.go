@@ -233,13 +233,20 @@ func (r *Recorder) emit(rec *Record) {
 // the Record was a tenth of the cost of recording a Stat, the most
 // frequent call. A stat changes no final state (finalState.apply ignores
 // it), so only the online check, when there is one, needs the Record.
-func (r *Recorder) emitStat(op, path, errOut, mode string, size int64) {
+// When k is not nil, emitStat also returns the hash the version cache
+// holds for k, read under the same lock.
+func (r *Recorder) emitStat(op, path, errOut, mode string, size int64, k *versionKey) (cached string) {
+	r.mu.Lock()
+	if k != nil {
+		cached, _ = r.versions.get(*k)
+	}
 	if r.check != nil {
 		rec := Record{Op: op, Path: path, Err: errOut, Mode: mode, Size: size}
-		r.emit(&rec)
-		return
+		d := r.emitLocked(&rec)
+		r.mu.Unlock()
+		r.diverged(d)
+		return cached
 	}
-	r.mu.Lock()
 	if !r.closed {
 		r.seq++
 		b := append(r.buf[:0], `{"seq":`...)
@@ -249,6 +256,15 @@ func (r *Recorder) emitStat(op, path, errOut, mode string, size int64) {
 		r.writeBuf()
 	}
 	r.mu.Unlock()
+	return cached
+}
+
+// lookupVersion returns the hash the version cache holds for k.
+func (r *Recorder) lookupVersion(k versionKey) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, _ := r.versions.get(k)
+	return h
 }
 
 // emitAll writes recs under one lock, so their Seq numbers are
