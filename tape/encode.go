@@ -2,6 +2,7 @@ package tape
 
 import (
 	"math/bits"
+	"os"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -63,32 +64,35 @@ func appendRecord(b []byte, r *Record) []byte {
 	return append(b, '}')
 }
 
-// appendStat appends the record of a stat or lstat, which has no fields
-// but these: byte for byte appendRecord of Record{Seq: seq, Op: op, Path:
-// path, Err: err, Mode: mode, Size: size} (TestAppendStatMatchesRecord).
-// op is OpStat, OpLstat or OpFstat, which need no escaping. Stat is the
-// most frequent call: the common record (no error, path and mode with
-// nothing to escape) is written with its quotes joined to the constants
-// around them.
-func appendStat(b []byte, seq int64, op, path, err, mode string, size int64) []byte {
+// appendStat appends the record of a stat, lstat or fstat, which has no
+// fields but these: byte for byte appendRecord of Record{Seq: seq, Op: op,
+// Path: path, Err: err} for a failure (err not empty; mode and size are
+// ignored), or of Record{Seq: seq, Op: op, Path: path, Mode: mode.String(),
+// Size: size} (TestAppendStatMatchesRecord). op is OpStat, OpLstat or
+// OpFstat.
+func appendStat(b []byte, seq int64, op, path, err string, mode os.FileMode, size int64) []byte {
 	b = append(b, `{"seq":`...)
 	return appendStatRest(appendDecimal(b, seq), op, path, err, mode, size)
 }
 
-// appendStatRest is appendStat after the seq number.
-func appendStatRest(b []byte, op, path, err, mode string, size int64) []byte {
-	if err != "" || !jsonPlain(path) || !jsonPlain(mode) {
+// appendStatRest is appendStat after the seq number. Stat is the most
+// frequent call: in the common record (no error, a path with nothing to
+// escape, a common mode) the constant parts are joined into as few
+// appends as possible, each small append costing about as much as its
+// bytes.
+func appendStatRest(b []byte, op, path, err string, mode os.FileMode, size int64) []byte {
+	key := statPathKey(op)
+	if err != "" || key == "" || !jsonPlain(path) {
 		return appendStatAny(b, op, path, err, mode, size)
 	}
-	b = append(b, `,"op":"`...)
-	b = append(b, op...)
-	b = append(b, `","path":"`...)
+	b = append(b, key...)
 	b = append(b, path...)
-	if mode != "" {
-		b = append(b, `","mode":"`...)
-		b = append(b, mode...)
+	if mk := modeKey(mode); mk != "" {
+		b = append(b, mk...)
+	} else {
+		b = append(b, `","mode":`...)
+		b = appendJSONString(b, mode.String())
 	}
-	b = append(b, '"')
 	if size != 0 {
 		b = append(b, `,"size":`...)
 		b = appendDecimal(b, size)
@@ -96,14 +100,55 @@ func appendStatRest(b []byte, op, path, err, mode string, size int64) []byte {
 	return append(b, '}')
 }
 
+// statPathKey is what follows the seq number of a record of op up to the
+// path's first byte.
+func statPathKey(op string) string {
+	switch op {
+	case OpStat:
+		return `,"op":"stat","path":"`
+	case OpLstat:
+		return `,"op":"lstat","path":"`
+	case OpFstat:
+		return `,"op":"fstat","path":"`
+	}
+	return ""
+}
+
+// modeKey is what follows a path up to the mode's closing quote, for the
+// modes most files and directories have; "" for others. Each is
+// `","mode":"` + mode.String() + `"` (TestModeKey).
+func modeKey(m os.FileMode) string {
+	switch m {
+	case 0o644:
+		return `","mode":"-rw-r--r--"`
+	case 0o755:
+		return `","mode":"-rwxr-xr-x"`
+	case 0o600:
+		return `","mode":"-rw-------"`
+	case 0o666:
+		return `","mode":"-rw-rw-rw-"`
+	case os.ModeDir | 0o755:
+		return `","mode":"drwxr-xr-x"`
+	case os.ModeDir | 0o700:
+		return `","mode":"drwx------"`
+	case os.ModeDir | 0o777:
+		return `","mode":"drwxrwxrwx"`
+	}
+	return ""
+}
+
 // appendStatAny is appendStatRest for any strings.
-func appendStatAny(b []byte, op, path, err, mode string, size int64) []byte {
-	b = append(b, `,"op":"`...)
-	b = append(b, op...)
-	b = append(b, `","path":`...)
+func appendStatAny(b []byte, op, path, err string, mode os.FileMode, size int64) []byte {
+	b = append(b, `,"op":`...)
+	b = appendJSONString(b, op)
+	b = append(b, `,"path":`...)
 	b = appendJSONString(b, path)
-	b = appendField(b, `,"err":`, err)
-	b = appendField(b, `,"mode":`, mode)
+	if err != "" {
+		b = append(b, `,"err":`...)
+		return append(appendJSONString(b, err), '}')
+	}
+	b = append(b, `,"mode":`...)
+	b = appendJSONString(b, mode.String())
 	b = appendInt(b, `,"size":`, size)
 	return append(b, '}')
 }

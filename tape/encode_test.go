@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -155,19 +156,47 @@ func FuzzAppendRecord(f *testing.F) {
 }
 
 // TestAppendStatMatchesRecord: the stat fast path encodes as appendRecord
-// does the same record.
+// does the same record: failures with any outcome text, successes with
+// any path, the common modes and random ones of every type bit.
 func TestAppendStatMatchesRecord(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 2))
+	common := []os.FileMode{0o644, 0o755, 0o600, 0o666, os.ModeDir | 0o755, os.ModeDir | 0o700, os.ModeDir | 0o777}
 	var got, want []byte
 	for i := range 20000 {
 		r := randomRecord(t, rng)
 		ops := [...]string{OpStat, OpLstat, OpFstat}
-		s := Record{Seq: r.Seq, Op: ops[i%3], Path: r.Path, Err: r.Err, Mode: r.Mode, Size: r.Size}
-		got = appendStat(got[:0], s.Seq, s.Op, s.Path, s.Err, s.Mode, s.Size)
+		mode := common[rng.IntN(len(common))]
+		if rng.IntN(2) == 0 {
+			mode = os.FileMode(rng.Uint32()) & (os.ModeType | os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+		}
+		s := Record{Seq: r.Seq, Op: ops[i%3], Path: r.Path, Err: r.Err}
+		if s.Err == "" {
+			s.Mode, s.Size = mode.String(), r.Size
+		}
+		got = appendStat(got[:0], s.Seq, s.Op, s.Path, s.Err, mode, r.Size)
 		want = appendRecord(want[:0], &s)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("record %d %+v:\nappendStat   %s\nappendRecord %s", i, s, got, want)
 		}
+	}
+}
+
+// TestModeKey: each common mode's constant is the mode as FileMode.String
+// writes it, quoted, after its key.
+func TestModeKey(t *testing.T) {
+	n := 0
+	for m := range os.FileMode(0o777) + 1 {
+		for _, typ := range []os.FileMode{0, os.ModeDir, os.ModeSymlink} {
+			if k := modeKey(typ | m); k != "" {
+				n++
+				if want := `","mode":"` + (typ | m).String() + `"`; k != want {
+					t.Errorf("modeKey(%v) = %s, want %s", typ|m, k, want)
+				}
+			}
+		}
+	}
+	if n != 7 {
+		t.Errorf("%d modes have a constant, want 7", n)
 	}
 }
 

@@ -514,16 +514,15 @@ func (f *file) Stat() (os.FileInfo, error) {
 	fi, err := f.inner.Stat()
 	r := f.fs.rec
 	if err != nil {
-		r.emitStat(OpFstat, f.args.path, ErrorOutcome(err), "", 0, nil)
+		r.emitStat(OpFstat, f.args.path, nil, err, nil)
 		return fi, err
 	}
-	mode, size := statFields(fi)
 	f.mu.Lock()
 	if f.wantsVersion() {
 		// The version is looked up under the lock that writes the
 		// record.
 		f.ver.take(fi, func(k versionKey) string {
-			return r.emitStat(OpFstat, f.args.path, "", mode, size, &k)
+			return r.emitStat(OpFstat, f.args.path, fi, nil, &k)
 		})
 		if f.ver.ok {
 			f.mu.Unlock()
@@ -531,7 +530,7 @@ func (f *file) Stat() (os.FileInfo, error) {
 		}
 	}
 	f.mu.Unlock()
-	r.emitStat(OpFstat, f.args.path, "", mode, size, nil)
+	r.emitStat(OpFstat, f.args.path, fi, nil, nil)
 	return fi, nil
 }
 

@@ -151,12 +151,12 @@ func (f *Fs) target(t string) string {
 
 // statFields returns the mode and size a stat record holds for fi: the
 // size of a regular file only.
-func statFields(fi os.FileInfo) (mode string, size int64) {
+func statFields(fi os.FileInfo) (mode os.FileMode, size int64) {
 	m := fi.Mode()
 	if m.IsRegular() {
 		size = fi.Size()
 	}
-	return modeString(m), size
+	return m, size
 }
 
 // modeString is m.String() without an allocation for the modes most files
@@ -291,12 +291,7 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 	fi, err := f.inner.Stat(name)
 	// Not through simple, nor through a Record (see emitStat): Stat is the
 	// most frequent call.
-	var mode string
-	var size int64
-	if err == nil {
-		mode, size = statFields(fi)
-	}
-	f.rec.emitStat(OpStat, f.rel(name), ErrorOutcome(err), mode, size, nil)
+	f.rec.emitStat(OpStat, f.rel(name), fi, err, nil)
 	return fi, err
 }
 
@@ -311,12 +306,7 @@ func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	} else {
 		fi, err = f.inner.Stat(name)
 	}
-	var mode string
-	var size int64
-	if err == nil {
-		mode, size = statFields(fi)
-	}
-	f.rec.emitStat(OpLstat, f.rel(name), ErrorOutcome(err), mode, size, nil)
+	f.rec.emitStat(OpLstat, f.rel(name), fi, err, nil)
 	return fi, ok, err
 }
 

@@ -229,19 +229,28 @@ func (r *Recorder) emit(rec *Record) {
 	r.diverged(d)
 }
 
-// emitStat records a stat, lstat or fstat without building a Record: zeroing
-// the Record was a tenth of the cost of recording a Stat, the most
-// frequent call. A stat changes no final state (finalState.apply ignores
-// it), so only the online check, when there is one, needs the Record.
-// When k is not nil, emitStat also returns the hash the version cache
-// holds for k, read under the same lock.
-func (r *Recorder) emitStat(op, path, errOut, mode string, size int64, k *versionKey) (cached string) {
+// emitStat records a stat, lstat or fstat of fi (err nil) or its failure
+// without building a Record: zeroing the Record was a tenth of the cost of
+// recording a Stat, the most frequent call. A stat changes no final state
+// (finalState.apply ignores it), so only the online check, when there is
+// one, needs the Record. When k is not nil, emitStat also returns the
+// hash the version cache holds for k, read under the same lock.
+func (r *Recorder) emitStat(op, path string, fi os.FileInfo, err error, k *versionKey) (cached string) {
+	outcome := ErrorOutcome(err)
+	var mode os.FileMode
+	var size int64
+	if err == nil {
+		mode, size = statFields(fi)
+	}
 	r.mu.Lock()
 	if k != nil {
 		cached, _ = r.versions.get(*k)
 	}
 	if r.check != nil {
-		rec := Record{Op: op, Path: path, Err: errOut, Mode: mode, Size: size}
+		rec := Record{Op: op, Path: path, Err: outcome, Size: size}
+		if err == nil {
+			rec.Mode = modeString(mode)
+		}
 		d := r.emitLocked(&rec)
 		r.mu.Unlock()
 		r.diverged(d)
@@ -251,7 +260,7 @@ func (r *Recorder) emitStat(op, path, errOut, mode string, size int64, k *versio
 		r.seq++
 		b := append(r.buf[:0], `{"seq":`...)
 		b = append(b, r.seqText.next()...)
-		r.buf = append(appendStatRest(b, op, path, errOut, mode, size), '\n')
+		r.buf = append(appendStatRest(b, op, path, outcome, mode, size), '\n')
 		r.chain.addLine(r.buf)
 		r.writeBuf()
 	}
