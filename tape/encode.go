@@ -17,6 +17,9 @@ import (
 func appendRecord(b []byte, r *Record) []byte {
 	b = append(b, `{"seq":`...)
 	b = appendDecimal(b, r.Seq)
+	if out, ok := appendReadHandle(b, r); ok {
+		return out
+	}
 	b = append(b, `,"op":`...)
 	b = appendJSONString(b, r.Op)
 	b = append(b, `,"path":`...)
@@ -62,6 +65,43 @@ func appendRecord(b []byte, r *Record) []byte {
 	b = appendField(b, `,"unhashed":`, r.Unhashed)
 	b = appendStrings(b, `,"cmd":`, r.Cmd)
 	return append(b, '}')
+}
+
+// appendReadHandle appends, after the seq number, the record of the most
+// common handle: one that read a content version and did nothing else
+// (members op, path, flag, rhash, rsize, spans; no error, write, listing
+// or failure), with path, flag and rhash needing no escape. Its constant
+// parts are joined into as few appends as possible. ok is false, and b
+// unchanged, for any other record (TestAppendReadHandle).
+func appendReadHandle(b []byte, r *Record) (out []byte, ok bool) {
+	if r.Op != OpOpen || r.RHash == "" || r.RSize <= 0 ||
+		r.To != "" || r.Err != "" || r.Mode != "" || r.Size != 0 || r.Hash != "" ||
+		r.List != "" || r.N != 0 || len(r.Names) != 0 || r.Target != "" || r.UID != nil || r.GID != nil ||
+		r.Atime != "" || r.Mtime != "" || len(r.Fails) != 0 || r.End != "" || r.Unhashed != "" || len(r.Cmd) != 0 ||
+		r.Flag == "" || !jsonPlain(r.Path) || !jsonPlain(r.Flag) || !jsonPlain(r.RHash) {
+		return b, false
+	}
+	b = append(b, `,"op":"open","path":"`...)
+	b = append(b, r.Path...)
+	b = append(b, `","flag":"`...)
+	b = append(b, r.Flag...)
+	b = append(b, `","rhash":"`...)
+	b = append(b, r.RHash...)
+	b = append(b, `","rsize":`...)
+	b = appendDecimal(b, r.RSize)
+	if len(r.Spans) > 0 {
+		b = append(b, `,"spans":[[`...)
+		for i, s := range r.Spans {
+			if i > 0 {
+				b = append(b, `],[`...)
+			}
+			b = appendDecimal(b, s.Off)
+			b = append(b, ',')
+			b = appendDecimal(b, s.Len)
+		}
+		b = append(b, `]]`...)
+	}
+	return append(b, '}'), true
 }
 
 // appendStat appends the record of a stat, lstat or fstat, which has no
