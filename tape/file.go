@@ -311,8 +311,15 @@ func (f *file) beforeChange() {
 func (f *file) finishRead() {
 	f.state.read = readFinished
 	if f.ver.cached != "" {
-		f.rhash, f.rsize = f.ver.cached, f.ver.key.size
-		return
+		if !f.fs.rec.wroteSince(f.ver.epoch) {
+			f.rhash, f.rsize = f.ver.cached, f.ver.key.size
+			return
+		}
+		// A write through the recorder began after the key was taken:
+		// the bytes read may not be that version's. Hash what the file
+		// holds now, read back once (the stream was not fed), and keep
+		// nothing.
+		f.ver.cached, f.ver.ok = "", false
 	}
 	f.catchUp(-1, false)
 	if !f.state.prefix.known() {
@@ -343,14 +350,26 @@ func (f *file) wantsVersion() bool {
 // unless a Stat of the handle gave it already.
 func (f *file) versionBeforeRead() {
 	if !f.wantsVersion() {
+		f.distrustVersion()
 		return
 	}
+	epoch := f.fs.rec.writes.Load()
 	fi, err := f.inner.Stat()
 	if err != nil {
 		f.ver.tried = true
 		return
 	}
-	f.ver.take(fi, f.fs.rec.lookupVersion)
+	f.ver.take(fi, epoch, f.fs.rec.lookupVersion)
+}
+
+// distrustVersion drops a hash found for the handle's version before its
+// first byte is read when a write through the recorder began since the
+// key was taken (a Stat of the handle, then a write through another
+// handle, then the reads): the handle then hashes the bytes it reads.
+func (f *file) distrustVersion() {
+	if f.ver.cached != "" && f.state.read == readNone && f.fs.rec.wroteSince(f.ver.epoch) {
+		f.ver.cached, f.ver.ok = "", false
+	}
 }
 
 // beforeWrite prepares the stream for a write of n bytes at off (off < 0:
@@ -428,7 +447,9 @@ func (f *file) Write(p []byte) (int, error) {
 	if track {
 		off = f.beforeWrite(off)
 	}
+	done := f.fs.rec.writing()
 	n, err := f.inner.Write(p)
+	done()
 	f.fail("write", err)
 	if track {
 		f.afterWrite(p[:n], off, n == len(p))
@@ -449,7 +470,9 @@ func (f *file) WriteAt(p []byte, off int64) (int, error) {
 	if track {
 		at = f.beforeWrite(off)
 	}
+	done := f.fs.rec.writing()
 	n, err := f.inner.WriteAt(p, off)
+	done()
 	f.fail("writeat", err)
 	if track {
 		f.afterWrite(p[:n], at, n == len(p))
@@ -479,7 +502,9 @@ func (f *file) Truncate(size int64) error {
 	if f.state.access.writes() && size >= 0 {
 		f.beforeChange()
 	}
+	done := f.fs.rec.writing()
 	err := f.inner.Truncate(size)
+	done()
 	f.fail("truncate", err)
 	if err != nil || !f.state.access.writes() {
 		return err
@@ -511,8 +536,9 @@ func (f *file) Sync() error {
 }
 
 func (f *file) Stat() (os.FileInfo, error) {
-	fi, err := f.inner.Stat()
 	r := f.fs.rec
+	epoch := r.writes.Load()
+	fi, err := f.inner.Stat()
 	if err != nil {
 		r.emitStat(OpFstat, f.args.path, nil, err, nil)
 		return fi, err
@@ -521,7 +547,7 @@ func (f *file) Stat() (os.FileInfo, error) {
 	if f.wantsVersion() {
 		// The version is looked up under the lock that writes the
 		// record.
-		f.ver.take(fi, func(k versionKey) string {
+		f.ver.take(fi, epoch, func(k versionKey) string {
 			return r.emitStat(OpFstat, f.args.path, fi, nil, &k)
 		})
 		if f.ver.ok {

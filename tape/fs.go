@@ -207,7 +207,9 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 	if flag == os.O_RDONLY {
 		inner, err = f.inner.Open(name)
 	} else {
+		done := f.rec.writing() // O_TRUNC changes the bytes
 		inner, err = f.inner.OpenFile(name, flag, perm)
+		done()
 	}
 	if err != nil {
 		rec := Record{Op: OpOpen, Path: args.path, Flag: args.flag, Mode: args.mode, Err: ErrorOutcome(err)}

@@ -98,11 +98,16 @@ type Recorder struct {
 	chain   chainHash
 	seqText seqDigits // seq in decimal
 
-	open     openHandles
-	final    *finalState
-	content  *contentStore
-	pools    *pools
-	fileIDs  atomic.Int64 // open order of handles
+	open    openHandles
+	final   *finalState
+	content *contentStore
+	pools   *pools
+	fileIDs atomic.Int64 // open order of handles
+	// writes counts the calls through the recorder that may change a
+	// file's bytes, twice each (as they begin and as they end), so a
+	// read-only handle can tell that the version it looked up may have
+	// changed under it (wroteSince).
+	writes   atomic.Int64
 	versions versionCache // hashes of content versions already read
 	cfg      config
 }
@@ -435,3 +440,16 @@ func (s *seqDigits) next() []byte {
 	}
 	return s.d[s.start:]
 }
+
+// writing marks the start of a call that may change a file's bytes; the
+// func it returns marks its end.
+func (r *Recorder) writing() func() {
+	r.writes.Add(1)
+	return r.wrote
+}
+
+func (r *Recorder) wrote() { r.writes.Add(1) }
+
+// wroteSince reports whether a call that may change a file's bytes began
+// or ended after epoch was read from writes.
+func (r *Recorder) wroteSince(epoch int64) bool { return r.writes.Load() != epoch }

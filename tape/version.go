@@ -61,12 +61,14 @@ type versionState struct {
 	key    versionKey
 	taken  int64  // the clock (ns since the epoch) when key was taken, for a version not found
 	cached string // hash reused from the cache: the stream is not fed
+	epoch  int64  // the Recorder's writes counter read before the Stat that gave key
 }
 
 // take looks up fi's version (fi from a Stat of the handle before any byte
 // was read) with lookup, which reads the cache under the Recorder's mu.
-func (v *versionState) take(fi os.FileInfo, lookup func(versionKey) string) {
-	v.tried = true
+// epoch is the Recorder's writes counter read before that Stat.
+func (v *versionState) take(fi os.FileInfo, epoch int64, lookup func(versionKey) string) {
+	v.tried, v.epoch = true, epoch
 	k, ok := keyOf(fi)
 	if !ok {
 		return

@@ -1,8 +1,10 @@
 package tape
 
 import (
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -155,5 +157,54 @@ func TestVersionSameMtimeRehashed(t *testing.T) {
 	}
 	if read[1] != 10 || read[2] != size {
 		t.Errorf("bytes read per handle %v: want the second to reuse the hash (10) and the third to hash again (%d)", read, size)
+	}
+}
+
+// TestVersionWriteAfterStat: a read-only handle that found its version's
+// hash at its Stat does not keep it when a write through the recorder
+// comes before its reads (the handle hashes the bytes it reads) or
+// between them (it hashes what the file holds at its Close, read back
+// once): its rhash is never the old version's when it read other bytes.
+func TestVersionWriteAfterStat(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f")
+	const size = 64 << 10
+	cfs := newCountingFs(afero.NewOsFs())
+	var want []string
+	var read []int64
+	tp, _ := tapeOf(t, cfs, dir, func(fsys afero.Fs) {
+		for i, seed := range []byte{1, 2} {
+			mustWrite(t, name, pattern(size, seed))
+			settle(t, name)
+			_, err := afero.ReadFile(fsys, name) // hashes this version and keeps it
+			must(t, err)
+			f, err := fsys.Open(name)
+			must(t, err)
+			_, err = f.Stat() // finds the hash
+			must(t, err)
+			before := cfs.read.Load()
+			if i == 1 {
+				_, err = io.ReadFull(f, make([]byte, 10))
+				must(t, err)
+			}
+			must(t, afero.WriteFile(fsys, name, pattern(size, seed+10), 0o644)) // through the recorder
+			_, err = io.ReadAll(f)
+			must(t, err)
+			must(t, f.Close())
+			read = append(read, cfs.read.Load()-before)
+			want = append(want, sum(pattern(size, seed)), sum(pattern(size, seed+10)))
+		}
+	})
+	var got []string
+	for _, r := range only(tp, OpOpen, "f") {
+		if r.Flag == "r" {
+			got = append(got, r.RHash)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rhash of the read-only handles %v, want %v", got, want)
+	}
+	if read[0] != size || read[1] != 2*size {
+		t.Errorf("bytes read %v: want %d (the handle hashes as it reads), then %d (its reads and one read-back at Close)", read, size, 2*size)
 	}
 }
