@@ -403,3 +403,44 @@ func TestRelAgreesWithFilepath(t *testing.T) {
 	}
 	t.Logf("%d names", n)
 }
+
+// TestCleanRelEnd: the one-word check of a short base name agrees with
+// the component rule (no "", "." or ".." component) on every name of up
+// to seven bytes over the bytes that matter ('a', '.', '/', and a
+// separator's neighbours), after roots of several lengths.
+func TestCleanRelEnd(t *testing.T) {
+	ref := func(p string) bool {
+		for _, c := range strings.Split(p, "/") {
+			if c == "" || c == "." || c == ".." {
+				return false
+			}
+		}
+		return true
+	}
+	alphabet := []byte{'a', '.', '/', '-'}
+	var names []string
+	var gen func(p []byte)
+	gen = func(p []byte) {
+		names = append(names, string(p))
+		if len(p) == 7 {
+			return
+		}
+		for _, c := range alphabet {
+			gen(append(p, c))
+		}
+	}
+	gen(nil)
+	n := 0
+	for _, root := range []string{"/", "/r/", "/root/", "/tmp/x.y/", "/.../"} {
+		for _, p := range names {
+			if p == "" {
+				continue
+			}
+			if got, want := cleanRelEnd(root+p, len(p)), ref(p); got != want {
+				t.Fatalf("cleanRelEnd(%q, %d) = %v, want %v", root+p, len(p), got, want)
+			}
+			n++
+		}
+	}
+	t.Logf("%d names", n)
+}
