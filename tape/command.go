@@ -41,6 +41,9 @@ func (r *Recorder) RecordCommand(root string, argv []string, changes []CommandCh
 			return fmt.Errorf("tape: RecordCommand: invalid path %q", c.Path)
 		}
 	}
+	// The command changed files behind the recorder's back: a handle that
+	// looked its version up before it must not trust that version.
+	r.writing()()
 	names := newFs(r, nil, root)
 	args := make([]string, len(argv))
 	for i, a := range argv {

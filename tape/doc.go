@@ -78,8 +78,12 @@
 // Stat after hashing shows the same version and its timestamps were more
 // than a tenth of a second (two seconds where the file system keeps whole
 // seconds) older than the clock when the key was taken, so a write in the
-// same timestamp tick cannot go unseen. In-memory file systems and overlay
-// layer entries have no inode and are always hashed.
+// same timestamp tick cannot go unseen. A handle does not reuse a hash
+// when a write through the recorder (a Write, WriteAt or Truncate on
+// another handle, an open with O_TRUNC, a command record) began after its
+// key was taken: before its first read it hashes the bytes it reads, after
+// it the whole file as it is at Close, read back once. In-memory file
+// systems and overlay layer entries have no inode and are always hashed.
 //
 // # Comparison
 //

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -153,18 +156,173 @@ func FuzzAppendRecord(f *testing.F) {
 }
 
 // TestAppendStatMatchesRecord: the stat fast path encodes as appendRecord
-// does the same record.
+// does the same record: failures with any outcome text, successes with
+// any path, the common modes and random ones of every type bit.
 func TestAppendStatMatchesRecord(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 2))
+	common := []os.FileMode{0o644, 0o755, 0o600, 0o666, os.ModeDir | 0o755, os.ModeDir | 0o700, os.ModeDir | 0o777}
 	var got, want []byte
 	for i := range 20000 {
 		r := randomRecord(t, rng)
 		ops := [...]string{OpStat, OpLstat, OpFstat}
-		s := Record{Seq: r.Seq, Op: ops[i%3], Path: r.Path, Err: r.Err, Mode: r.Mode, Size: r.Size}
-		got = appendStat(got[:0], s.Seq, s.Op, s.Path, s.Err, s.Mode, s.Size)
+		mode := common[rng.IntN(len(common))]
+		if rng.IntN(2) == 0 {
+			mode = os.FileMode(rng.Uint32()) & (os.ModeType | os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+		}
+		s := Record{Seq: r.Seq, Op: ops[i%3], Path: r.Path, Err: r.Err}
+		if s.Err == "" {
+			s.Mode, s.Size = mode.String(), r.Size
+		}
+		got = appendStat(got[:0], s.Seq, s.Op, s.Path, s.Err, mode, r.Size)
 		want = appendRecord(want[:0], &s)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("record %d %+v:\nappendStat   %s\nappendRecord %s", i, s, got, want)
+		}
+	}
+}
+
+// TestModeKey: each common mode's constant is the mode as FileMode.String
+// writes it, quoted, after its key.
+func TestModeKey(t *testing.T) {
+	n := 0
+	for m := range os.FileMode(0o777) + 1 {
+		for _, typ := range []os.FileMode{0, os.ModeDir, os.ModeSymlink} {
+			if k := modeKey(typ | m); k != "" {
+				n++
+				if want := `","mode":"` + (typ | m).String() + `"`; k != want {
+					t.Errorf("modeKey(%v) = %s, want %s", typ|m, k, want)
+				}
+			}
+		}
+	}
+	if n != 7 {
+		t.Errorf("%d modes have a constant, want 7", n)
+	}
+}
+
+// TestAppendDecimal: appendDecimal writes what strconv.AppendInt writes,
+// for every number of digits, both signs, the extremes and random values,
+// after a prefix already in the buffer.
+func TestAppendDecimal(t *testing.T) {
+	vals := []int64{math.MinInt64, math.MinInt64 + 1, -1, math.MaxInt64}
+	for v := range int64(1000) {
+		vals = append(vals, v, -v)
+	}
+	for p := int64(10); p > 0 && p <= math.MaxInt64/10; p *= 10 {
+		vals = append(vals, p-1, p, p+1, -p)
+	}
+	rng := rand.New(rand.NewPCG(14, 3))
+	for range 100000 {
+		vals = append(vals, rng.Int64()>>rng.IntN(63), -rng.Int64()>>rng.IntN(63))
+	}
+	for _, v := range vals {
+		want := strconv.AppendInt([]byte(`"x":`), v, 10)
+		if got := appendDecimal([]byte(`"x":`), v); !bytes.Equal(got, want) {
+			t.Fatalf("appendDecimal(%d) = %s, want %s", v, got, want)
+		}
+	}
+}
+
+// TestAppendJSONStringWords: the eight-bytes-at-a-time scan stops at every
+// byte value that needs an escape, at every position in a word and in the
+// tail, as encoding/json escapes it.
+func TestAppendJSONStringWords(t *testing.T) {
+	for c := range 256 {
+		for n := 1; n <= 20; n++ {
+			for at := range n {
+				s := []byte(strings.Repeat("a", n))
+				s[at] = byte(c)
+				want, err := json.Marshal(string(s))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := appendJSONString(nil, string(s)); !bytes.Equal(got, want) {
+					t.Fatalf("byte %#x at %d of %d: appendJSONString %s, json.Marshal %s", c, at, n, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestSeqDigits: the decimal counter reads as strconv writes its count,
+// through every carry up to seven digits.
+func TestSeqDigits(t *testing.T) {
+	var s seqDigits
+	for n := 1; n <= 1_100_000; n++ {
+		if got := s.next(); string(got) != strconv.Itoa(n) {
+			t.Fatalf("after %d increments: %q", n, got)
+		}
+	}
+}
+
+// TestAppendReadHandle: records shaped like a read-only handle's, with
+// one member at a time set that the shape does not allow and every
+// escaping rule in path, flag and rhash, encode as encoding/json encodes
+// them; most take the fast path.
+func TestAppendReadHandle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 5))
+	one := 1
+	spoil := []func(*Record){
+		func(r *Record) { r.To = "t" }, func(r *Record) { r.Err = OutcomeOther }, func(r *Record) { r.Mode = "-rw-r--r--" },
+		func(r *Record) { r.Size = 3 }, func(r *Record) { r.Hash = emptyHash }, func(r *Record) { r.List = emptyHash },
+		func(r *Record) { r.N = 2 }, func(r *Record) { r.Names = []string{"a"} }, func(r *Record) { r.Target = "x" },
+		func(r *Record) { r.UID = &one }, func(r *Record) { r.GID = &one }, func(r *Record) { r.Atime = "a" },
+		func(r *Record) { r.Mtime = "m" }, func(r *Record) { r.Fails = []string{"read:other"} }, func(r *Record) { r.End = "unclosed" },
+		func(r *Record) { r.Unhashed = OutcomeOther }, func(r *Record) { r.Cmd = []string{"c"} }, func(r *Record) { r.Op = OpStat },
+		func(r *Record) { r.RHash = "" }, func(r *Record) { r.RSize = 0 }, func(r *Record) { r.RSize = -1 }, func(r *Record) { r.Flag = "" },
+	}
+	pick := func() string {
+		if rng.IntN(4) == 0 {
+			return trickyStrings[rng.IntN(len(trickyStrings))]
+		}
+		return []string{"file4k", "dir/sub/name.go", "r", "rw|append", emptyHash, "a b"}[rng.IntN(6)]
+	}
+	fast := 0
+	var buf []byte
+	for i := range 20000 {
+		r := Record{Seq: rng.Int64N(1 << 40), Op: OpOpen, Path: pick(), Flag: pick(), RHash: pick(), RSize: 1 + rng.Int64N(1<<40)}
+		for range rng.IntN(4) {
+			r.Spans = append(r.Spans, Span{Off: rng.Int64N(1 << 40), Len: rng.Int64N(1 << 30)})
+		}
+		if rng.IntN(3) == 0 {
+			spoil[rng.IntN(len(spoil))](&r)
+		}
+		want, err := json.Marshal(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf = appendRecord(buf[:0], &r)
+		if !bytes.Equal(buf, want) {
+			t.Fatalf("record %d %+v:\nappendRecord %s\njson.Marshal %s", i, r, buf, want)
+		}
+		if _, ok := appendReadHandle(nil, &r); ok {
+			fast++
+		}
+	}
+	if fast < 5000 {
+		t.Errorf("%d of 20000 records took the fast path, want at least 5000", fast)
+	}
+}
+
+// TestAppendReadHandleShape: every member of Record outside the fast
+// path's shape, set alone, sends a record off the fast path, so a member
+// added to Record cannot be dropped by it.
+func TestAppendReadHandleShape(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 6))
+	shape := map[string]bool{"Seq": true, "Op": true, "Path": true, "Flag": true, "RHash": true, "RSize": true, "Spans": true}
+	typ := reflect.TypeFor[Record]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if shape[f.Name] || f.Tag.Get("json") == "-" {
+			continue
+		}
+		r := Record{Seq: 1, Op: OpOpen, Path: "p", Flag: "r", RHash: emptyHash, RSize: 1}
+		v := reflect.ValueOf(&r).Elem().Field(i)
+		for v.IsZero() || (v.Kind() == reflect.Slice && v.Len() == 0) {
+			randomValue(t, rng, v, f.Name)
+		}
+		if _, ok := appendReadHandle(nil, &r); ok {
+			t.Errorf("a record with %s set takes the read-handle fast path", f.Name)
 		}
 	}
 }

@@ -35,6 +35,10 @@ type file struct {
 	name   atomic.Pointer[string] // inner name now, cleaned; follows renames
 	opened string                 // name at open, cleaned; name points here until a rename
 
+	// In the Recorder's list of open handles, under the Recorder's mu.
+	openPrev, openNext *file
+	inOpen             bool
+
 	mu        sync.Mutex
 	state     handleState
 	ver       versionState // read-only handles: the content version's key
@@ -112,11 +116,10 @@ const (
 
 func (m marks) has(x marks) bool { return m&x != 0 }
 
-func newFile(fsys *Fs, inner afero.File, name string, flag int, rec *Record) *file {
-	f := &file{fs: fsys, inner: inner, id: fsys.rec.fileIDs.Add(1)}
-	f.args = openArgs{path: rec.Path, flag: rec.Flag, mode: rec.Mode}
+// newFile wraps inner, opened by the name clean (cleaned) with flag.
+func newFile(fsys *Fs, inner afero.File, clean string, flag int, args openArgs) *file {
+	f := &file{fs: fsys, inner: inner, id: fsys.rec.fileIDs.Add(1), args: args, opened: clean}
 	f.cur.p = fsys.rec.pools
-	f.opened = filepath.Clean(name)
 	f.name.Store(&f.opened)
 	f.spans = f.span1[:0]
 	st := &f.state
@@ -308,8 +311,15 @@ func (f *file) beforeChange() {
 func (f *file) finishRead() {
 	f.state.read = readFinished
 	if f.ver.cached != "" {
-		f.rhash, f.rsize = f.ver.cached, f.ver.key.size
-		return
+		if !f.fs.rec.wroteSince(f.ver.epoch) {
+			f.rhash, f.rsize = f.ver.cached, f.ver.key.size
+			return
+		}
+		// A write through the recorder began after the key was taken:
+		// the bytes read may not be that version's. Hash what the file
+		// holds now, read back once (the stream was not fed), and keep
+		// nothing.
+		f.ver.cached, f.ver.ok = "", false
 	}
 	f.catchUp(-1, false)
 	if !f.state.prefix.known() {
@@ -322,7 +332,10 @@ func (f *file) finishRead() {
 	f.fs.rec.capture(f.rhash, captured)
 	if f.ver.ok {
 		if fi, err := f.inner.Stat(); err == nil {
-			f.ver.keep(&f.fs.rec.versions, fi, f.rhash, f.rsize)
+			r := f.fs.rec
+			r.mu.Lock()
+			f.ver.keep(&r.versions, fi, f.rhash, f.rsize)
+			r.mu.Unlock()
 		}
 	}
 }
@@ -337,14 +350,26 @@ func (f *file) wantsVersion() bool {
 // unless a Stat of the handle gave it already.
 func (f *file) versionBeforeRead() {
 	if !f.wantsVersion() {
+		f.distrustVersion()
 		return
 	}
+	epoch := f.fs.rec.writes.Load()
 	fi, err := f.inner.Stat()
 	if err != nil {
 		f.ver.tried = true
 		return
 	}
-	f.ver.take(&f.fs.rec.versions, fi)
+	f.ver.take(fi, epoch, f.fs.rec.lookupVersion)
+}
+
+// distrustVersion drops a hash found for the handle's version before its
+// first byte is read when a write through the recorder began since the
+// key was taken (a Stat of the handle, then a write through another
+// handle, then the reads): the handle then hashes the bytes it reads.
+func (f *file) distrustVersion() {
+	if f.ver.cached != "" && f.state.read == readNone && f.fs.rec.wroteSince(f.ver.epoch) {
+		f.ver.cached, f.ver.ok = "", false
+	}
 }
 
 // beforeWrite prepares the stream for a write of n bytes at off (off < 0:
@@ -422,7 +447,9 @@ func (f *file) Write(p []byte) (int, error) {
 	if track {
 		off = f.beforeWrite(off)
 	}
+	done := f.fs.rec.writing()
 	n, err := f.inner.Write(p)
+	done()
 	f.fail("write", err)
 	if track {
 		f.afterWrite(p[:n], off, n == len(p))
@@ -443,7 +470,9 @@ func (f *file) WriteAt(p []byte, off int64) (int, error) {
 	if track {
 		at = f.beforeWrite(off)
 	}
+	done := f.fs.rec.writing()
 	n, err := f.inner.WriteAt(p, off)
+	done()
 	f.fail("writeat", err)
 	if track {
 		f.afterWrite(p[:n], at, n == len(p))
@@ -473,7 +502,9 @@ func (f *file) Truncate(size int64) error {
 	if f.state.access.writes() && size >= 0 {
 		f.beforeChange()
 	}
+	done := f.fs.rec.writing()
 	err := f.inner.Truncate(size)
+	done()
 	f.fail("truncate", err)
 	if err != nil || !f.state.access.writes() {
 		return err
@@ -505,21 +536,28 @@ func (f *file) Sync() error {
 }
 
 func (f *file) Stat() (os.FileInfo, error) {
+	r := f.fs.rec
+	epoch := r.writes.Load()
 	fi, err := f.inner.Stat()
-	if err == nil {
-		f.mu.Lock()
-		if f.wantsVersion() {
-			f.ver.take(&f.fs.rec.versions, fi)
+	if err != nil {
+		r.emitStat(OpFstat, f.args.path, nil, err, nil)
+		return fi, err
+	}
+	f.mu.Lock()
+	if f.wantsVersion() {
+		// The version is looked up under the lock that writes the
+		// record.
+		f.ver.take(fi, epoch, func(k versionKey) string {
+			return r.emitStat(OpFstat, f.args.path, fi, nil, &k)
+		})
+		if f.ver.ok {
+			f.mu.Unlock()
+			return fi, nil
 		}
-		f.mu.Unlock()
 	}
-	var mode string
-	var size int64
-	if err == nil {
-		mode, size = statFields(fi)
-	}
-	f.fs.rec.emitStat(OpFstat, f.args.path, ErrorOutcome(err), mode, size)
-	return fi, err
+	f.mu.Unlock()
+	r.emitStat(OpFstat, f.args.path, fi, nil, nil)
+	return fi, nil
 }
 
 func (f *file) listed(names []string) {
@@ -572,21 +610,20 @@ func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
 	return ents, err
 }
 
-func (f *file) Close() error {
-	if !f.fs.rec.untrack(f) {
-		return f.inner.Close() // flushed already: second Close, or after Recorder.Close
-	}
-	return f.flush(false)
-}
+func (f *file) Close() error { return f.flush(false) }
 
 // flush completes the record and writes it. unclosed is true when called
 // by Recorder.Close for a handle the program never closed; the inner handle
-// then stays open.
+// then stays open. A handle recorded already (a second Close, or a Close
+// after Recorder.Close flushed it) only closes the inner handle.
 func (f *file) flush(unclosed bool) error {
 	f.mu.Lock()
 	if f.state.did.has(markFlushed) {
 		f.mu.Unlock()
-		return nil
+		if unclosed {
+			return nil
+		}
+		return f.inner.Close()
 	}
 	f.state.did |= markFlushed
 	rec := Record{Op: OpOpen, Path: f.args.path, Flag: f.args.flag, Mode: f.args.mode}
@@ -641,6 +678,10 @@ func (f *file) flush(unclosed bool) error {
 	}
 	rec.Fails = f.fails
 	f.mu.Unlock()
-	f.fs.rec.emit(&rec)
+	if unclosed {
+		f.fs.rec.emit(&rec) // Recorder.Close took f off the open list
+	} else {
+		f.fs.rec.emitClosed(f, &rec)
+	}
 	return err
 }

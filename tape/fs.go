@@ -22,6 +22,9 @@ type Fs struct {
 	// prefixes are the roots with a trailing separator: a name under
 	// roots[i] starts with prefixes[i].
 	prefixes []string
+	// prefix is prefixes[0], held here so that mapping the common name
+	// reads one string, not a slice of them.
+	prefix string
 }
 
 var (
@@ -48,6 +51,7 @@ func newFs(r *Recorder, inner afero.Fs, root string) *Fs {
 		}
 		f.prefixes = append(f.prefixes, root)
 	}
+	f.prefix = f.prefixes[0]
 	return f
 }
 
@@ -56,17 +60,36 @@ func (f *Fs) Inner() afero.Fs { return f.inner }
 
 // rel maps a name as the caller gave it to the recorded path.
 func (f *Fs) rel(name string) string {
+	p, _ := f.relClean(name)
+	return p
+}
+
+// relClean is rel, and reports whether name is known to be clean
+// (filepath.Clean would return it unchanged), so that a handle can keep it
+// without cleaning it again.
+func (f *Fs) relClean(name string) (p string, clean bool) {
 	// The common case without filepath.Clean's copy: an absolute name
-	// that is a root spelling followed by a clean relative name, which is
-	// then the answer as it stands.
-	for i, root := range f.roots {
-		if name == root {
-			return "."
-		}
-		if prefix := f.prefixes[i]; strings.HasPrefix(name, prefix) && cleanRel(name[len(prefix):]) {
-			return filepath.ToSlash(name[len(prefix):])
+	// that is a root spelling (clean: filepath.Abs cleans) followed by a
+	// clean relative name, which is then the answer as it stands.
+	if strings.HasPrefix(name, f.prefix) {
+		if p := name[len(f.prefix):]; cleanRelEnd(name, len(p)) {
+			return filepath.ToSlash(p), true
 		}
 	}
+	for i, root := range f.roots {
+		if name == root {
+			return ".", true
+		}
+		if prefix := f.prefixes[i]; strings.HasPrefix(name, prefix) && cleanRel(name[len(prefix):]) {
+			return filepath.ToSlash(name[len(prefix):]), true
+		}
+	}
+	return f.relSlow(name), false
+}
+
+// relSlow is rel for a name that is relative, not clean or not under the
+// root.
+func (f *Fs) relSlow(name string) string {
 	abs := name
 	if !filepath.IsAbs(abs) {
 		var err error
@@ -90,17 +113,53 @@ func (f *Fs) rel(name string) string {
 // as it is and that does not climb: not empty, no leading, trailing or
 // doubled separator, no "." or ".." component.
 func cleanRel(p string) bool {
-	start := 0
-	for i := 0; i <= len(p); i++ {
-		if i == len(p) || os.IsPathSeparator(p[i]) {
-			switch p[start:i] {
-			case "", ".", "..":
+	// n counts the bytes of the current component, dots its dots: the
+	// component is "", "." or ".." when n == dots <= 2. One pass, no
+	// substring compares: this runs on every recorded name.
+	n, dots := 0, 0
+	for i := 0; i < len(p); i++ {
+		if os.IsPathSeparator(p[i]) {
+			if n == dots && n <= 2 {
 				return false
 			}
-			start = i + 1
+			n, dots = 0, 0
+			continue
+		}
+		n++
+		if p[i] == '.' {
+			dots++
 		}
 	}
-	return true
+	return n != dots || n > 2
+}
+
+// cleanRelEnd is cleanRel of the last n bytes of name, which follow a
+// separator. A short base name (n up to 7, the common case: a file in the
+// root) is checked in one eight-byte word holding it and the separator
+// before it: a byte loop's mispredicted exit cost as much as the rest of
+// mapping the name (TestCleanRelEnd).
+func cleanRelEnd(name string, n int) bool {
+	if filepath.Separator != '/' || n < 1 || n > 7 || len(name) < 8 {
+		return cleanRel(name[len(name)-n:])
+	}
+	w := load64(name[len(name)-8:]) // little-endian: the name's last byte is the top byte
+	slash := zeroBytes(w ^ (lsb * '/'))
+	dot := zeroBytes(w ^ (lsb * '.'))
+	in := ^uint64(0) << (8 * (8 - n)) // the n bytes of the name
+	end := uint64(0x80) << 56         // the last byte: what follows it is the end
+	after := slash>>8 | end           // a separator or the end follows
+	before := slash << 8              // a separator precedes (the one before the name too)
+	empty := slash&in&before | slash&end
+	dot1 := dot & in & before & after
+	dot2 := dot & in & before & (dot >> 8) & (slash>>16 | end>>8)
+	return empty|dot1|dot2 == 0
+}
+
+// zeroBytes has the top bit of each byte of the result set exactly where
+// the byte of v is zero.
+func zeroBytes(v uint64) uint64 {
+	const low7 = ^uint64(msb)
+	return ^((v&low7 + low7) | v | low7)
 }
 
 // target maps link text: an absolute name inside the root becomes
@@ -121,12 +180,12 @@ func (f *Fs) target(t string) string {
 
 // statFields returns the mode and size a stat record holds for fi: the
 // size of a regular file only.
-func statFields(fi os.FileInfo) (mode string, size int64) {
+func statFields(fi os.FileInfo) (mode os.FileMode, size int64) {
 	m := fi.Mode()
 	if m.IsRegular() {
 		size = fi.Size()
 	}
-	return modeString(m), size
+	return m, size
 }
 
 // modeString is m.String() without an allocation for the modes most files
@@ -167,28 +226,37 @@ func (f *Fs) Open(name string) (afero.File, error) {
 // OpenFile opens name on the inner fs. A failure is recorded at once; a
 // handle is recorded when it is closed (see the package doc).
 func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	rec := Record{Op: OpOpen, Path: f.rel(name), Flag: flagString(flag)}
+	path, clean := f.relClean(name)
+	args := openArgs{path: path, flag: flagString(flag)}
 	if flag&os.O_CREATE != 0 {
-		rec.Mode = perm.String()
+		args.mode = perm.String()
 	}
 	var inner afero.File
 	var err error
 	if flag == os.O_RDONLY {
 		inner, err = f.inner.Open(name)
 	} else {
+		done := f.rec.writing() // O_TRUNC changes the bytes
 		inner, err = f.inner.OpenFile(name, flag, perm)
+		done()
 	}
 	if err != nil {
-		rec.Err = ErrorOutcome(err)
+		rec := Record{Op: OpOpen, Path: args.path, Flag: args.flag, Mode: args.mode, Err: ErrorOutcome(err)}
 		f.rec.emit(&rec)
 		return nil, err
 	}
-	h := newFile(f, inner, name, flag, &rec)
+	if !clean {
+		name = filepath.Clean(name)
+	}
+	h := newFile(f, inner, name, flag, args)
 	f.rec.track(h)
 	return h, nil
 }
 
 func flagString(flag int) string {
+	if flag == os.O_RDONLY {
+		return "r"
+	}
 	var s string
 	switch flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR) {
 	case os.O_RDONLY:
@@ -254,12 +322,7 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 	fi, err := f.inner.Stat(name)
 	// Not through simple, nor through a Record (see emitStat): Stat is the
 	// most frequent call.
-	var mode string
-	var size int64
-	if err == nil {
-		mode, size = statFields(fi)
-	}
-	f.rec.emitStat(OpStat, f.rel(name), ErrorOutcome(err), mode, size)
+	f.rec.emitStat(OpStat, f.rel(name), fi, err, nil)
 	return fi, err
 }
 
@@ -274,12 +337,7 @@ func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	} else {
 		fi, err = f.inner.Stat(name)
 	}
-	var mode string
-	var size int64
-	if err == nil {
-		mode, size = statFields(fi)
-	}
-	f.rec.emitStat(OpLstat, f.rel(name), ErrorOutcome(err), mode, size)
+	f.rec.emitStat(OpLstat, f.rel(name), fi, err, nil)
 	return fi, ok, err
 }
 

@@ -382,7 +382,7 @@ func TestRelAgreesWithFilepath(t *testing.T) {
 		}
 		return OutsidePath
 	}
-	parts := []string{"a", "b.txt", ".", "..", "", "..x"}
+	parts := []string{"a", "b.txt", ".", "..", "", "..x", "...", ".x", "x.", "x..", ".a."}
 	rng := rand.New(rand.NewPCG(3, 4))
 	n := 0
 	for _, base := range []string{link, dir, link + "/", dir + "//", filepath.Dir(dir), "/"} {
@@ -391,8 +391,53 @@ func TestRelAgreesWithFilepath(t *testing.T) {
 			for range rng.IntN(4) {
 				name += "/" + parts[rng.IntN(len(parts))]
 			}
-			if got, want := fsys.rel(name), oracle(name); got != want {
+			got, clean := fsys.relClean(name)
+			if want := oracle(name); got != want {
 				t.Errorf("rel(%q) = %q, filepath says %q", name, got, want)
+			}
+			if clean && filepath.Clean(name) != name {
+				t.Errorf("relClean(%q) says clean, filepath.Clean gives %q", name, filepath.Clean(name))
+			}
+			n++
+		}
+	}
+	t.Logf("%d names", n)
+}
+
+// TestCleanRelEnd: the one-word check of a short base name agrees with
+// the component rule (no "", "." or ".." component) on every name of up
+// to seven bytes over the bytes that matter ('a', '.', '/', and a
+// separator's neighbours), after roots of several lengths.
+func TestCleanRelEnd(t *testing.T) {
+	ref := func(p string) bool {
+		for _, c := range strings.Split(p, "/") {
+			if c == "" || c == "." || c == ".." {
+				return false
+			}
+		}
+		return true
+	}
+	alphabet := []byte{'a', '.', '/', '-'}
+	var names []string
+	var gen func(p []byte)
+	gen = func(p []byte) {
+		names = append(names, string(p))
+		if len(p) == 7 {
+			return
+		}
+		for _, c := range alphabet {
+			gen(append(p, c))
+		}
+	}
+	gen(nil)
+	n := 0
+	for _, root := range []string{"/", "/r/", "/root/", "/tmp/x.y/", "/.../"} {
+		for _, p := range names {
+			if p == "" {
+				continue
+			}
+			if got, want := cleanRelEnd(root+p, len(p)), ref(p); got != want {
+				t.Fatalf("cleanRelEnd(%q, %d) = %v, want %v", root+p, len(p), got, want)
 			}
 			n++
 		}

@@ -2,9 +2,12 @@ package tape
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -484,5 +487,111 @@ func TestConcurrentReadAt(t *testing.T) {
 	}
 	if !slices.Equal(r.Spans, want) || r.RHash != sum(data) {
 		t.Errorf("record %s", r.String())
+	}
+}
+
+// TestUnclosedAmongClosed: of many handles closed in random order, those
+// never closed (first, last and in between of the open list) are flushed
+// by Recorder.Close once each, in open order, after every closed one; a
+// closed handle makes one record.
+func TestUnclosedAmongClosed(t *testing.T) {
+	const n = 60
+	mem := afero.NewMemMapFs()
+	for i := range n {
+		must(t, afero.WriteFile(mem, fmt.Sprintf("/r/f%02d", i), []byte{byte(i)}, 0o644))
+	}
+	rng := rand.New(rand.NewPCG(14, 4))
+	var keep []afero.File
+	tp, _ := tapeOf(t, mem, "/r", func(fsys afero.Fs) {
+		hs := make([]afero.File, n)
+		for i := range hs {
+			h, err := fsys.Open(fmt.Sprintf("/r/f%02d", i))
+			must(t, err)
+			hs[i] = h
+		}
+		for _, i := range rng.Perm(n) {
+			if i%3 == 0 || i == n-1 {
+				keep = append(keep, hs[i])
+				continue
+			}
+			must(t, hs[i].Close())
+		}
+	})
+	var closed, unclosed []string
+	for _, r := range only(tp, OpOpen, "") {
+		if r.End == "unclosed" {
+			unclosed = append(unclosed, r.Path)
+		} else {
+			if len(unclosed) > 0 {
+				t.Fatalf("closed %s recorded after an unclosed handle", r.Path)
+			}
+			closed = append(closed, r.Path)
+		}
+	}
+	var want []string
+	for i := range n {
+		if i%3 == 0 || i == n-1 {
+			want = append(want, fmt.Sprintf("f%02d", i))
+		}
+	}
+	if !slices.Equal(unclosed, want) {
+		t.Errorf("unclosed handles flushed as %v, want %v", unclosed, want)
+	}
+	if len(closed)+len(unclosed) != n || len(closed) != len(slices.Compact(slices.Sorted(slices.Values(closed)))) {
+		t.Errorf("%d closed and %d unclosed records, want %d in all, each once", len(closed), len(unclosed), n)
+	}
+	for _, f := range keep {
+		must(t, f.Close())
+	}
+}
+
+// TestCloseRacesRecorderClose: handles closed while Recorder.Close runs
+// (run with -race) are each recorded at most once, either as closed or as
+// unclosed; every Close of a handle succeeds once, as os's does; and the
+// tape is whole and verifies.
+func TestCloseRacesRecorderClose(t *testing.T) {
+	mem := afero.NewMemMapFs()
+	const G, N = 4, 50
+	for i := range G * N {
+		must(t, afero.WriteFile(mem, fmt.Sprintf("/r/f%03d", i), []byte{byte(i)}, 0o644))
+	}
+	for round := range 20 {
+		var buf bytes.Buffer
+		rec := NewRecorder(&buf)
+		fsys := rec.Wrap(mem, "/r")
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range G {
+			wg.Go(func() {
+				<-start
+				for i := range N {
+					h, err := fsys.Open(fmt.Sprintf("/r/f%03d", g*N+i))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					h.Read(make([]byte, 4))
+					if err := h.Close(); err != nil {
+						t.Errorf("Close: %v", err)
+					}
+				}
+			})
+		}
+		close(start)
+		if err := rec.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		tp, err := Read(&buf)
+		if err != nil || tp.Truncated {
+			t.Fatalf("round %d: Read: %v (truncated %v)", round, err, tp != nil && tp.Truncated)
+		}
+		seen := map[string]bool{}
+		for _, r := range tp.Records {
+			if seen[r.Path] {
+				t.Fatalf("round %d: %s recorded twice", round, r.Path)
+			}
+			seen[r.Path] = true
+		}
 	}
 }

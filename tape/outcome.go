@@ -35,9 +35,14 @@ const (
 
 // ErrorOutcome returns the outcome recorded for err, "" for nil.
 func ErrorOutcome(err error) string {
-	switch {
-	case err == nil:
+	if err == nil { // inlined at every call: most calls succeed
 		return ""
+	}
+	return errorOutcome(err)
+}
+
+func errorOutcome(err error) string {
+	switch {
 	// ENOTEMPTY.Is(fs.ErrExist) is true, so it must come first.
 	case errors.Is(err, syscall.ENOTEMPTY):
 		return OutcomeNotEmpty

@@ -84,31 +84,39 @@ func WithReferenceMode(m Mode) Option {
 // record gets its Seq when it is written, under one lock, so the order of
 // lines is the order of Seq.
 type Recorder struct {
-	cfg config
-
+	// What every record touches comes first, in the first two cache
+	// lines: a Stat's record runs right after a system call that may have
+	// evicted them, and each line is a miss.
 	mu      sync.Mutex
-	w       io.Writer
+	closing bool // Close has begun
+	closed  bool // trailer written: later records are dropped
 	seq     int64
-	chain   chainHash
-	err     error // first write error
-	closing bool  // Close has begun
-	closed  bool  // trailer written: later records are dropped
-	open    map[*file]struct{}
-	final   *finalState
 	check   *onlineCheck
-	content *contentStore
+	w       io.Writer
+	err     error // first write error
 	buf     []byte
+	chain   chainHash
+	seqText seqDigits // seq in decimal
 
-	pools    *pools
-	fileIDs  atomic.Int64 // open order of handles
+	open    openHandles
+	final   *finalState
+	content *contentStore
+	pools   *pools
+	fileIDs atomic.Int64 // open order of handles
+	// writes counts the calls through the recorder that may change a
+	// file's bytes, twice each (as they begin and as they end), so a
+	// read-only handle can tell that the version it looked up may have
+	// changed under it (wroteSince).
+	writes   atomic.Int64
 	versions versionCache // hashes of content versions already read
+	cfg      config
 }
 
 // NewRecorder starts a tape on w and writes its header at once. Records
 // are written to w as they are made, one Write per line, so a crash leaves
 // a readable prefix. Write errors are sticky and returned by Close.
 func NewRecorder(w io.Writer, opts ...Option) *Recorder {
-	r := &Recorder{w: w, open: map[*file]struct{}{}, final: newFinalState(), pools: newPools()}
+	r := &Recorder{w: w, final: newFinalState(), pools: newPools()}
 	r.cfg.refMode = ModePath
 	for _, o := range opts {
 		o(&r.cfg)
@@ -174,13 +182,16 @@ func (r *Recorder) Close() error {
 		return ErrClosed
 	}
 	r.closing = true
-	open := make([]*file, 0, len(r.open))
-	for f := range r.open {
+	open := make([]*file, 0, r.open.n)
+	for r.open.head != nil {
+		f := r.open.head
 		open = append(open, f)
-		delete(r.open, f) // a later Close by the program closes the inner handle only
+		r.open.remove(f)
 	}
 	r.mu.Unlock()
-	// Flush in open order so the tape does not depend on map order.
+	// Flush in open order (the list is in the order handles were tracked,
+	// newest first, which racing opens may interleave differently from
+	// their ids).
 	sortFiles(open)
 	for _, f := range open {
 		f.flush(true)
@@ -223,24 +234,51 @@ func (r *Recorder) emit(rec *Record) {
 	r.diverged(d)
 }
 
-// emitStat records a stat, lstat or fstat without building a Record: zeroing
-// the Record was a tenth of the cost of recording a Stat, the most
-// frequent call. A stat changes no final state (finalState.apply ignores
-// it), so only the online check, when there is one, needs the Record.
-func (r *Recorder) emitStat(op, path, errOut, mode string, size int64) {
-	if r.check != nil {
-		rec := Record{Op: op, Path: path, Err: errOut, Mode: mode, Size: size}
-		r.emit(&rec)
-		return
+// emitStat records a stat, lstat or fstat of fi (err nil) or its failure
+// without building a Record: zeroing the Record was a tenth of the cost of
+// recording a Stat, the most frequent call. A stat changes no final state
+// (finalState.apply ignores it), so only the online check, when there is
+// one, needs the Record. When k is not nil, emitStat also returns the
+// hash the version cache holds for k, read under the same lock.
+func (r *Recorder) emitStat(op, path string, fi os.FileInfo, err error, k *versionKey) (cached string) {
+	outcome := ErrorOutcome(err)
+	var mode os.FileMode
+	var size int64
+	if err == nil {
+		mode, size = statFields(fi)
 	}
 	r.mu.Lock()
+	if k != nil {
+		cached, _ = r.versions.get(*k)
+	}
+	if r.check != nil {
+		rec := Record{Op: op, Path: path, Err: outcome, Size: size}
+		if err == nil {
+			rec.Mode = modeString(mode)
+		}
+		d := r.emitLocked(&rec)
+		r.mu.Unlock()
+		r.diverged(d)
+		return cached
+	}
 	if !r.closed {
 		r.seq++
-		r.buf = append(appendStat(r.buf[:0], r.seq, op, path, errOut, mode, size), '\n')
+		b := append(r.buf[:0], `{"seq":`...)
+		b = append(b, r.seqText.next()...)
+		r.buf = append(appendStatRest(b, op, path, outcome, mode, size), '\n')
 		r.chain.addLine(r.buf)
 		r.writeBuf()
 	}
 	r.mu.Unlock()
+	return cached
+}
+
+// lookupVersion returns the hash the version cache holds for k.
+func (r *Recorder) lookupVersion(k versionKey) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, _ := r.versions.get(k)
+	return h
 }
 
 // emitAll writes recs under one lock, so their Seq numbers are
@@ -264,6 +302,7 @@ func (r *Recorder) emitLocked(rec *Record) *Divergence {
 		return nil
 	}
 	r.seq++
+	r.seqText.next()
 	rec.Seq = r.seq
 	r.buf = append(appendRecord(r.buf[:0], rec), '\n')
 	r.chain.addLine(r.buf)
@@ -308,18 +347,18 @@ func (r *Recorder) writeBuf() {
 
 func (r *Recorder) track(f *file) {
 	r.mu.Lock()
-	r.open[f] = struct{}{}
+	r.open.add(f)
 	r.mu.Unlock()
 }
 
-func (r *Recorder) untrack(f *file) bool {
+// emitClosed takes f off the open list and writes its record, under one
+// lock.
+func (r *Recorder) emitClosed(f *file, rec *Record) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.open[f]; !ok {
-		return false
-	}
-	delete(r.open, f)
-	return true
+	r.open.remove(f)
+	d := r.emitLocked(rec)
+	r.mu.Unlock()
+	r.diverged(d)
 }
 
 // renamed points the open handles of the inner name old (or below it) at
@@ -327,10 +366,90 @@ func (r *Recorder) untrack(f *file) bool {
 func (r *Recorder) renamed(fsys *Fs, old, new string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for f := range r.open {
+	for f := r.open.head; f != nil; f = f.openNext {
 		if f.fs != fsys {
 			continue
 		}
 		f.renamed(old, new)
 	}
 }
+
+// openHandles are the handles not yet recorded, linked through the
+// handles themselves (file.openPrev, openNext, inOpen; guarded by the
+// Recorder's mu): adding and removing one is a few pointer writes where a
+// map hashed and probed on every open and close.
+type openHandles struct {
+	head *file
+	n    int
+}
+
+func (l *openHandles) add(f *file) {
+	f.openPrev, f.openNext, f.inOpen = nil, l.head, true
+	if l.head != nil {
+		l.head.openPrev = f
+	}
+	l.head = f
+	l.n++
+}
+
+// remove unlinks f and reports whether it was in the list.
+func (l *openHandles) remove(f *file) bool {
+	if !f.inOpen {
+		return false
+	}
+	if f.openPrev != nil {
+		f.openPrev.openNext = f.openNext
+	} else {
+		l.head = f.openNext
+	}
+	if f.openNext != nil {
+		f.openNext.openPrev = f.openPrev
+	}
+	f.openPrev, f.openNext, f.inOpen = nil, nil, false
+	l.n--
+	return true
+}
+
+// seqDigits is a counter kept in decimal text: incrementing it changes
+// the last digit and, on a carry, the ones before, so the seq of a record
+// is written without a division or a table (TestSeqDigits).
+type seqDigits struct {
+	d     [21]byte // the digits, right-aligned (an int64 has at most 19)
+	start int8     // d[start:] holds them; 0 before the first next
+}
+
+// next increments the counter and returns its digits, valid until the
+// next call.
+func (s *seqDigits) next() []byte {
+	if s.start == 0 {
+		s.start = int8(len(s.d) - 1)
+		s.d[s.start] = '1'
+		return s.d[s.start:]
+	}
+	for i := len(s.d) - 1; ; i-- {
+		if i < int(s.start) {
+			s.start--
+			s.d[s.start] = '1'
+			break
+		}
+		if s.d[i] != '9' {
+			s.d[i]++
+			break
+		}
+		s.d[i] = '0'
+	}
+	return s.d[s.start:]
+}
+
+// writing marks the start of a call that may change a file's bytes; the
+// func it returns marks its end.
+func (r *Recorder) writing() func() {
+	r.writes.Add(1)
+	return r.wrote
+}
+
+func (r *Recorder) wrote() { r.writes.Add(1) }
+
+// wroteSince reports whether a call that may change a file's bytes began
+// or ended after epoch was read from writes.
+func (r *Recorder) wroteSince(epoch int64) bool { return r.writes.Load() != epoch }

@@ -2,7 +2,6 @@ package tape
 
 import (
 	"os"
-	"sync"
 	"time"
 )
 
@@ -36,21 +35,18 @@ func (k versionKey) racy(taken time.Time) bool {
 const maxVersions = 1 << 16
 
 // versionCache maps content versions to their hashes, for one recorder.
+// The Recorder's mu guards it: a handle's Stat looks its version up under
+// the lock that writes the fstat record, one lock where two were taken.
 type versionCache struct {
-	mu sync.Mutex
-	m  map[versionKey]string
+	m map[versionKey]string
 }
 
 func (c *versionCache) get(k versionKey) (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	h, ok := c.m[k]
 	return h, ok
 }
 
 func (c *versionCache) put(k versionKey, hash string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxVersions {
 		c.m = make(map[versionKey]string)
 	}
@@ -63,27 +59,34 @@ type versionState struct {
 	tried  bool // a key was looked for; it is not looked for again
 	ok     bool // key holds a key
 	key    versionKey
-	taken  time.Time
+	taken  int64  // the clock (ns since the epoch) when key was taken, for a version not found
 	cached string // hash reused from the cache: the stream is not fed
+	epoch  int64  // the Recorder's writes counter read before the Stat that gave key
 }
 
 // take looks up fi's version (fi from a Stat of the handle before any byte
-// was read).
-func (v *versionState) take(c *versionCache, fi os.FileInfo) {
-	v.tried = true
+// was read) with lookup, which reads the cache under the Recorder's mu.
+// epoch is the Recorder's writes counter read before that Stat.
+func (v *versionState) take(fi os.FileInfo, epoch int64, lookup func(versionKey) string) {
+	v.tried, v.epoch = true, epoch
 	k, ok := keyOf(fi)
 	if !ok {
 		return
 	}
-	v.ok, v.key, v.taken = true, k, time.Now()
-	v.cached, _ = c.get(k)
+	v.ok, v.key = true, k
+	v.cached = lookup(k)
+	if v.cached == "" {
+		// Only keep, after hashing, reads the clock: a version whose hash
+		// was found needs no racy check.
+		v.taken = time.Now().UnixNano()
+	}
 }
 
 // keep stores hash for the version when the handle's file still has the
 // key (fi from a Stat after the whole version was hashed) and the key is
-// not racy.
+// not racy. The caller holds the Recorder's mu.
 func (v *versionState) keep(c *versionCache, fi os.FileInfo, hash string, size int64) {
-	if !v.ok || v.cached != "" || size != v.key.size || v.key.racy(v.taken) {
+	if !v.ok || v.cached != "" || size != v.key.size || v.key.racy(time.Unix(0, v.taken)) {
 		return
 	}
 	if k, ok := keyOf(fi); ok && k == v.key {

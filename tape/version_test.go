@@ -129,7 +129,7 @@ func TestVersionKeep(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var cache versionCache
-			v := versionState{tried: true, ok: true, key: k, taken: c.taken}
+			v := versionState{tried: true, ok: true, key: k, taken: c.taken.UnixNano()}
 			now := fi
 			if c.other {
 				mustWrite(t, name, []byte("abcdefghij"))
