@@ -2,47 +2,53 @@ package overlayfs
 
 import "slices"
 
-// nameOrder returns the indices of s (the idx fields) in bytewise order of
-// name(s[i]) (strings.Compare's order, which is the layer's and git's). A
-// directory's names mostly differ in a few bytes after a shared prefix,
-// and a comparison sort, which compares whole names about log2(n) times
-// each, costs as much as reading the directory. So this sorts 8-byte keys
-// taken after the names' common prefix with a radix sort, in pointer-free
-// memory, and only names that tie on a key are looked at again (from the
-// next 8 bytes on).
-func nameOrder[T any](s []T, name func(T) string) []keyed {
-	buf := make([]keyed, 2*len(s)) // the order, then the radix sort's scratch
-	ks := buf[:len(s):len(s)]
+// nameOrder returns the indices 0 to n-1 (the idx fields) in bytewise
+// order of name(i), as sortNames orders them.
+func nameOrder(n int, name func(int) string) []keyed {
+	buf := make([]keyed, 2*n) // the order, then the radix sort's scratch
+	ks := buf[:n:n]
 	for i := range ks {
 		ks[i].idx = uint32(i)
 	}
-	o := orderer[T]{s: s, name: name, tmp: buf[len(s):]}
-	o.sort(ks, 0)
+	sortNames(ks, buf[n:], func(k keyed) string { return name(int(k.idx)) })
 	return ks
 }
 
-// keyed is an element's index with 8 bytes of its name as a big-endian
-// number (zero past the name's end).
-type keyed struct {
-	key uint64
-	idx uint32
+// sortNames orders ks in bytewise order of name(k) (strings.Compare's
+// order, which is the layer's and git's), with tmp, of the same length,
+// as scratch. A directory's names mostly differ in a few bytes after a
+// shared prefix, and a comparison sort, which compares whole names about
+// log2(n) times each, costs as much as reading the directory. So this
+// sorts 8-byte keys taken after the names' common prefix with a radix
+// sort, in pointer-free memory, and only names that tie on a key are
+// looked at again (from the next 8 bytes on).
+func sortNames(ks, tmp []keyed, name func(keyed) string) {
+	o := orderer{name: name, tmp: tmp}
+	o.sort(ks, 0)
 }
 
-type orderer[T any] struct {
-	s    []T
-	name func(T) string
+// keyed is an element to sort: where its name is (idx and end, which only
+// the name function reads) with 8 bytes of its name as a big-endian
+// number (zero past the name's end).
+type keyed struct {
+	key      uint64
+	idx, end uint32
+}
+
+type orderer struct {
+	name func(keyed) string
 	tmp  []keyed
 }
 
 // sort orders ks, whose names agree on their first depth bytes.
-func (o *orderer[T]) sort(ks []keyed, depth int) {
+func (o *orderer) sort(ks []keyed, depth int) {
 	if len(ks) < 2 {
 		return
 	}
 	depth += o.commonPrefix(ks, depth)
 	longer := false // some name goes on past the key's 8 bytes
 	for i := range ks {
-		n := o.name(o.s[ks[i].idx])
+		n := o.name(ks[i])
 		ks[i].key = key8(n, depth)
 		longer = longer || len(n) > depth+8
 	}
@@ -71,7 +77,7 @@ func (o *orderer[T]) sort(ks []keyed, depth int) {
 				// Equal but for zero bytes past the shorter ends: the
 				// shorter name is its prefix, and first.
 				run := ks[i:j]
-				slices.SortFunc(run, func(a, b keyed) int { return len(o.name(o.s[a.idx])) - len(o.name(o.s[b.idx])) })
+				slices.SortFunc(run, func(a, b keyed) int { return len(o.name(a)) - len(o.name(b)) })
 			}
 		}
 		i = j
@@ -80,14 +86,14 @@ func (o *orderer[T]) sort(ks []keyed, depth int) {
 
 // commonPrefix returns how many bytes from depth on every name of ks
 // shares.
-func (o *orderer[T]) commonPrefix(ks []keyed, depth int) int {
-	first := o.name(o.s[ks[0].idx])
+func (o *orderer) commonPrefix(ks []keyed, depth int) int {
+	first := o.name(ks[0])
 	if depth > len(first) {
 		return 0
 	}
 	p := first[depth:]
 	for _, k := range ks[1:] {
-		n := o.name(o.s[k.idx])
+		n := o.name(k)
 		if depth > len(n) {
 			return 0
 		}

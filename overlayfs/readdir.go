@@ -119,57 +119,42 @@ func (l *layer) childrenLocked(rel string) (names []string, es []entry) {
 
 // readLower reads the open directory d in the given mode and merges its
 // entries, sorted, with shown (sorted, with types), leaving out the names
-// in hidden (sorted).
+// in hidden (sorted). On a failure it returns no entries, where os would
+// return those it read before: a merged, sorted listing has no such
+// prefix.
 func readLower(d *os.File, mode listMode, shown listing, hidden []string) (listing, error) {
-	switch mode {
-	case listNames:
-		names, err := d.Readdirnames(-1)
-		if err != nil {
-			return listing{}, err
-		}
-		return mergeLower(names, func(s string) string { return s }, nil, nil, shown, hidden), nil
-	case listInfos:
-		fis, err := d.Readdir(-1)
-		if err != nil {
-			return listing{}, err
-		}
-		return mergeLower(fis, fs.FileInfo.Name, func(fi fs.FileInfo) fs.FileMode { return fi.Mode().Type() },
-			func(fi fs.FileInfo) fs.FileInfo { return fi }, shown, hidden), nil
-	}
-	des, err := d.ReadDir(-1)
+	low, err := readLowerDir(d, mode)
 	if err != nil {
 		return listing{}, err
 	}
-	return mergeLower(des, fs.DirEntry.Name, fs.DirEntry.Type, nil, shown, hidden), nil
+	return mergeLower(&low, mode, shown, hidden), nil
 }
 
-// mergeLower merges the lower's entries, in name order, with the layer's
-// in one pass. typ and info, when set, give each lower entry's type bits
-// and Lstat.
-func mergeLower[T any](low []T, name func(T) string, typ func(T) fs.FileMode, info func(T) fs.FileInfo, shown listing, hidden []string) listing {
-	order := nameOrder(low, name)
-	size := len(low) + len(shown.names)
+// mergeLower merges the lower's entries (sorted) with the layer's in one
+// pass.
+func mergeLower(low *lowerEntries, mode listMode, shown listing, hidden []string) listing {
+	size := low.len() + len(shown.names)
 	out := listing{names: make([]string, 0, size)}
-	if typ != nil {
+	typed, infos := mode == listTypes, mode == listInfos
+	if typed {
 		out.types = make([]fs.FileMode, 0, size)
 	}
-	if info != nil {
+	if infos {
 		out.infos = make([]fs.FileInfo, 0, size)
 	}
 	i, j := 0, 0
 	take := func() { // the next layer entry
 		out.names = append(out.names, shown.names[i])
-		if typ != nil {
+		if typed {
 			out.types = append(out.types, shown.types[i])
 		}
-		if info != nil {
+		if infos {
 			out.infos = append(out.infos, nil)
 		}
 		i++
 	}
-	for _, k := range order {
-		x := low[k.idx]
-		nx := name(x)
+	for k := range low.len() {
+		nx := low.name(k)
 		for j < len(hidden) && hidden[j] < nx {
 			j++
 		}
@@ -180,11 +165,11 @@ func mergeLower[T any](low []T, name func(T) string, typ func(T) fs.FileMode, in
 			take()
 		}
 		out.names = append(out.names, nx)
-		if typ != nil {
-			out.types = append(out.types, typ(x))
+		if typed {
+			out.types = append(out.types, low.typ(k))
 		}
-		if info != nil {
-			out.infos = append(out.infos, info(x))
+		if infos {
+			out.infos = append(out.infos, low.info(k))
 		}
 	}
 	for i < len(shown.names) {
