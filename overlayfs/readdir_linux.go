@@ -172,11 +172,10 @@ func (le *lowerEntries) lstatAt(fd int, name string) error {
 	le.stats = make([]lowerInfo, len(le.ks))
 	k := 0
 	for i, e := range le.ks {
-		n := le.name(i)
 		st := (*unix.Stat_t)(unsafe.Pointer(&le.stats[k].st))
-		err := unix.Fstatat(fd, n, st, unix.AT_SYMLINK_NOFOLLOW)
+		err := lstatEntry(fd, le.text, e, st)
 		for err == syscall.EINTR {
-			err = unix.Fstatat(fd, n, st, unix.AT_SYMLINK_NOFOLLOW)
+			err = lstatEntry(fd, le.text, e, st)
 		}
 		switch {
 		case err == syscall.ENOENT:
@@ -185,7 +184,7 @@ func (le *lowerEntries) lstatAt(fd int, name string) error {
 			le.ks, le.stats = le.ks[:k], le.stats[:k]
 			return &fs.PathError{Op: "fstatat", Path: name, Err: err}
 		}
-		le.stats[k].name = n
+		le.stats[k].name = le.name(i)
 		le.ks[k] = e
 		k++
 	}
