@@ -1,6 +1,9 @@
 package overlayfs
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // nameOrder returns the indices 0 to n-1 (the idx fields) in bytewise
 // order of name(i), as sortNames orders them.
@@ -98,6 +101,9 @@ func (o *orderer) commonPrefix(ks []keyed, depth int) int {
 			return 0
 		}
 		n = n[depth:]
+		if strings.HasPrefix(n, p) {
+			continue // the usual case, once p is down to the shared part
+		}
 		m := min(len(p), len(n))
 		i := 0
 		for i < m && p[i] == n[i] {
@@ -113,38 +119,46 @@ func (o *orderer) commonPrefix(ks []keyed, depth int) int {
 // key8 returns bytes [depth, depth+8) of n as a big-endian number, zero
 // past its end.
 func key8(n string, depth int) uint64 {
+	if len(n) >= depth+8 {
+		b := n[depth : depth+8]
+		return uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
+			uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+	}
 	var k uint64
-	for i := depth; i < depth+8; i++ {
-		k <<= 8
-		if i < len(n) {
-			k |= uint64(n[i])
+	if depth < len(n) {
+		rest := n[depth:]
+		for i := 0; i < len(rest); i++ {
+			k = k<<8 | uint64(rest[i])
 		}
+		k <<= 8 * (8 - len(rest))
 	}
 	return k
 }
 
 // radixKeys sorts ks by key, least significant byte first, skipping the
-// bytes all keys share; tmp is scratch of the same length.
+// bytes all keys share (counted per pass, so that a pass over a byte that
+// does not vary costs nothing); tmp is scratch of the same length.
 func radixKeys(ks, tmp []keyed) {
-	var counts [8][256]int
+	var diff uint64
 	for _, k := range ks {
-		for b := range 8 {
-			counts[b][byte(k.key>>(8*b))]++
-		}
+		diff |= k.key ^ ks[0].key
 	}
 	src, dst := ks, tmp
-	for b := range 8 {
-		c := &counts[b]
-		if c[byte(src[0].key>>(8*b))] == len(src) {
+	for shift := 0; shift < 64; shift += 8 {
+		if byte(diff>>shift) == 0 {
 			continue
 		}
-		sum := 0
+		var c [256]uint32
+		for _, k := range src {
+			c[byte(k.key>>shift)]++
+		}
+		var sum uint32
 		for i, n := range c {
 			c[i] = sum
 			sum += n
 		}
 		for _, k := range src {
-			d := byte(k.key >> (8 * b))
+			d := byte(k.key >> shift)
 			dst[c[d]] = k
 			c[d]++
 		}

@@ -1,6 +1,7 @@
 package overlayfs
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -103,4 +104,29 @@ func inOrderText(names []string) []string {
 		out = append(out, text[k.idx:k.end])
 	}
 	return out
+}
+
+// BenchmarkSortNames: sortNames over a directory's names as a listing
+// holds them (spans of one text), in a shuffled order, as ext4 gives.
+func BenchmarkSortNames(b *testing.B) {
+	for _, n := range []int{10, 100, 1000, 10000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			var text strings.Builder
+			ks := make([]keyed, 2*n)
+			for i, j := range r.Perm(n) {
+				off := text.Len()
+				fmt.Fprintf(&text, "f%05d", j)
+				ks[i] = keyed{idx: uint32(off), end: uint32(text.Len())}
+			}
+			s := text.String()
+			orig := slices.Clone(ks[:n])
+			name := func(k keyed) string { return s[k.idx:k.end] }
+			b.ReportAllocs()
+			for b.Loop() {
+				copy(ks, orig)
+				sortNames(ks[:n], ks[n:], name)
+			}
+		})
+	}
 }
