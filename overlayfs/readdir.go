@@ -130,8 +130,12 @@ func readLower(d *os.File, mode listMode, shown listing, hidden []string) (listi
 	return mergeLower(&low, mode, shown, hidden), nil
 }
 
-// mergeLower merges the lower's entries (sorted) with the layer's in one
-// pass.
+// mergeLower merges the lower's entries (sorted) with the layer's:
+// shown, and hidden, the names of all the layer's children there (sorted,
+// shown's among them). The lower's entries between two layer names are
+// copied without comparing them: a layer name's place among the lower's
+// is found by a galloping search from the last one's, so the merge costs
+// O(m log(n/m)) comparisons for m layer names, not O(n).
 func mergeLower(low *lowerEntries, mode listMode, shown listing, hidden []string) listing {
 	size := low.len() + len(shown.names)
 	out := listing{names: make([]string, 0, size)}
@@ -142,40 +146,59 @@ func mergeLower(low *lowerEntries, mode listMode, shown listing, hidden []string
 	if infos {
 		out.infos = make([]fs.FileInfo, 0, size)
 	}
-	i, j := 0, 0
-	take := func() { // the next layer entry
-		out.names = append(out.names, shown.names[i])
-		if typed {
-			out.types = append(out.types, shown.types[i])
-		}
-		if infos {
-			out.infos = append(out.infos, nil)
-		}
-		i++
-	}
-	for k := range low.len() {
-		nx := low.name(k)
-		for j < len(hidden) && hidden[j] < nx {
-			j++
-		}
-		if j < len(hidden) && hidden[j] == nx {
-			continue // the layer has it, or a whiteout hides it
-		}
-		for i < len(shown.names) && shown.names[i] < nx {
-			take()
-		}
-		out.names = append(out.names, nx)
-		if typed {
-			out.types = append(out.types, low.typ(k))
-		}
-		if infos {
-			out.infos = append(out.infos, low.info(k))
+	pos := 0 // the next lower entry
+	lowerTo := func(end int) {
+		for ; pos < end; pos++ {
+			out.names = append(out.names, low.name(pos))
+			if typed {
+				out.types = append(out.types, low.typ(pos))
+			}
+			if infos {
+				out.infos = append(out.infos, low.info(pos))
+			}
 		}
 	}
-	for i < len(shown.names) {
-		take()
+	i := 0 // the next layer entry shown
+	for _, h := range hidden {
+		at := low.search(pos, h)
+		lowerTo(at)
+		if at < low.len() && low.name(at) == h {
+			pos++ // the layer has it, or a whiteout hides it
+		}
+		if i < len(shown.names) && shown.names[i] == h {
+			out.names = append(out.names, h)
+			if typed {
+				out.types = append(out.types, shown.types[i])
+			}
+			if infos {
+				out.infos = append(out.infos, nil)
+			}
+			i++
+		}
 	}
+	lowerTo(low.len())
 	return out
+}
+
+// search returns the index of the first of the lower's entries from
+// start on whose name is not below name, galloping from start.
+func (le *lowerEntries) search(start int, name string) int {
+	n := le.len()
+	lo, step := start, 1 // every entry before lo is below name
+	for lo+step-1 < n && le.name(lo+step-1) < name {
+		lo += step
+		step *= 2
+	}
+	hi := min(lo+step-1, n) // the entry at hi, if any, is not below name
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if le.name(mid) < name {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // nodeOf returns the node of entry i of a listing of the directory rel,
