@@ -178,7 +178,9 @@
 // alias.go, alias_*.go: names that reach a root by another path;
 // open.go and file.go: opening, and the handles; handles.go:
 // how open handles follow renames and removals; readdir.go and info.go: merged
-// listings and FileInfo; namesort.go: the order of a listing's names;
+// listings and FileInfo; readdir_*.go: reading a lower directory (getdents
+// and fstatat on Linux, os's calls elsewhere); namesort.go: the order of a
+// listing's names;
 // rename.go: [Fs.Rename]; changes.go, between.go
 // and patch.go: [Fs.Changes], [Fs.ChangesBetween] and the git patch;
 // entries.go: [Fs.Layer] and [Fs.PutEntry]; extfile*.go: content kept by

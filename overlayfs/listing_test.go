@@ -3,10 +3,15 @@ package overlayfs_test
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/spf13/afero"
 )
 
 // TestDifferentialListingEdges pins the edges of the listing and Changes
@@ -234,4 +239,145 @@ func TestReaddirOutsideAfterChdir(t *testing.T) {
 			}
 		})
 	}
+}
+
+// oddNames are names a listing must carry byte for byte and sort bytewise:
+// control bytes, bytes above 0x7f that are not UTF-8, dots, spaces, the
+// longest name Linux allows, and names that are prefixes of others.
+var oddNames = []string{
+	"\x01", "\x01\x01", "a\x7f", "\x80\xff", "\xc3\xa9t\xc3\xa9", "sp ace", "new\nline", "back\\slash",
+	"...", ".hidden", "..x", "-", "a", "a.b", "a-b", strings.Repeat("l", 255), strings.Repeat("l", 254),
+	strings.Repeat("m", 254) + "\xff",
+}
+
+// TestReaddirOddNamesAndLongListings: lower directories with odd names,
+// with names long enough that getdents takes many calls to list them (far
+// more than 8 KiB of records), and with nothing at all, list through
+// every listing call and page size exactly what os lists on a copy where
+// the same layer changes were made.
+func TestReaddirOddNamesAndLongListings(t *testing.T) {
+	orig := t.TempDir()
+	mk := func(rel string) {
+		if err := os.MkdirAll(filepath.Join(orig, rel), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put := func(rel string) {
+		if err := os.WriteFile(filepath.Join(orig, rel), []byte(rel), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("odd")
+	for _, n := range oddNames {
+		put("odd/" + n)
+	}
+	mk("odd/dir\x02")
+	if err := os.Symlink("\x80\xff", filepath.Join(orig, "odd", "link\xfe")); err != nil {
+		t.Fatal(err)
+	}
+	mk("long")
+	for i := range 400 { // 400 records of over 200 bytes: about 90 KiB
+		put(fmt.Sprintf("long/%s%04d", strings.Repeat("n", 200), i*13%400))
+	}
+	mk("empty")
+	cp := osCopy(t, orig)
+	c := newCow(t, orig)
+	for _, dir := range []string{orig, cp} {
+		var fsys target = osTarget{}
+		if dir == orig {
+			fsys = c
+		}
+		for _, rel := range []string{"odd/\x01 ", "odd/\x7f", "odd/a\x7f", "odd/" + strings.Repeat("l", 253), "empty/new\xff",
+			fmt.Sprintf("long/%s%04d.new", strings.Repeat("n", 200), 7)} {
+			if err := writeAfero(fsys, filepath.Join(dir, rel), "layer"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, rel := range []string{"odd/...", "odd/" + strings.Repeat("l", 255), fmt.Sprintf("long/%s%04d", strings.Repeat("n", 200), 9)} {
+			if err := fsys.Remove(filepath.Join(dir, rel)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, sub := range []string{"odd", "long", "empty"} {
+		for _, n := range []int{-1, 1, 7, 1000} {
+			for _, kind := range []string{"Readdir", "Readdirnames", "ReadDir"} {
+				var w, g string
+				for _, side := range []struct {
+					fsys target
+					root string
+					out  *string
+				}{{osTarget{}, cp, &w}, {c, orig, &g}} {
+					h, err := side.fsys.Open(filepath.Join(side.root, sub))
+					if err != nil {
+						t.Fatal(err)
+					}
+					names, out := listPages(h, kind, n, side.root)
+					h.Close()
+					if side.fsys == c && !slices.IsSorted(names) {
+						t.Errorf("%s: %s(%d): not sorted: %q", sub, kind, n, names)
+					}
+					*side.out = out
+				}
+				if w != g {
+					t.Errorf("%s: %s(%d):\n\twant %s\n\tgot  %s", sub, kind, n, w, g)
+				}
+			}
+		}
+	}
+}
+
+// listPages lists h with the listing call kind in pages of n (once for n
+// <= 0) until an error, and once more, and returns the names in the order
+// listed and a rendering of the pages' sizes and errors and of the
+// entries, sorted by name (os's own order is not).
+func listPages(h afero.File, kind string, n int, root string) ([]string, string) {
+	type ent struct{ name, s string }
+	var ents []ent
+	var sizes, errs []string
+	last := false
+	for i := 0; ; i++ {
+		var got []ent
+		var err error
+		switch kind {
+		case "Readdirnames":
+			var names []string
+			names, err = h.Readdirnames(n)
+			for _, name := range names {
+				got = append(got, ent{name, fmt.Sprintf("%q", name)})
+			}
+		case "Readdir":
+			var fis []fs.FileInfo
+			fis, err = h.Readdir(n)
+			for _, fi := range fis {
+				got = append(got, ent{fi.Name(), info(fi)})
+			}
+		default:
+			var des []fs.DirEntry
+			des, err = h.(fs.ReadDirFile).ReadDir(n)
+			for _, de := range des {
+				fi, ierr := de.Info()
+				got = append(got, ent{de.Name(), fmt.Sprintf("%q type=%v info={%s} %s", de.Name(), de.Type(), info(fi), errClass(ierr))})
+			}
+		}
+		ents = append(ents, got...)
+		sizes = append(sizes, strconv.Itoa(len(got)))
+		errs = append(errs, describeErr(err, root))
+		if last {
+			break
+		}
+		last = err != nil || n <= 0 || i == 1000 // and one call more: the end again
+
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.name
+	}
+	slices.SortFunc(ents, func(a, b ent) int { return strings.Compare(a.name, b.name) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "chunks=%v errs=%v", sizes, errs)
+	for _, e := range ents {
+		b.WriteString("\n\t\t" + e.s)
+	}
+	return names, b.String()
 }

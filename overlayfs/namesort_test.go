@@ -1,6 +1,7 @@
 package overlayfs
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -29,8 +30,8 @@ func randomNames(r *rand.Rand, n int) []string {
 	return out
 }
 
-// TestNameOrder: nameOrder orders names as slices.Sort (a comparison sort
-// over strings.Compare) does, for sizes on both sides of the radix sort's
+// TestNameOrder: nameOrder, and sortNames over spans of one text, order
+// names as slices.Sort (a comparison sort over strings.Compare) does, for sizes on both sides of the radix sort's
 // cutoff, with names equal but for trailing zero bytes.
 func TestNameOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(14, 1))
@@ -42,6 +43,9 @@ func TestNameOrder(t *testing.T) {
 		got := randomNames(r, n)
 		want := slices.Clone(got)
 		slices.Sort(want)
+		if !slices.Equal(inOrderText(got), want) {
+			t.Fatalf("trial %d (%d names, from one text): sorted differently from slices.Sort", trial, n)
+		}
 		got = inOrder(got)
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d (%d names): sorted differently from slices.Sort", trial, n)
@@ -51,7 +55,7 @@ func TestNameOrder(t *testing.T) {
 
 // FuzzNameOrder: names split from the input at '|' (and more made from
 // them, past the radix sort's cutoff) come in the order slices.Sort gives
-// them.
+// them, from nameOrder and from sortNames over spans of one text.
 func FuzzNameOrder(f *testing.F) {
 	f.Add("b|a|ab|a|")
 	f.Add(strings.Repeat("f0|f1|f00|", 20))
@@ -65,6 +69,9 @@ func FuzzNameOrder(f *testing.F) {
 		}
 		want := slices.Clone(got)
 		slices.Sort(want)
+		if text := inOrderText(got); !slices.Equal(text, want) {
+			t.Fatalf("sortNames(%q) from one text = %q, want %q", in, text, want)
+		}
 		got = inOrder(got)
 		if !slices.Equal(got, want) {
 			t.Fatalf("nameOrder(%q) = %q, want %q", in, got, want)
@@ -75,8 +82,51 @@ func FuzzNameOrder(f *testing.F) {
 // inOrder returns names in nameOrder's order.
 func inOrder(names []string) []string {
 	out := make([]string, 0, len(names))
-	for _, k := range nameOrder(names, func(s string) string { return s }) {
+	for _, k := range nameOrder(len(names), func(i int) string { return names[i] }) {
 		out = append(out, names[k.idx])
 	}
 	return out
+}
+
+// inOrderText returns names in sortNames's order, sorted as a directory
+// listing sorts them: as spans of one text holding every name.
+func inOrderText(names []string) []string {
+	text := strings.Join(names, "")
+	ks := make([]keyed, 2*len(names))
+	off := 0
+	for i, n := range names {
+		ks[i] = keyed{idx: uint32(off), end: uint32(off + len(n))}
+		off += len(n)
+	}
+	sortNames(ks[:len(names)], ks[len(names):], func(k keyed) string { return text[k.idx:k.end] })
+	out := make([]string, 0, len(names))
+	for _, k := range ks[:len(names)] {
+		out = append(out, text[k.idx:k.end])
+	}
+	return out
+}
+
+// BenchmarkSortNames: sortNames over a directory's names as a listing
+// holds them (spans of one text), in a shuffled order, as ext4 gives.
+func BenchmarkSortNames(b *testing.B) {
+	for _, n := range []int{10, 100, 1000, 10000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			var text strings.Builder
+			ks := make([]keyed, 2*n)
+			for i, j := range r.Perm(n) {
+				off := text.Len()
+				fmt.Fprintf(&text, "f%05d", j)
+				ks[i] = keyed{idx: uint32(off), end: uint32(text.Len())}
+			}
+			s := text.String()
+			orig := slices.Clone(ks[:n])
+			name := func(k keyed) string { return s[k.idx:k.end] }
+			b.ReportAllocs()
+			for b.Loop() {
+				copy(ks, orig)
+				sortNames(ks[:n], ks[n:], name)
+			}
+		})
+	}
 }

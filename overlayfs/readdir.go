@@ -119,78 +119,86 @@ func (l *layer) childrenLocked(rel string) (names []string, es []entry) {
 
 // readLower reads the open directory d in the given mode and merges its
 // entries, sorted, with shown (sorted, with types), leaving out the names
-// in hidden (sorted).
+// in hidden (sorted). On a failure it returns no entries, where os would
+// return those it read before: a merged, sorted listing has no such
+// prefix.
 func readLower(d *os.File, mode listMode, shown listing, hidden []string) (listing, error) {
-	switch mode {
-	case listNames:
-		names, err := d.Readdirnames(-1)
-		if err != nil {
-			return listing{}, err
-		}
-		return mergeLower(names, func(s string) string { return s }, nil, nil, shown, hidden), nil
-	case listInfos:
-		fis, err := d.Readdir(-1)
-		if err != nil {
-			return listing{}, err
-		}
-		return mergeLower(fis, fs.FileInfo.Name, func(fi fs.FileInfo) fs.FileMode { return fi.Mode().Type() },
-			func(fi fs.FileInfo) fs.FileInfo { return fi }, shown, hidden), nil
-	}
-	des, err := d.ReadDir(-1)
+	low, err := readLowerDir(d, mode)
 	if err != nil {
 		return listing{}, err
 	}
-	return mergeLower(des, fs.DirEntry.Name, fs.DirEntry.Type, nil, shown, hidden), nil
+	return mergeLower(&low, mode, shown, hidden), nil
 }
 
-// mergeLower merges the lower's entries, in name order, with the layer's
-// in one pass. typ and info, when set, give each lower entry's type bits
-// and Lstat.
-func mergeLower[T any](low []T, name func(T) string, typ func(T) fs.FileMode, info func(T) fs.FileInfo, shown listing, hidden []string) listing {
-	order := nameOrder(low, name)
-	size := len(low) + len(shown.names)
+// mergeLower merges the lower's entries (sorted) with the layer's:
+// shown, and hidden, the names of all the layer's children there (sorted,
+// shown's among them). The lower's entries between two layer names are
+// copied without comparing them: a layer name's place among the lower's
+// is found by a galloping search from the last one's, so the merge costs
+// O(m log(n/m)) comparisons for m layer names, not O(n).
+func mergeLower(low *lowerEntries, mode listMode, shown listing, hidden []string) listing {
+	size := low.len() + len(shown.names)
 	out := listing{names: make([]string, 0, size)}
-	if typ != nil {
+	typed, infos := mode == listTypes, mode == listInfos
+	if typed {
 		out.types = make([]fs.FileMode, 0, size)
 	}
-	if info != nil {
+	if infos {
 		out.infos = make([]fs.FileInfo, 0, size)
 	}
-	i, j := 0, 0
-	take := func() { // the next layer entry
-		out.names = append(out.names, shown.names[i])
-		if typ != nil {
-			out.types = append(out.types, shown.types[i])
-		}
-		if info != nil {
-			out.infos = append(out.infos, nil)
-		}
-		i++
-	}
-	for _, k := range order {
-		x := low[k.idx]
-		nx := name(x)
-		for j < len(hidden) && hidden[j] < nx {
-			j++
-		}
-		if j < len(hidden) && hidden[j] == nx {
-			continue // the layer has it, or a whiteout hides it
-		}
-		for i < len(shown.names) && shown.names[i] < nx {
-			take()
-		}
-		out.names = append(out.names, nx)
-		if typ != nil {
-			out.types = append(out.types, typ(x))
-		}
-		if info != nil {
-			out.infos = append(out.infos, info(x))
+	pos := 0 // the next lower entry
+	lowerTo := func(end int) {
+		for ; pos < end; pos++ {
+			out.names = append(out.names, low.name(pos))
+			if typed {
+				out.types = append(out.types, low.typ(pos))
+			}
+			if infos {
+				out.infos = append(out.infos, low.info(pos))
+			}
 		}
 	}
-	for i < len(shown.names) {
-		take()
+	i := 0 // the next layer entry shown
+	for _, h := range hidden {
+		at := low.search(pos, h)
+		lowerTo(at)
+		if at < low.len() && low.name(at) == h {
+			pos++ // the layer has it, or a whiteout hides it
+		}
+		if i < len(shown.names) && shown.names[i] == h {
+			out.names = append(out.names, h)
+			if typed {
+				out.types = append(out.types, shown.types[i])
+			}
+			if infos {
+				out.infos = append(out.infos, nil)
+			}
+			i++
+		}
 	}
+	lowerTo(low.len())
 	return out
+}
+
+// search returns the index of the first of the lower's entries from
+// start on whose name is not below name, galloping from start.
+func (le *lowerEntries) search(start int, name string) int {
+	n := le.len()
+	lo, step := start, 1 // every entry before lo is below name
+	for lo+step-1 < n && le.name(lo+step-1) < name {
+		lo += step
+		step *= 2
+	}
+	hi := min(lo+step-1, n) // the entry at hi, if any, is not below name
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if le.name(mid) < name {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // nodeOf returns the node of entry i of a listing of the directory rel,
