@@ -22,8 +22,8 @@ import (
 // their types, or an lstat of each relative to the directory (as os's
 // Readdir takes them). It makes the same system calls as os's Readdir,
 // Readdirnames and ReadDir (getdents, and an fstatat per entry for
-// infos), but no allocation per entry: the names are substrings of one
-// string and the infos are elements of one slice. Errors are os's.
+// infos), but no allocation per name: the names are substrings of one
+// string. Errors are os's.
 func readLowerDir(d *os.File, mode listMode) (lowerEntries, error) {
 	rc, err := d.SyscallConn()
 	if err != nil {
@@ -73,7 +73,12 @@ func (le *lowerEntries) typ(i int) fs.FileMode {
 	return typeOfDirent(le.text[le.ks[i].idx-1])
 }
 
-func (le *lowerEntries) info(i int) fs.FileInfo { return &le.stats[i] }
+// info returns entry i's lstat, as a copy of its own: a caller that keeps
+// one info keeps no other alive (os's are allocations of their own too).
+func (le *lowerEntries) info(i int) fs.FileInfo {
+	fi := le.stats[i]
+	return &fi
+}
 
 // readDirFd reads the directory fd (named name, for errors) from its
 // offset to its end, and lstats its entries when mode asks for infos.
