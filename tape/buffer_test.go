@@ -386,3 +386,18 @@ func TestBufferCrash(t *testing.T) {
 		}
 	})
 }
+
+// TestBufferHeaderArmsNoTimer: the header is written by NewRecorder
+// itself, so no timer is armed for it (one was, and raced with
+// NewRecorder's own write of the buffer under -race).
+func TestBufferHeaderArmsNoTimer(t *testing.T) {
+	var buf bytes.Buffer
+	rec := NewRecorder(&buf, WithBuffer(1<<20, time.Millisecond))
+	rec.mu.Lock()
+	armed, timer := rec.armed, rec.timer
+	rec.mu.Unlock()
+	if armed || timer != nil {
+		t.Errorf("armed %v, timer %v after the header alone", armed, timer)
+	}
+	must(t, rec.Close())
+}

@@ -191,9 +191,9 @@ func NewRecorder(w io.Writer, opts ...Option) *Recorder {
 		return r
 	}
 	r.chain.start(Minor, line)
-	r.writeLine(line)
-	// The header goes out at once even when buffering: the file is a
-	// tape from the start.
+	// The header goes out at once even when buffering, arming no timer:
+	// the file is a tape from the start.
+	r.buf = append(line, '\n')
 	r.flushLocked()
 	return r
 }
