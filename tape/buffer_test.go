@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/spf13/afero"
 )
@@ -398,6 +399,22 @@ func TestBufferHeaderArmsNoTimer(t *testing.T) {
 	rec.mu.Unlock()
 	if armed || timer != nil {
 		t.Errorf("armed %v, timer %v after the header alone", armed, timer)
+	}
+	must(t, rec.Close())
+}
+
+// TestBufferAllocatesOnce: the buffer is made at its size by NewRecorder;
+// records that fill it, and the Writes that empty it, keep that array
+// (grown by append, it cost a dozen allocations in the first records).
+func TestBufferAllocatesOnce(t *testing.T) {
+	rec := NewRecorder(io.Discard, WithBuffer(4096, time.Hour))
+	array := unsafe.SliceData(rec.buf)
+	// About 50 bytes each: the buffer is written twice.
+	for range 200 {
+		rec.emitStat("stat", "x", nil, os.ErrNotExist, nil)
+		if unsafe.SliceData(rec.buf) != array {
+			t.Fatalf("the buffer was reallocated at %d bytes", len(rec.buf))
+		}
 	}
 	must(t, rec.Close())
 }

@@ -191,9 +191,14 @@ func NewRecorder(w io.Writer, opts ...Option) *Recorder {
 		return r
 	}
 	r.chain.start(Minor, line)
+	if r.bufSize > 0 {
+		// Grown by append, the buffer cost a dozen copies and
+		// allocations in the first records.
+		r.buf = make([]byte, 0, min(r.bufSize, 1<<20)+4<<10)
+	}
 	// The header goes out at once even when buffering, arming no timer:
 	// the file is a tape from the start.
-	r.buf = append(line, '\n')
+	r.buf = append(append(r.buf, line...), '\n')
 	r.flushLocked()
 	return r
 }
