@@ -57,7 +57,10 @@
 // cut and completed with a hash of the whole name. A test that makes one
 // Env writes exactly one tape. The header carries the package import path
 // and the full test name, subtests included; the tape is closed, its trailer
-// written, in t.Cleanup. [Env.TapeFile] names the file.
+// written, in t.Cleanup. Records are written in whole lines from a buffer
+// ([tape.WithBuffer] with its defaults): a test killed without its Cleanup
+// (go test's -timeout, SIGKILL) leaves a tape lacking at most the records
+// of its last 100 ms. [Env.TapeFile] names the file.
 //
 // Beside the tapes, in <dir>/content ([ContentDir]), the recorder keeps
 // every content version of a file read or written of at most 64 KiB

@@ -410,6 +410,48 @@ func runChild(t *testing.T, scenario, tapes, outdir string) string {
 	return string(out)
 }
 
+// TestTapeOfHungTest: a test that hangs until go test's -timeout panics
+// runs no Cleanup, so its recorder is never closed; its tape still holds
+// every record made more than the recorder's interval before, here all of
+// them: the records of the same work in a test that ends.
+func TestTapeOfHungTest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the test binary again")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcess$", "-test.count=1", "-test.timeout=3s")
+	cmd.Env = append(os.Environ(), childEnv+"=hang", tape.EnvDir+"="+dir,
+		helpers.EnvUpdateGolden+"=", helpers.EnvChaosSeed+"=")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "test timed out") {
+		t.Fatalf("child: %v, want a timeout\n%s", err, out)
+	}
+	f, err := os.Open(filepath.Join(dir, tape.FileName(thisPackage, "TestChildProcess")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	hung, err := tape.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hung.Truncated {
+		t.Error("the tape of a test killed by -timeout has a trailer")
+	}
+
+	t.Setenv(tape.EnvDir, t.TempDir())
+	var file string
+	newFake(t, "TestChildProcess").run(func(t testing.TB) {
+		env := helpers.NewArchive(t, txtar.Parse([]byte(demo)))
+		generate(t, env, "hang")
+		file = env.TapeFile()
+	}).wantClean(t)
+	ended := readTape(t, file)
+	if got, want := hung.Canon(tape.ModeGlobal), ended.Canon(tape.ModeGlobal); !slices.Equal(got, want) || len(want) == 0 {
+		t.Errorf("the hung test's tape holds\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // childSubtests are the t.Name()s, below TestChildProcess, of the tests
 // of the tapes scenario: testing turns spaces into underscores.
 var childSubtests = []string{"two_envs", "p/1", "p/2", "p/3", "deeper/a_b/c#d"}
@@ -426,6 +468,10 @@ func TestChildProcess(t *testing.T) {
 		env.Fs().MkdirAll(env.Path("out"), 0o755)
 		writeGreeting(env, "artifact")
 		t.Errorf("failing on purpose")
+	case "hang":
+		env := helpers.NewArchive(t, txtar.Parse([]byte(demo)))
+		generate(t, env, "hang")
+		time.Sleep(time.Hour) // until -test.timeout ends the process
 	case "tapes":
 		work := func(t *testing.T) {
 			env := helpers.NewTxtar(t, filepath.Join(treesDir, "project.txtar"))

@@ -423,21 +423,44 @@ func BenchmarkTableWalk10k(b *testing.B) {
 }
 
 // BenchmarkTableTape: recording on vs off over the same overlay: the peer
-// is the bare overlay.
+// is the bare overlay. The taped side writes its tape to a file, as
+// package helpers does under COWFS_TAPE_DIR, with the same options; the
+// tape=discard rows write to io.Discard (friendly: no system call).
 func BenchmarkTableTape(b *testing.B) {
 	root := tableRoot(b, false)
 	name := filepath.Join(root, "file4k")
 	c := newCow(b, root)
 	nonEmpty(b, c, root)
-	rec := tape.NewRecorder(io.Discard)
-	b.Cleanup(func() { rec.Close() })
-	taped := rec.Wrap(c, root)
-	b.Run("ReadFile4K", func(b *testing.B) {
-		interleave(b, side{op: readFileOp(b, taped, name)}, side{op: readFileOp(b, c, name)})
+	toFile := func(b *testing.B) afero.Fs {
+		f, err := os.Create(filepath.Join(b.TempDir(), "bench.tape"))
+		must(b, err)
+		return tapedTo(b, c, root, f, f.Close)
+	}
+	toDiscard := func(b *testing.B) afero.Fs { return tapedTo(b, c, root, io.Discard, nil) }
+	for _, w := range []struct {
+		suffix string
+		taped  func(*testing.B) afero.Fs
+	}{{"", toFile}, {"/tape=discard/friendly", toDiscard}} {
+		b.Run("ReadFile4K"+w.suffix, func(b *testing.B) {
+			interleave(b, side{op: readFileOp(b, w.taped(b), name)}, side{op: readFileOp(b, c, name)})
+		})
+		b.Run("Stat"+w.suffix, func(b *testing.B) {
+			interleave(b, side{op: statOp(b, w.taped(b).Stat, name)}, side{op: statOp(b, c.Stat, name)})
+		})
+	}
+}
+
+// tapedTo wraps c in a recorder writing to w; the recorder is closed, then
+// done (when not nil) is called, when b ends.
+func tapedTo(b *testing.B, c afero.Fs, root string, w io.Writer, done func() error) afero.Fs {
+	rec := tape.NewRecorder(w, tape.WithBuffer(tape.DefaultBufferSize, tape.DefaultFlushInterval))
+	b.Cleanup(func() {
+		must(b, rec.Close())
+		if done != nil {
+			must(b, done())
+		}
 	})
-	b.Run("Stat", func(b *testing.B) {
-		interleave(b, side{op: statOp(b, taped.Stat, name)}, side{op: statOp(b, c.Stat, name)})
-	})
+	return rec.Wrap(c, root)
 }
 
 // BenchmarkTableHeapPerFile: heap held per 16-byte file in the layer vs in

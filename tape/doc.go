@@ -109,8 +109,17 @@
 // A Recorder and the file systems it wraps are safe for use by many
 // goroutines. Each record takes its sequence number when it is written,
 // under one lock; lines appear in sequence order, one Write per line, so a
-// crash leaves a readable prefix ([Tape.Truncated]). Calls on one handle are
-// serialized by the handle, except the I/O of ReadAt.
+// process that dies leaves a readable prefix ([Tape.Truncated]) with every
+// record made before. Calls on one handle are serialized by the handle,
+// except the I/O of ReadAt.
+//
+// A Write per line is a system call per record when w is a file, which
+// doubled the cost of a recorded Stat. [WithBuffer] writes whole lines
+// from a buffer instead: when it passes a size, when a timer armed by the
+// oldest line waiting fires, at [Recorder.Flush] and at Close. A process
+// that dies without Close then leaves a prefix of whole lines lacking at
+// most the records of the last interval (FORMAT.md, "Truncated tapes").
+// Package helpers records so.
 //
 // # Errors
 //

@@ -18,15 +18,19 @@ import (
 func sampleTape(t testing.TB) []byte {
 	mem := afero.NewMemMapFs()
 	afero.WriteFile(mem, "/r/a.txt", []byte("alpha"), 0o644)
-	_, raw := tapeOf(t, mem, "/r", func(w afero.Fs) {
-		afero.ReadFile(w, "/r/a.txt")
-		afero.WriteFile(w, "/r/b.txt", []byte("beta"), 0o644)
-		w.Rename("/r/b.txt", "/r/c.txt")
-		w.Stat("/r/missing")
-		w.Mkdir("/r/d", 0o755)
-		afero.ReadDir(w, "/r")
-	}, WithTest("example.com/p", "TestX"))
+	_, raw := tapeOf(t, mem, "/r", sampleOps, WithTest("example.com/p", "TestX"))
 	return raw
+}
+
+// sampleOps is the scenario of sampleTape and of testdata/sample*.tape,
+// on a file system holding /r/a.txt ("alpha"), recorded with root /r.
+func sampleOps(w afero.Fs) {
+	afero.ReadFile(w, "/r/a.txt")
+	afero.WriteFile(w, "/r/b.txt", []byte("beta"), 0o644)
+	w.Rename("/r/b.txt", "/r/c.txt")
+	w.Stat("/r/missing")
+	w.Mkdir("/r/d", 0o755)
+	afero.ReadDir(w, "/r")
 }
 
 func lines(raw []byte) []string {

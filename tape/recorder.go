@@ -34,6 +34,42 @@ type config struct {
 	ref        *Tape
 	refMode    Mode
 	onDiverge  func(*Divergence)
+	bufSize    int           // 0: one Write per line
+	bufEvery   time.Duration // with bufSize
+}
+
+// The defaults of [WithBuffer]: package helpers records with them.
+const (
+	// DefaultBufferSize is the buffered bytes past which the lines are
+	// written.
+	DefaultBufferSize = 64 << 10
+	// DefaultFlushInterval bounds how long a buffered line waits.
+	DefaultFlushInterval = 100 * time.Millisecond
+)
+
+// WithBuffer makes the recorder collect lines in memory and write them
+// in whole lines, in one Write, when more than size bytes are waiting,
+// when interval has passed since the oldest line waiting was made (a timer
+// armed then writes them from its own goroutine), at [Recorder.Flush] and
+// at Close. A size or interval of 0 or less takes [DefaultBufferSize] or
+// [DefaultFlushInterval].
+//
+// Without it a recorder makes one Write per line, so a process that dies
+// loses no record; with it a record costs no system call, and a process
+// that dies without Close (os.Exit, SIGKILL, go test's -timeout) loses the
+// records made in the last interval before, at most size bytes and a
+// line of them: what w received is still a tape of whole lines (see
+// FORMAT.md, "Truncated tapes"). The recorder writes to w only under its
+// lock, but from the timer's goroutine too: leave w alone until Close
+// returns.
+func WithBuffer(size int, interval time.Duration) Option {
+	if size <= 0 {
+		size = DefaultBufferSize
+	}
+	if interval <= 0 {
+		interval = DefaultFlushInterval
+	}
+	return func(c *config) { c.bufSize, c.bufEvery = size, interval }
 }
 
 // WithTest names the Go package and test in the header. Both take part in
@@ -93,8 +129,10 @@ type Recorder struct {
 	seq     int64
 	check   *onlineCheck
 	w       io.Writer
-	err     error // first write error
-	buf     []byte
+	err     error  // first write error
+	buf     []byte // lines not written yet: the last one, or WithBuffer's
+	bufSize int    // write when buf holds more; 0 after every line
+	armed   bool   // timer set to write buf
 	chain   chainHash
 	seqText seqDigits // seq in decimal
 
@@ -109,18 +147,22 @@ type Recorder struct {
 	// changed under it (wroteSince).
 	writes   atomic.Int64
 	versions versionCache // hashes of content versions already read
+	timer    *time.Timer  // WithBuffer's, made when first armed
 	cfg      config
 }
 
 // NewRecorder starts a tape on w and writes its header at once. Records
-// are written to w as they are made, one Write per line, so a crash leaves
-// a readable prefix. Write errors are sticky and returned by Close.
+// are written to w as they are made, one Write per line, so a process
+// that dies leaves a readable prefix holding every record it made; with
+// [WithBuffer], in whole lines at most an interval late. Write errors
+// are sticky and returned by Close.
 func NewRecorder(w io.Writer, opts ...Option) *Recorder {
 	r := &Recorder{w: w, final: newFinalState(), pools: newPools()}
 	r.cfg.refMode = ModePath
 	for _, o := range opts {
 		o(&r.cfg)
 	}
+	r.bufSize = r.cfg.bufSize
 	if r.cfg.contentDir != "" {
 		r.content = &contentStore{dir: r.cfg.contentDir, max: r.cfg.contentMax}
 	}
@@ -149,7 +191,15 @@ func NewRecorder(w io.Writer, opts ...Option) *Recorder {
 		return r
 	}
 	r.chain.start(Minor, line)
-	r.writeLine(line)
+	if r.bufSize > 0 {
+		// Grown by append, the buffer cost a dozen copies and
+		// allocations in the first records.
+		r.buf = make([]byte, 0, min(r.bufSize, 1<<20)+4<<10)
+	}
+	// The header goes out at once even when buffering, arming no timer:
+	// the file is a tape from the start.
+	r.buf = append(append(r.buf, line...), '\n')
+	r.flushLocked()
 	return r
 }
 
@@ -206,6 +256,10 @@ func (r *Recorder) Close() error {
 	t := Trailer{Kind: "trailer", Records: r.seq, Final: r.final.digest(), Chain: r.chain.String()}
 	line, _ := json.Marshal(t) // only strings and ints: cannot fail
 	r.writeLine(line)
+	r.flushLocked()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
 	err := r.err
 	r.mu.Unlock()
 	if d != nil {
@@ -216,6 +270,16 @@ func (r *Recorder) Close() error {
 		err = errors.Join(err, r.content.error())
 	}
 	return err
+}
+
+// Flush writes the lines [WithBuffer] holds back and returns the first
+// error met writing the tape so far. Without WithBuffer, or after Close,
+// there are none.
+func (r *Recorder) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flushLocked()
+	return r.err
 }
 
 // Err returns the first error met writing the tape so far.
@@ -263,11 +327,12 @@ func (r *Recorder) emitStat(op, path string, fi os.FileInfo, err error, k *versi
 	}
 	if !r.closed {
 		r.seq++
-		b := append(r.buf[:0], `{"seq":`...)
+		from := len(r.buf)
+		b := append(r.buf, `{"seq":`...)
 		b = append(b, r.seqText.next()...)
 		r.buf = append(appendStatRest(b, op, path, outcome, mode, size), '\n')
-		r.chain.addLine(r.buf)
-		r.writeBuf()
+		r.chain.addLine(r.buf[from:])
+		r.written(from)
 	}
 	r.mu.Unlock()
 	return cached
@@ -304,9 +369,10 @@ func (r *Recorder) emitLocked(rec *Record) *Divergence {
 	r.seq++
 	r.seqText.next()
 	rec.Seq = r.seq
-	r.buf = append(appendRecord(r.buf[:0], rec), '\n')
-	r.chain.addLine(r.buf)
-	r.writeBuf()
+	from := len(r.buf)
+	r.buf = append(appendRecord(r.buf, rec), '\n')
+	r.chain.addLine(r.buf[from:])
+	r.written(from)
 	r.final.apply(rec)
 	if r.check != nil {
 		return r.check.add(rec)
@@ -322,26 +388,54 @@ func (r *Recorder) diverged(d *Divergence) {
 	}
 }
 
-// writeLine writes line and a newline in one Write. Called with mu held.
+// writeLine writes line and a newline. Called with mu held.
 func (r *Recorder) writeLine(line []byte) {
-	if r.err != nil {
-		return
-	}
-	r.buf = append(append(r.buf[:0], line...), '\n')
-	r.writeBuf()
+	from := len(r.buf)
+	r.buf = append(append(r.buf, line...), '\n')
+	r.written(from)
 }
 
-// writeBuf writes r.buf, a line with its newline, in one Write. Called with
-// mu held.
-func (r *Recorder) writeBuf() {
-	if r.err != nil {
-		return
+// written hands on the line just appended at r.buf[from:]: to w at once,
+// or, with WithBuffer, once the buffer is full, arming the timer when the
+// line is the oldest one waiting. Called with mu held.
+func (r *Recorder) written(from int) {
+	switch {
+	case len(r.buf) > r.bufSize:
+		r.flushLocked()
+	case from == 0 && !r.armed && r.err == nil:
+		// A timer still armed from an earlier line fires sooner than
+		// this line needs: no need to move it.
+		r.armed = true
+		if r.timer == nil {
+			r.timer = time.AfterFunc(r.cfg.bufEvery, r.timedFlush)
+		} else {
+			r.timer.Reset(r.cfg.bufEvery)
+		}
 	}
-	if _, err := r.w.Write(r.buf); err != nil {
-		r.err = fmt.Errorf("tape: writing: %w", err)
+}
+
+// timedFlush is the timer's: it writes what waits, the oldest line being
+// an interval old (or younger, when a full buffer was written since).
+func (r *Recorder) timedFlush() {
+	r.mu.Lock()
+	r.armed = false
+	r.flushLocked()
+	r.mu.Unlock()
+}
+
+// flushLocked writes r.buf, whole lines, in one Write. Called with mu
+// held.
+func (r *Recorder) flushLocked() {
+	if len(r.buf) > 0 && r.err == nil {
+		if _, err := r.w.Write(r.buf); err != nil {
+			r.err = fmt.Errorf("tape: writing: %w", err)
+		}
 	}
-	if cap(r.buf) > 64<<10 {
+	// A line or a buffer far beyond the usual is not kept.
+	if cap(r.buf) > 64<<10+2*r.bufSize {
 		r.buf = nil
+	} else {
+		r.buf = r.buf[:0]
 	}
 }
 
