@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"bytes"
 	"encoding/hex"
 
 	"github.com/zeebo/blake3"
@@ -70,6 +71,21 @@ func (c *chainHash) addLine(lineNL []byte) {
 		return
 	}
 	c.add(lineNL[:len(lineNL)-1])
+}
+
+// addLines chains whole lines given with their newlines, in order: in
+// the running form in one Write (the hash of the lines in one go is the
+// hash of them one by one), else line by line.
+func (c *chainHash) addLines(lines []byte) {
+	if c.running && c.h != nil {
+		c.h.Write(lines)
+		return
+	}
+	for len(lines) > 0 {
+		i := bytes.IndexByte(lines, '\n') + 1
+		c.addLine(lines[:i])
+		lines = lines[i:]
+	}
 }
 
 // String returns the chain value in hex, as the trailer holds it. In the
