@@ -121,6 +121,7 @@ type cleanDirs struct {
 	files map[string]fileRef      // clean rel -> its layer file; made at the first use
 	full  atomic.Bool             // the entries have not been empty since this was made
 	seed  maphash.Seed            // of the kids filters' hashes
+	epoch atomic.Uint64           // clears so far (see find)
 }
 
 // fileRef is a layer file in the index of files: its identity and its
@@ -133,9 +134,10 @@ type fileRef struct {
 // dirSlot holds the state of one directory. A slot stays in m until
 // clear, which forgets last too.
 type dirSlot struct {
-	dir  string
-	st   atomic.Uint32
-	kids atomic.Pointer[kidSet] // see cleanDirs
+	dir   string
+	epoch uint64 // the cleanDirs' epoch when made
+	st    atomic.Uint32
+	kids  atomic.Pointer[kidSet] // see cleanDirs
 }
 
 // dirState is what is known of a directory: see cleanDirs.
@@ -147,14 +149,15 @@ const (
 	dirBare
 )
 
-// find returns dir's slot, or nil. Only callers holding the Fs's lock may
-// keep it at hand in last: a reader without the lock could put there a
-// slot that a clear, racing with it, has just dropped.
-func (c *cleanDirs) find(dir string, locked bool) *dirSlot {
+// find returns dir's slot, or nil, and keeps it at hand in last. A reader
+// without the lock may put there a slot that a clear racing with it has
+// just dropped: a slot is taken from last only while no clear came after
+// its making (its epoch).
+func (c *cleanDirs) find(dir string) *dirSlot {
 	if dir == "" {
 		return &c.root
 	}
-	if s := c.last.Load(); s != nil && s.dir == dir {
+	if s := c.last.Load(); s != nil && s.dir == dir && s.epoch == c.epoch.Load() {
 		return s
 	}
 	v, ok := c.m.Load(dir)
@@ -162,15 +165,13 @@ func (c *cleanDirs) find(dir string, locked bool) *dirSlot {
 		return nil
 	}
 	s := v.(*dirSlot)
-	if locked {
-		c.last.Store(s)
-	}
+	c.last.Store(s)
 	return s
 }
 
 // state returns dir's state. Callers hold the Fs's lock.
 func (c *cleanDirs) state(dir string) dirState {
-	if s := c.find(dir, true); s != nil {
+	if s := c.find(dir); s != nil {
 		return dirState(s.st.Load())
 	}
 	return 0
@@ -193,7 +194,7 @@ func (c *cleanDirs) inserted(k string) {
 		c.clear()
 		return
 	}
-	s := c.find(parent(k), true)
+	s := c.find(parent(k))
 	if s == nil {
 		return
 	}
@@ -216,10 +217,10 @@ func (c *cleanDirs) inserted(k string) {
 
 // slot returns dir's slot, made if need be.
 func (c *cleanDirs) slot(dir string) *dirSlot {
-	if s := c.find(dir, true); s != nil {
+	if s := c.find(dir); s != nil {
 		return s
 	}
-	v, _ := c.m.LoadOrStore(dir, &dirSlot{dir: dir})
+	v, _ := c.m.LoadOrStore(dir, &dirSlot{dir: dir, epoch: c.epoch.Load()})
 	return v.(*dirSlot)
 }
 
@@ -231,6 +232,7 @@ func (c *cleanDirs) or(dir string, bits dirState) dirState {
 // clear forgets every state, and the index of files. Callers hold the Fs's
 // lock for writing.
 func (c *cleanDirs) clear() {
+	c.epoch.Add(1)
 	c.root.st.Store(0)
 	c.root.kids.Store(nil)
 	c.last.Store(nil)
@@ -512,7 +514,7 @@ func (l *layer) noEntry(rel string) bool {
 // says the layer has no entry at rel. Callers hold l.mu.
 func (l *layer) surelyAbsent(dir, rel string, st dirState) bool {
 	c := l.paths.clean
-	s := c.find(dir, true)
+	s := c.find(dir)
 	return s != nil && c.absent(s, st, base(rel))
 }
 
@@ -588,7 +590,8 @@ func (l *layer) fastEntry(host string) (rel string, lower, ok bool) {
 // that starts after a write returned sees it. A Reset, Restore or Commit
 // swaps or clears the states the same way. A slot that a clear drops
 // while this reads it still says what held before the clear, which is an
-// instant within the call too; find never keeps such a slot at hand.
+// instant within the call too, and find hands it out no more once the
+// clear is done.
 func (l *layer) lowerOnly(c *cleanDirs, host string) (rel string, ok bool) {
 	if len(host) >= pathMax || len(host) < 2 || host[0] != '/' {
 		return "", false
@@ -603,7 +606,7 @@ func (l *layer) lowerOnly(c *cleanDirs, host string) (rel string, ok bool) {
 	}
 	s := &c.root
 	if dir != "" {
-		if s = c.find(dir, false); s == nil {
+		if s = c.find(dir); s == nil {
 			return "", false
 		}
 	}

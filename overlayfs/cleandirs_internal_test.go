@@ -132,3 +132,26 @@ func TestIndexedFilesLeaveNothing(t *testing.T) {
 			len(l.opened), len(l.orphan), l.blobs.Len(), len(l.paths.clean.files))
 	}
 }
+
+// TestFindDropsClearedSlots: a reader without the lock that found a slot
+// before a clear may put it in last after the clear; find must not hand it
+// out again, or a Stat starting after the write that cleared would trust
+// the state from before it.
+func TestFindDropsClearedSlots(t *testing.T) {
+	c := &cleanDirs{}
+	old := c.slot("d")
+	old.st.Store(uint32(dirClean | dirKnown | dirBare))
+	c.clear()
+	c.last.Store(old) // the racing reader's late store
+	if s := c.find("d"); s != nil {
+		t.Fatalf("find handed out the slot dropped by clear (state %b)", s.st.Load())
+	}
+	if st := c.state("d"); st != 0 {
+		t.Fatalf("state after clear = %b, want 0", st)
+	}
+	fresh := c.slot("d")
+	c.last.Store(old)
+	if s := c.find("d"); s != fresh {
+		t.Fatalf("find = %p, want the slot made after the clear %p", s, fresh)
+	}
+}
