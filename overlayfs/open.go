@@ -81,8 +81,11 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 			// a symlink: look it up once rather than resolve again.
 			if n, ferr := l.final(at); ferr == nil && n.kind != kindSymlink {
 				at.n, at.have = n, true
-			} else {
-				at, ok, err = l.writeLoc("open", name, abs, true)
+			} else if at, ok, err = l.writeLoc("open", name, abs, true); errno(err) == errLoop && at.dirOnly {
+				// As Linux: a create through final symlinks stops with
+				// EISDIR at a target ending in a slash, before it
+				// follows that target's last component (which loops).
+				return nil, pathErr("open", name, errIsDir)
 			}
 		}
 	} else {

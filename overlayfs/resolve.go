@@ -316,7 +316,9 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 			return loc{}, pathErr(op, name, errNoEnt)
 		case kindSymlink:
 			if hops++; hops > maxHops {
-				return loc{}, pathErr(op, name, errLoop)
+				// dirOnly says a final symlink's target ended in a slash
+				// on the way, where a create stops (see openWriteLocked).
+				return loc{dirOnly: mustDir}, pathErr(op, name, errLoop)
 			}
 			target, err := l.linkTarget(rel, n)
 			if err != nil {
