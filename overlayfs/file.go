@@ -534,11 +534,12 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 
 // info returns the FileInfo of a listed entry as os's DirEntry.Info finds
 // it: by an Lstat of the handle's name joined with the entry's, now (so
-// relative to the working directory of now, as os does); outside the root,
-// the name is the host path the handle was opened at, as os's is.
+// relative to the working directory of now, as os does), outside the root
+// too. (Readdir's infos are lstats relative to the open directory, as
+// os's.)
 func (d *dir) info(name string) (fs.FileInfo, error) {
 	if d.fs == nil {
-		return os.Lstat(d.lower.Name() + "/" + name)
+		return os.Lstat(d.name + "/" + name)
 	}
 	return d.fs.stat("lstat", d.name+"/"+name, "", false)
 }
