@@ -626,6 +626,7 @@ func (l *layer) lowerOnly(c *cleanDirs, host string) (rel string, ok bool) {
 // the merged view as fastEntry saw it, the lower does not change while
 // the Fs is in use, and it caches nothing that depends on the layer.
 func (l *layer) lowerStat(op, name, rel, host string, follow bool) (fi fs.FileInfo, done bool, err error) {
+	since := l.commits.Load()
 	fi, err = os.Lstat(host)
 	if err != nil {
 		if isMissing(err) {
@@ -637,10 +638,28 @@ func (l *layer) lowerStat(op, name, rel, host string, follow bool) (fi fs.FileIn
 	case follow && m&fs.ModeSymlink != 0:
 		return fi, false, nil
 	case m.IsDir():
-		l.sawDir(rel)
+		l.sawDirSince(rel, since)
 	}
 	// Its Name is host's base, which is rel's, which is name's.
 	return fi, true, nil
+}
+
+// sawDirSince is sawDir for a directory an lstat made outside the lock
+// found, when the count of Commit's starts and ends was since before it:
+// a Commit may have changed the lower since the lstat and dropped the
+// caches, which a late store would fill again with what is no longer
+// there, for good. Under the read lock no Commit runs, so an unchanged
+// count says none began or ended since the lstat. Callers do not hold
+// l.mu.
+func (l *layer) sawDirSince(rel string, since uint64) {
+	if _, ok := l.dirs.Load(rel); ok {
+		return
+	}
+	l.mu.RLock()
+	if l.commits.Load() == since {
+		l.sawDir(rel)
+	}
+	l.mu.RUnlock()
 }
 
 // layerStat is stat of a name that fastEntry found to have a layer entry

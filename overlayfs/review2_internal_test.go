@@ -25,6 +25,7 @@ func TestReview2LateSawDirAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := c.primary()
+	since := l.commits.Load() // the racing Stat's, before its lstat of "d"
 	if err := c.RemoveAll(filepath.Join(root, "d")); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestReview2LateSawDirAfterCommit(t *testing.T) {
 	if err := c.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	l.sawDir("d") // the racing Stat's store, after its lstat saw the old directory
+	l.sawDirSince("d", since) // the racing Stat's store, after its lstat saw the old directory
 	want := os.Mkdir(filepath.Join(root, "d", "sub"), 0o755)
 	got := c.Mkdir(filepath.Join(root, "d", "sub"), 0o755)
 	if !errors.Is(want, syscall.ENOTDIR) || !errors.Is(got, syscall.ENOTDIR) {
