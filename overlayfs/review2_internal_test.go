@@ -44,3 +44,55 @@ func TestReview2LateSawDirAfterCommit(t *testing.T) {
 		t.Fatalf("Mkdir under a file committed over a directory: got %v, os %v", got, want)
 	}
 }
+
+// TestReview2LateLowerLinkAfterCommit: Stat lstats a lower name outside
+// the lock and, finding a symlink, takes the lock again and walks with that
+// symlink as seen (lowerLink), re-checking only that the layer has no
+// entry there. A Commit in between that replaced the symlink with a file
+// leaves the layer without an entry there too, so the walk follows a
+// symlink that no longer exists: Readlink of a file, EINVAL, an answer the
+// view gave at no instant (before: the target's info; after: the file's).
+// This plays the Stat's steps around the Commit.
+func TestReview2LateLowerLinkAfterCommit(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "d", "t"), []byte("target"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("t", filepath.Join(root, "d", "l")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.primary()
+	name := filepath.Join(root, "d", "l")
+	fi, err := os.Lstat(name)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("lstat: %v %v", fi, err)
+	}
+	if err := c.Remove(name); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := c.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh.Write([]byte("new"))
+	fh.Close()
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stat(filepath.Join(root, "d", "t")); err != nil { // another goroutine's
+		t.Fatal(err)
+	}
+	l.mu.RLock()
+	got, err := l.statWalk("stat", name, "", true, l.lowerLink(name, fi))
+	l.mu.RUnlock()
+	if err != nil || got.Size() != 3 {
+		t.Fatalf("Stat across a Commit that replaced a symlink by a file: %v, %v; want the file's info (size 3)", got, err)
+	}
+}
