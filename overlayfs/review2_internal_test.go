@@ -70,6 +70,7 @@ func TestReview2LateLowerLinkAfterCommit(t *testing.T) {
 	}
 	l := c.primary()
 	name := filepath.Join(root, "d", "l")
+	since := l.commits.Load() // the Stat's, before its lstat
 	fi, err := os.Lstat(name)
 	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Fatalf("lstat: %v %v", fi, err)
@@ -90,7 +91,7 @@ func TestReview2LateLowerLinkAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.mu.RLock()
-	got, err := l.statWalk("stat", name, "", true, l.lowerLink(name, fi))
+	got, err := l.statWalk("stat", name, "", true, l.lowerLink(name, fi, since))
 	l.mu.RUnlock()
 	if err != nil || got.Size() != 3 {
 		t.Fatalf("Stat across a Commit that replaced a symlink by a file: %v, %v; want the file's info (size 3)", got, err)
