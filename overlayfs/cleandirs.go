@@ -601,7 +601,9 @@ func (l *layer) lowerOnly(c *cleanDirs, host string) (rel string, ok bool) {
 		return "", false
 	}
 	dir, ok := cleanRel(rel)
-	if !ok {
+	if !ok || dir == "" && rel == journalName {
+		// A Commit, under the write lock, has its journal there for a while:
+		// the view has nothing there before it or after it.
 		return "", false
 	}
 	s := &c.root
