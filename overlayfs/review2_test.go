@@ -88,3 +88,46 @@ func createWith1(c *overlayfs.Fs, name string) error {
 	}
 	return fh.Close()
 }
+
+// TestReview2ForkCommitStaleParent: a fork's Commit changes the lower the
+// parent overlays, but only the committing layer drops what it cached of
+// the lower (the real directories, the listings, the clean states). The
+// parent, whose layer is empty, then shows the lower as it was: Stat of a
+// name under a directory the fork replaced with a file says ENOENT where
+// os says ENOTDIR, and Mkdir under that file succeeds.
+func TestReview2ForkCommitStaleParent(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := overlayfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := createWith1(p, filepath.Join(root, "e")); err != nil { // a layer entry: no empty-view shortcut
+		t.Fatal(err)
+	}
+	if _, err := p.Stat(filepath.Join(root, "d", "x")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	f := p.Fork()
+	if err := f.RemoveAll(filepath.Join(root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := createWith1(f, filepath.Join(root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CommitPaths(filepath.Join(root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	_, want := os.Stat(filepath.Join(root, "d", "x"))
+	_, got := p.Stat(filepath.Join(root, "d", "x"))
+	if errClass(got) != errClass(want) {
+		t.Errorf("parent's Stat under a directory its fork committed as a file: %v; os: %v", got, want)
+	}
+	want = os.Mkdir(filepath.Join(root, "d", "sub"), 0o755)
+	got = p.Mkdir(filepath.Join(root, "d", "sub"), 0o755)
+	if errClass(got) != errClass(want) {
+		t.Errorf("parent's Mkdir under a directory its fork committed as a file: %v; os: %v", got, want)
+	}
+}
