@@ -601,7 +601,9 @@ func (l *layer) lowerOnly(c *cleanDirs, host string) (rel string, ok bool) {
 		return "", false
 	}
 	dir, ok := cleanRel(rel)
-	if !ok {
+	if !ok || dir == "" && rel == journalName {
+		// A Commit, under the write lock, has its journal there for a while:
+		// the view has nothing there before it or after it.
 		return "", false
 	}
 	s := &c.root
@@ -622,10 +624,12 @@ func (l *layer) lowerOnly(c *cleanDirs, host string) (rel string, ok bool) {
 
 // lowerStat is stat of a name that fastEntry found to be the lower's at
 // rel: the lstat of host as it is, unless it is a symlink to follow (done
-// is false, fi its lstat). It makes no use of the lock and needs none: the answer is
+// is false, fi its lstat). since is the count of Commit's starts and ends
+// (layer.commits) read before the caller released the lock or, taking
+// none, before the call (see sawDirSince). It makes no use of the lock and needs none: the answer is
 // the merged view as fastEntry saw it, the lower does not change while
 // the Fs is in use, and it caches nothing that depends on the layer.
-func (l *layer) lowerStat(op, name, rel, host string, follow bool) (fi fs.FileInfo, done bool, err error) {
+func (l *layer) lowerStat(op, name, rel, host string, follow bool, since uint64) (fi fs.FileInfo, done bool, err error) {
 	fi, err = os.Lstat(host)
 	if err != nil {
 		if isMissing(err) {
@@ -637,10 +641,28 @@ func (l *layer) lowerStat(op, name, rel, host string, follow bool) (fi fs.FileIn
 	case follow && m&fs.ModeSymlink != 0:
 		return fi, false, nil
 	case m.IsDir():
-		l.sawDir(rel)
+		l.sawDirSince(rel, since)
 	}
 	// Its Name is host's base, which is rel's, which is name's.
 	return fi, true, nil
+}
+
+// sawDirSince is sawDir for a directory an lstat made outside the lock
+// found, when the count of Commit's starts and ends was since before it:
+// a Commit may have changed the lower since the lstat and dropped the
+// caches, which a late store would fill again with what is no longer
+// there, for good. Under the read lock no Commit runs, so an unchanged
+// count says none began or ended since the lstat. Callers do not hold
+// l.mu.
+func (l *layer) sawDirSince(rel string, since uint64) {
+	if _, ok := l.dirs.Load(rel); ok {
+		return
+	}
+	l.mu.RLock()
+	if l.commits.Load() == since {
+		l.sawDir(rel)
+	}
+	l.mu.RUnlock()
 }
 
 // layerStat is stat of a name that fastEntry found to have a layer entry
@@ -665,8 +687,9 @@ func (l *layer) layerStat(op, name, rel, host string, follow bool) (fi fs.FileIn
 // not change while the Fs is in use, and a rename or removal in between
 // moves the bound handle as it would an open one. done is false when the
 // fast path does not apply, and link is set too when the name is a
-// symlink, which the caller resolves.
-func (l *layer) openLower(name, abs string, flag int) (h afero.File, done, link bool, err error) {
+// symlink, which the caller resolves; since is then for lowerLink: the
+// count of Commit's starts and ends as of the look.
+func (l *layer) openLower(name, abs string, flag int) (h afero.File, done, link bool, since uint64, err error) {
 	host := abs
 	if host == "" {
 		host = name
@@ -675,29 +698,34 @@ func (l *layer) openLower(name, abs string, flag int) (h afero.File, done, link 
 	rel, lower, fast := l.fastEntry(host)
 	if !fast || !lower {
 		l.mu.RUnlock()
-		return nil, false, false, nil
+		return nil, false, false, 0, nil
 	}
 	o := l.boundHandle(name, rel, flag)
+	since = l.commits.Load()
 	l.mu.RUnlock()
 	fh, err := os.OpenFile(host, flag|oNoFollow, 0)
 	if err == nil {
 		o.File = fh
-		return o, true, false, nil
+		return o, true, false, since, nil
 	}
 	l.unbind(&o.at, o.slot)
 	if errno(err) == errLoop {
-		return nil, false, true, nil
+		return nil, false, true, since, nil
 	}
-	return nil, true, false, fixErr("open", name, err)
+	return nil, true, false, since, fixErr("open", name, err)
 }
 
 // lowerLink is for a name that fastEntry found in the lower, at host,
 // and that a look outside the lock (an lstat giving fi, or an O_NOFOLLOW
 // open failing with ELOOP, fi nil) found to be a symlink: the node the walk
 // is to take for it rather than look it up again, or nil when the layer
-// changed since and the name is no longer the lower's.
-// Callers hold l.mu (read or write).
-func (l *layer) lowerLink(host string, fi fs.FileInfo) *known {
+// changed since and the name is no longer the lower's, or a Commit (which
+// changes the lower) began or ended since the count since was read, before
+// that look. Callers hold l.mu (read or write).
+func (l *layer) lowerLink(host string, fi fs.FileInfo, since uint64) *known {
+	if l.commits.Load() != since {
+		return nil
+	}
 	rel, lower, fast := l.fastEntry(host)
 	if !fast || !lower {
 		return nil

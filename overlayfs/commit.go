@@ -118,6 +118,11 @@ func (f *Fs) commit(sel map[*layer][]string, hook faultHook) error {
 	for _, g := range roots {
 		g.mu.Lock()
 		defer g.mu.Unlock()
+		// Counted as it starts and again before the unlock: a Stat that
+		// lstats the lower outside the lock caches what it saw only when
+		// no Commit began or ended since before its lstat (see lowerStat).
+		g.commits.Add(1)
+		defer g.commits.Add(1)
 	}
 	plans := make([]plan, len(roots))
 	var conflicts, escapes []string

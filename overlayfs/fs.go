@@ -53,6 +53,7 @@ type layer struct {
 	copied  map[string]uint64         // lower file -> identity of its copy-up
 	copyIno map[uint64]bool           // the identities in copied: kept while early read handles may need them
 	copies  atomic.Int64              // copy-ups ever made: read handles' cheap check
+	commits atomic.Uint64             // Commit's starts and ends: see lowerStat
 
 	hmu    sync.Mutex
 	opened map[uint64]int  // open handle count per file identity

@@ -259,7 +259,7 @@ func (l *layer) truncLocked(ino uint64, b *blob) *blob {
 // openRead opens name read-only. Lower files are opened directly with
 // O_NOFOLLOW, so the common case costs one system call more than nothing.
 func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
-	h, done, link, err := l.openLower(name, abs, flag)
+	h, done, link, since, err := l.openLower(name, abs, flag)
 	if done {
 		return h, err
 	}
@@ -271,7 +271,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		if host == "" {
 			host = name
 		}
-		seen = l.lowerLink(host, nil)
+		seen = l.lowerLink(host, nil, since)
 	}
 	at, err := l.resolve("open", name, abs, false)
 	if err != nil {

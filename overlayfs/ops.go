@@ -52,14 +52,15 @@ func (l *layer) stat(op, name, abs string, follow bool) (fs.FileInfo, error) {
 		if follow && l.emptyView(c, name) {
 			return os.Stat(name)
 		}
+		since := l.commits.Load()
 		if rel, ok := l.lowerOnly(c, host); ok {
-			fi, done, err := l.lowerStat(op, name, rel, host, follow)
+			fi, done, err := l.lowerStat(op, name, rel, host, follow, since)
 			if done {
 				return fi, err
 			}
 			l.mu.RLock()
 			defer l.mu.RUnlock()
-			return l.statWalk(op, name, abs, follow, l.lowerLink(host, fi))
+			return l.statWalk(op, name, abs, follow, l.lowerLink(host, fi, since))
 		}
 	}
 	l.mu.RLock()
@@ -76,13 +77,14 @@ func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, err
 	rel, lower, fast := l.fastEntry(host)
 	var seen *known
 	if fast && lower {
+		since := l.commits.Load()
 		l.mu.RUnlock()
-		fi, done, err := l.lowerStat(op, name, rel, host, follow)
+		fi, done, err := l.lowerStat(op, name, rel, host, follow, since)
 		if done {
 			return fi, err
 		}
 		l.mu.RLock()
-		seen = l.lowerLink(host, fi) // a symlink to follow
+		seen = l.lowerLink(host, fi, since) // a symlink to follow
 	}
 	defer l.mu.RUnlock()
 	if fast && !lower {
