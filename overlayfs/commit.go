@@ -114,6 +114,15 @@ type plan struct {
 // after checking every root for conflicts. Each root is staged, then each
 // is applied: a crash leaves each root old or new, not all roots alike.
 func (f *Fs) commit(sel map[*layer][]string, hook faultHook) error {
+	// The lower changed under every other layer of the family (the forks
+	// of this Fs, and it of theirs) too: they drop what they saw of it,
+	// once this commit's locks are released.
+	defer f.fam.lowerChanged(f.layers)
+	return f.commitLocked(sel, hook)
+}
+
+// commitLocked is commit, under the locks of all the Fs's layers.
+func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 	roots := f.layers
 	for _, g := range roots {
 		g.mu.Lock()

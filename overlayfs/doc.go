@@ -91,7 +91,9 @@
 // file never lose bytes: the copy-up happens once, under the lock.
 //
 // The lower must not change while an Fs uses it: its directories are cached
-// as seen once. Commit checks every path it touches (see Commit).
+// as seen once. Commit checks every path it touches (see Commit), and a
+// Commit through one Fs of a family (an Fs and its forks) makes the others
+// drop what they saw of the lower before it returns.
 //
 // # Commit
 //

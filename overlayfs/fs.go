@@ -5,9 +5,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/spf13/afero"
 	"github.com/tidwall/btree"
@@ -94,6 +96,39 @@ type family struct {
 	proc creator // the process's umask and ids, read at the first creation
 
 	clock clock // the times of changes
+
+	lmu    sync.Mutex
+	layers []weak.Pointer[layer] // the family's layers, to tell of a commit (see lowerChanged)
+}
+
+// join makes l one of the family's layers.
+func (fam *family) join(l *layer) {
+	fam.lmu.Lock()
+	defer fam.lmu.Unlock()
+	fam.layers = slices.DeleteFunc(fam.layers, func(p weak.Pointer[layer]) bool { return p.Value() == nil })
+	fam.layers = append(fam.layers, weak.Make(l))
+}
+
+// lowerChanged tells every layer of the family but those of done (which
+// committed, and dropped theirs) that the lower changed under it: each
+// drops what it saw of the lower, under its own lock. Layers are
+// independent, but a commit through one changes the root all overlay.
+func (fam *family) lowerChanged(done []*layer) {
+	fam.lmu.Lock()
+	var others []*layer
+	for _, p := range fam.layers {
+		if l := p.Value(); l != nil && !slices.Contains(done, l) {
+			others = append(others, l)
+		}
+	}
+	fam.lmu.Unlock()
+	for _, l := range others {
+		l.mu.Lock()
+		l.commits.Add(1) // as a commit of its own would (see sawDirSince)
+		l.dropCaches()
+		l.commits.Add(1)
+		l.mu.Unlock()
+	}
 }
 
 type options struct {
@@ -159,6 +194,7 @@ func newLayer(sh *shared, root string) (*layer, error) {
 	}
 	f := &layer{shared: sh, root: canon}
 	f.resetLocked()
+	sh.fam.join(f)
 	return f, nil
 }
 

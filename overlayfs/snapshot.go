@@ -116,5 +116,6 @@ func (l *layer) fork() *layer {
 	}
 	nf.setPaths(newPathMap(l.paths.Copy()))
 	l.gen = l.fam.gen.Add(1)
+	l.fam.join(nf)
 	return nf
 }
