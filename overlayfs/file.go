@@ -888,10 +888,12 @@ func (o *osFile) asDir() (*dir, error) {
 	}
 	d := &dir{name: o.name, lower: o.File}
 	if o.fs != nil {
+		// Bound under the lock it read o.at under: a rename in between
+		// would move o.at and not d.rel.
 		o.fs.mu.RLock()
 		d.fs, d.rel, d.lowerRel = o.fs, o.at, o.rel
-		o.fs.mu.RUnlock()
 		d.slot = o.fs.bind(&d.rel)
+		o.fs.mu.RUnlock()
 	}
 	return d, nil
 }
