@@ -62,7 +62,7 @@ const (
 type lowerEntries struct {
 	text  string
 	ks    []keyed
-	stats []lowerInfo // listInfos: entry i's lstat
+	stats []*[infoSlab]lowerInfo // listInfos: entry i's lstat is stats[i/infoSlab][i%infoSlab]
 }
 
 func (le *lowerEntries) len() int          { return len(le.ks) }
@@ -73,12 +73,20 @@ func (le *lowerEntries) typ(i int) fs.FileMode {
 	return typeOfDirent(le.text[le.ks[i].idx-1])
 }
 
-// info returns entry i's lstat, as a copy of its own: a caller that keeps
-// one info keeps no other alive (os's are allocations of their own too).
+// info returns entry i's lstat. The infos are allocated infoSlab at a
+// time: a caller that keeps one keeps at most that many alive, not the
+// whole listing's (os's are allocations of their own).
 func (le *lowerEntries) info(i int) fs.FileInfo {
-	fi := le.stats[i]
-	return &fi
+	return le.stat(i)
 }
+
+// stat returns where entry i's lstat is.
+func (le *lowerEntries) stat(i int) *lowerInfo {
+	return &le.stats[i/infoSlab][i%infoSlab]
+}
+
+// infoSlab is how many infos share an allocation (10 KiB).
+const infoSlab = 64
 
 // readDirFd reads the directory fd (named name, for errors) from its
 // offset to its end, and lstats its entries when mode asks for infos.
@@ -174,10 +182,13 @@ func appendDirents(text, buf []byte) ([]byte, int, bool) {
 // Readdir does, into one slice; an entry gone since it was listed is left
 // out, as os leaves it out.
 func (le *lowerEntries) lstatAt(fd int, name string) error {
-	le.stats = make([]lowerInfo, len(le.ks))
+	le.stats = make([]*[infoSlab]lowerInfo, 0, (len(le.ks)+infoSlab-1)/infoSlab)
 	k := 0
 	for i, e := range le.ks {
-		st := (*unix.Stat_t)(unsafe.Pointer(&le.stats[k].st))
+		if k/infoSlab == len(le.stats) {
+			le.stats = append(le.stats, new([infoSlab]lowerInfo))
+		}
+		st := (*unix.Stat_t)(unsafe.Pointer(&le.stat(k).st))
 		err := lstatEntry(fd, le.text, e, st)
 		for err == syscall.EINTR {
 			err = lstatEntry(fd, le.text, e, st)
@@ -186,14 +197,14 @@ func (le *lowerEntries) lstatAt(fd int, name string) error {
 		case err == syscall.ENOENT:
 			continue
 		case err != nil:
-			le.ks, le.stats = le.ks[:k], le.stats[:k]
+			le.ks = le.ks[:k]
 			return &fs.PathError{Op: "fstatat", Path: name, Err: err}
 		}
-		le.stats[k].name = le.name(i)
+		le.stat(k).name = le.name(i)
 		le.ks[k] = e
 		k++
 	}
-	le.ks, le.stats = le.ks[:k], le.stats[:k]
+	le.ks = le.ks[:k]
 	return nil
 }
 
