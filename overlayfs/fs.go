@@ -105,7 +105,11 @@ type family struct {
 func (fam *family) join(l *layer) {
 	fam.lmu.Lock()
 	defer fam.lmu.Unlock()
-	fam.layers = slices.DeleteFunc(fam.layers, func(p weak.Pointer[layer]) bool { return p.Value() == nil })
+	if len(fam.layers) == cap(fam.layers) {
+		// Forgotten layers leave when the list would grow: a family
+		// forked many times pays O(1) a fork for it.
+		fam.layers = slices.DeleteFunc(fam.layers, func(p weak.Pointer[layer]) bool { return p.Value() == nil })
+	}
 	fam.layers = append(fam.layers, weak.Make(l))
 }
 
