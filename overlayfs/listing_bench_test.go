@@ -34,17 +34,7 @@ func floorOp(b *testing.B, dir string, names bool, layer []string) func(int) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			order := overlayfs.NameOrder(ns)
-			out := make([]string, 0, len(ns)+len(layer))
-			j := 0
-			for _, k := range order {
-				for j < len(layer) && layer[j] < ns[k] {
-					out = append(out, layer[j])
-					j++
-				}
-				out = append(out, ns[k])
-			}
-			_ = append(out, layer[j:]...)
+			floorMerge(ns, ns, layer, layer)
 		} else {
 			fis, err := f.Readdir(-1)
 			if err != nil {
@@ -54,20 +44,25 @@ func floorOp(b *testing.B, dir string, names bool, layer []string) func(int) {
 			for i, fi := range fis {
 				ns[i] = fi.Name()
 			}
-			order := overlayfs.NameOrder(ns)
-			out := make([]fs.FileInfo, 0, len(fis)+len(layer))
-			j := 0
-			for _, k := range order {
-				for j < len(layer) && layer[j] < ns[k] {
-					out = append(out, layerInfos[j])
-					j++
-				}
-				out = append(out, fis[k])
-			}
-			_ = append(out, layerInfos[j:]...)
+			floorMerge(ns, fis, layer, layerInfos)
 		}
 		must(b, f.Close())
 	}
+}
+
+// floorMerge is the floor's sort and merge: the lower's items (named ns)
+// in name order, with the layer's (named layer, sorted) merged in.
+func floorMerge[T any](ns []string, items []T, layer []string, layerItems []T) []T {
+	out := make([]T, 0, len(items)+len(layerItems))
+	j := 0
+	for _, k := range overlayfs.NameOrder(ns) {
+		for j < len(layer) && layer[j] < ns[k] {
+			out = append(out, layerItems[j])
+			j++
+		}
+		out = append(out, items[k])
+	}
+	return append(out, layerItems[j:]...)
 }
 
 // listingRows are the listing rows of the performance table.

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cowfs/cowfs/overlayfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -243,17 +242,7 @@ func sysFloorOp(b *testing.B, dir string, names bool, layer []string) func(int) 
 				}
 			}
 		}
-		order := overlayfs.NameOrder(ns)
-		out := make([]string, 0, len(ns)+len(layer))
-		j := 0
-		for _, k := range order {
-			for j < len(layer) && layer[j] < ns[k] {
-				out = append(out, layer[j])
-				j++
-			}
-			out = append(out, ns[k])
-		}
-		_ = append(out, layer[j:]...)
+		floorMerge(ns, ns, layer, layer)
 		unix.Close(fd)
 	}
 }
