@@ -22,6 +22,7 @@ type runConfig struct {
 	writable   []string
 	unconfined bool
 	noLandlock bool // act as if the kernel had no Landlock (tests)
+	network    bool
 	report     func(Mode)
 }
 
@@ -70,4 +71,12 @@ func Unconfined() RunOption {
 // once, just before the command starts.
 func WithModeReport(fn func(Mode)) RunOption {
 	return func(c *runConfig) { c.report = fn }
+}
+
+// WithNetwork lets the command use the host's network. By default it runs
+// in a network namespace of its own, which holds only a loopback
+// interface: it reaches no host, no service listening on the host's
+// loopback and no abstract unix socket outside.
+func WithNetwork() RunOption {
+	return func(c *runConfig) { c.network = true }
 }
