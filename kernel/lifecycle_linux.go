@@ -118,6 +118,23 @@ type nsAttr struct {
 	// in its mount namespace (the copy fallback's real root): Landlock
 	// leaves chmod, chown, utimes and xattrs ungoverned.
 	ReadOnly []string `json:"readonly,omitempty"`
+	// HostReadOnly makes every mount of init's mount namespace read-only
+	// except Writable, which are bind-mounted onto themselves first and
+	// stay writable (nodev, nosuid): so no write, metadata included,
+	// reaches the host through any name, as under bwrap --ro-bind / /.
+	HostReadOnly bool     `json:"hostro,omitempty"`
+	Writable     []string `json:"writable,omitempty"`
+	// LoopbackUp brings up lo in a new network namespace.
+	LoopbackUp bool `json:"lo,omitempty"`
+}
+
+// sandboxNS are the namespaces of every sandboxed run besides the mount
+// and PID ones: UTS, IPC and, unless network, the network.
+func sandboxNS(network bool) uintptr {
+	if network {
+		return syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC
+	}
+	return syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNET
 }
 
 // The supervisors report on their status pipe, as runHook does, with a
@@ -184,8 +201,20 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 			GidMappingsEnableSetgroups: a.GidMappingsEnableSetgroups,
 		}
 		if ns.Cloneflags != 0 || ns.Unshareflags != 0 {
-			// Namespaces asked for are never dropped.
+			// Namespaces asked for are never dropped: with the fallback's
+			// when it has some, else alone.
 			req.Namespaces, req.NSRequired = []nsAttr{ns}, true
+			if len(fallback) > 0 {
+				req.Namespaces = nil
+				for _, fb := range fallback {
+					fb.Cloneflags |= ns.Cloneflags
+					fb.Unshareflags |= ns.Unshareflags
+					if ns.UidMappings != nil {
+						fb.UidMappings, fb.GidMappings, fb.GidMappingsEnableSetgroups = ns.UidMappings, ns.GidMappings, ns.GidMappingsEnableSetgroups
+					}
+					req.Namespaces = append(req.Namespaces, fb)
+				}
+			}
 		}
 		cmdAttr := *a
 		cmdAttr.Cloneflags, cmdAttr.Unshareflags = 0, 0
@@ -279,10 +308,14 @@ func superviseHook(reqEnv string) {
 		fmt.Fprintf(os.Stderr, "cowfs kernel supervisor: bad %s: %v\n", superviseEnv, err)
 		exit(125)
 	}
-	// Signals sent to the whole process group (a terminal's ^C) reach the
-	// command directly; the supervisors must not die of them first. A
-	// caught signal is reset to the default in the command by exec.
+	// Signals sent to the whole process group (a terminal's ^C) must not
+	// kill the supervisors before the caller: the command, in a session
+	// of its own, does not get them. A caught signal is reset to the
+	// default in the command by exec.
 	signal.Notify(make(chan os.Signal, 1), unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE)
+	// Only the descriptors passed on purpose reach the command: whatever
+	// the caller held without close-on-exec stops here.
+	closeOnExecFrom(req.Files + 2)
 	status := os.NewFile(uintptr(req.Files), "cowfs-supervisor-status")
 	syscall.CloseOnExec(req.Files)
 	syscall.CloseOnExec(req.Files + 1)
@@ -338,8 +371,25 @@ func commandCmd(req superviseRequest, files []*os.File) *exec.Cmd {
 		*attr = *req.Attr
 	}
 	attr.Pdeathsig = syscall.SIGKILL
+	// A session of its own, without a controlling terminal: no TIOCSTI
+	// into the caller's terminal, no kill of the caller's process group.
+	attr.Setsid, attr.Setpgid, attr.Setctty, attr.Foreground = true, false, false, false
 	c.SysProcAttr = attr
 	return c
+}
+
+// closeOnExecFrom marks every descriptor from fd on close-on-exec.
+func closeOnExecFrom(fd int) {
+	if unix.CloseRange(uint(fd), ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	// Before Linux 5.11: one by one, as /proc lists them.
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
+			syscall.CloseOnExec(n)
+		}
+	}
 }
 
 // nsStartFailed reports whether a start error means the namespaces could
@@ -436,8 +486,16 @@ func superviseInit(req superviseRequest, status, result *os.File) {
 	// this /proc. Where the namespace cannot mount one (a container's
 	// /proc with masked paths refuses), the caller's stays.
 	for _, ns := range req.Namespaces {
+		if ns.Cloneflags&syscall.CLONE_NEWNET != 0 && ns.LoopbackUp {
+			loopbackUp()
+		}
 		if ns.Unshareflags&syscall.CLONE_NEWNS == 0 {
 			continue
+		}
+		if ns.HostReadOnly {
+			if err := hostReadOnly(ns.Writable); err != nil {
+				reportStart(status, "namespace", err)
+			}
 		}
 		unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 		// Best effort: where it fails, Landlock still keeps the contents,
@@ -573,6 +631,45 @@ func dieOf(sig unix.Signal) {
 	exit(128 + int(sig))
 }
 
+// hostReadOnly makes every mount of this mount namespace read-only except
+// the writable paths, which stay writable, nodev and nosuid. It needs
+// mount_setattr (Linux 5.12).
+func hostReadOnly(writable []string) error {
+	for _, w := range writable {
+		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return &os.PathError{Op: "mount", Path: w, Err: err}
+		}
+	}
+	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &ro); err != nil {
+		return fmt.Errorf("making the host read-only: %w", &os.PathError{Op: "mount_setattr", Path: "/", Err: err})
+	}
+	rw := unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY, Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
+	for _, w := range writable {
+		if err := unix.MountSetattr(unix.AT_FDCWD, w, unix.AT_RECURSIVE, &rw); err != nil {
+			return &os.PathError{Op: "mount_setattr", Path: w, Err: err}
+		}
+	}
+	return nil
+}
+
+// loopbackUp brings up the loopback interface of this network namespace,
+// as bubblewrap does: servers and clients of a test talk over 127.0.0.1.
+// Best effort.
+func loopbackUp() {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil || unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr) != nil {
+		return
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
 // readOnlyBind makes dir read-only in this mount namespace, with what is
 // mounted below it: a bind mount of it onto itself, then read-only.
 func readOnlyBind(dir string) error {
@@ -602,12 +699,14 @@ func readOnlyBind(dir string) error {
 // caller to itself, so that the command keeps its own uid and gid (owners
 // it cannot map read as the overflow id, 65534, inside). The real root is
 // read-only in that mount namespace.
-func copyNamespaces(realRoot string) []nsAttr {
+func copyNamespaces(realRoot string, writable []string, network bool) []nsAttr {
 	uid := []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
 	gid := []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
 	ro := []string{realRoot}
+	ns := sandboxNS(network)
 	return []nsAttr{
-		{Unshareflags: syscall.CLONE_NEWNS, ReadOnly: ro},
-		{Cloneflags: syscall.CLONE_NEWUSER, Unshareflags: syscall.CLONE_NEWNS, UidMappings: uid, GidMappings: gid, AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN}, ReadOnly: ro},
+		{Cloneflags: ns, Unshareflags: syscall.CLONE_NEWNS, ReadOnly: ro, HostReadOnly: true, Writable: writable, LoopbackUp: true},
+		{Cloneflags: syscall.CLONE_NEWUSER | ns, Unshareflags: syscall.CLONE_NEWNS, UidMappings: uid, GidMappings: gid,
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}, ReadOnly: ro, HostReadOnly: true, Writable: writable, LoopbackUp: true},
 	}
 }

@@ -126,6 +126,12 @@ func runHook(reqEnv string) {
 		if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
 			fail("mount", err)
 		}
+		// No device node made or brought into the root is usable, no
+		// set-user-ID bit honoured.
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
+		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil {
+			fail("mount", &fs.PathError{Op: "mount_setattr", Path: req.Root, Err: err})
+		}
 	}
 	// The command's directory is entered only now: under the overlay it may
 	// be one that only the layer holds (the supervisors start in "/").
@@ -147,6 +153,8 @@ func runHook(reqEnv string) {
 			fail("confine", fmt.Errorf("kernel: Run: confining the command with Landlock: %w", err))
 		}
 	}
+	dropCapabilities()
+	closeOnExecFrom(req.StatusFD + 1)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
 	err := syscall.Exec(req.Path, os.Args[1:], env)
 	// As os/exec names a program it cannot start.
@@ -171,6 +179,45 @@ func enterDir(dir string, stat bool, caps uint64) (stage string, err error) {
 		return "chdir", err
 	}
 	return "", nil
+}
+
+// droppedCaps are the capabilities a command never gets, even as root:
+// those that reach beyond its namespaces (devices, raw I/O, modules, the
+// clock, rebooting, the kernel log, audit, BPF, tracing other processes,
+// mounting and the rest of CAP_SYS_ADMIN, such as TIOCSTI into any
+// terminal). What it keeps acts on its own files and namespaces: chown,
+// setuid, binding low ports, network administration of its own network
+// namespace, sethostname of its own UTS namespace.
+var droppedCaps = [...]uintptr{
+	unix.CAP_MKNOD, unix.CAP_SYS_ADMIN, unix.CAP_SYS_RAWIO, unix.CAP_SYS_MODULE, unix.CAP_SYS_BOOT,
+	unix.CAP_SYS_TIME, unix.CAP_WAKE_ALARM, unix.CAP_SYSLOG, unix.CAP_SYS_PTRACE, unix.CAP_SYS_PACCT,
+	unix.CAP_SYS_TTY_CONFIG, unix.CAP_MAC_ADMIN, unix.CAP_MAC_OVERRIDE, unix.CAP_AUDIT_CONTROL,
+	unix.CAP_AUDIT_READ, unix.CAP_AUDIT_WRITE, unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_LINUX_IMMUTABLE,
+	unix.CAP_SYS_RESOURCE, unix.CAP_BLOCK_SUSPEND, unix.CAP_CHECKPOINT_RESTORE,
+}
+
+// dropCapabilities removes droppedCaps from this thread's bounding set
+// (so that exec cannot give them back, even to root) and from its
+// effective, permitted and inheritable sets. Best effort: without
+// CAP_SETPCAP there is nothing to drop.
+func dropCapabilities() {
+	runtime.LockOSThread() // capabilities are per thread; exec follows
+	for _, c := range droppedCaps {
+		unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return
+	}
+	for _, c := range droppedCaps {
+		mask := ^(uint32(1) << (c % 32))
+		d := &data[c/32]
+		d.Effective &= mask
+		d.Permitted &= mask
+		d.Inheritable &= mask
+	}
+	unix.Capset(&hdr, &data[0])
 }
 
 // effectiveCaps is this thread's effective capability set, all where it
@@ -415,11 +462,24 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	if err != nil {
 		return err
 	}
-	var writable []string
-	if abi > 0 {
-		if writable, err = writablePaths(f.Root(), tmpDir, "", cfg.writable); err != nil {
-			return err
-		}
+	writable, err := writablePaths(f.Root(), tmpDir, "", cfg.writable)
+	if err != nil {
+		return err
+	}
+	// The host is read-only in the command's mount namespace but for the
+	// run's directory (upper, work, TMPDIR) and the extra writable paths;
+	// the overlay, mounted afterwards, is writable.
+	ns := nsAttr{
+		Cloneflags: sandboxNS(cfg.network), Unshareflags: syscall.CLONE_NEWNS,
+		HostReadOnly: true, Writable: append([]string{tmp}, writable[2:]...), LoopbackUp: true,
+	}
+	if userNS {
+		ns.Cloneflags |= syscall.CLONE_NEWUSER
+		ns.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		ns.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+	}
+	if abi == 0 {
+		writable = nil
 	}
 	if err := Materialize(f, upper, opts); err != nil {
 		return err
@@ -443,18 +503,8 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		StatDir: cmd.Dir != "" && cmd.SysProcAttr == nil, Caps: effectiveCaps(),
 	}
 	c.Env = append(c.Env, RootEnv+"="+f.Root(), "TMPDIR="+tmpDir)
-	if c.SysProcAttr == nil {
-		c.SysProcAttr = &syscall.SysProcAttr{}
-	}
 	// Go's child makes the new namespace's mounts private (MS_REC|MS_PRIVATE)
 	// after unshare(CLONE_NEWNS), so the overlay never propagates out.
-	c.SysProcAttr.Unshareflags |= syscall.CLONE_NEWNS
-	if userNS {
-		c.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
-		c.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-		c.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-		c.SysProcAttr.GidMappingsEnableSetgroups = false
-	}
 	// Unconfined, the command may unmount the overlay and reach the real
 	// root (as root, or as root of its user namespace): check it afterwards,
 	// as the copy fallback does.
@@ -462,7 +512,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	if abi == 0 {
 		before = f.LowerState()
 	}
-	sup, hookErr, err := startHooked(c, req, nil, true, "mount")
+	sup, hookErr, err := startHooked(c, req, []nsAttr{ns}, true, "mount")
 	if err != nil {
 		var se *startError
 		if errors.As(err, &se) {

@@ -47,11 +47,15 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 		return err
 	}
 	cp := filepath.Join(tmp, "root")
-	var writable []string
-	if abi > 0 {
-		if writable, err = writablePaths(cp, tmpDir, f.Root(), cfg.writable); err != nil {
-			return err
-		}
+	writable, err := writablePaths(cp, tmpDir, f.Root(), cfg.writable)
+	if err != nil {
+		return err
+	}
+	// The host is read-only in the command's mount namespace but for the
+	// run's directory (the copy, TMPDIR) and the extra writable paths.
+	namespaces := copyNamespaces(f.Root(), append([]string{tmp}, writable[2:]...), cfg.network)
+	if abi == 0 {
+		writable = nil
 	}
 	before := f.LowerState()
 	vc := &viewCopy{f: f, dst: cp, inode: map[string]uint64{}, ownerLost: map[string]bool{}, absent: map[string]bool{}}
@@ -74,8 +78,8 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	if abi > 0 {
 		req := runRequest{NoMount: true, Path: c.Path, Landlock: abi, Writable: writable}
 		c.Path, c.Args = exe, append([]string{exe}, c.Args...)
-		sup, hookErr, err = startHooked(c, req, copyNamespaces(f.Root()), false, "exec")
-	} else if sup, err = superviseStart(c, copyNamespaces(f.Root()), false, "exec"); err == nil {
+		sup, hookErr, err = startHooked(c, req, namespaces, false, "exec")
+	} else if sup, err = superviseStart(c, namespaces, false, "exec"); err == nil {
 		if err = sup.started(); err != nil {
 			sup.wait()
 		}
