@@ -141,43 +141,6 @@ func realRootChanged(before *overlayfs.LowerState, how string) error {
 		how, strings.Join(changed, ", "), overlayfs.ErrConflict)
 }
 
-// removeTree removes dir even where the copy or the command made
-// directories unwritable, or (as root) files and directories immutable or
-// append-only.
-func removeTree(dir string) {
-	if os.RemoveAll(dir) == nil {
-		return
-	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && (d.IsDir() || d.Type().IsRegular()) {
-			clearNoDelete(p)
-		}
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	os.RemoveAll(dir)
-}
-
-// The inode flags (chattr +i, +a) that forbid removing a file or the
-// entries of a directory; linux/fs.h.
-const fsImmutableFl, fsAppendFl = 0x10, 0x20
-
-// clearNoDelete clears p's immutable and append-only flags, where set.
-func clearNoDelete(p string) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	defer unix.Close(fd)
-	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-	if err != nil || flags&(fsImmutableFl|fsAppendFl) == 0 {
-		return
-	}
-	unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^(fsImmutableFl|fsAppendFl)))
-}
-
 // viewCopy is a real directory copy of an overlay view.
 type viewCopy struct {
 	f         *overlayfs.Fs

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -662,4 +663,107 @@ func TestSandboxInheritedFD(t *testing.T) {
 	sandboxMatrix(t, "fd", nil, func(t *testing.T, r sandboxRun) {
 		wantRefused(t, r.out, "write inherited fd", "bad file descriptor")
 	})
+}
+
+// TestSandboxCleanupSymlink: the cleanup of an abandoned cowfs-run-*
+// directory (which falls back to walking the tree when a file in it is
+// immutable) neither changes the mode of nor removes anything outside it
+// while a directory in it is swapped, again and again, for a symlink to
+// an outside directory. Root only (chattr +i).
+func TestSandboxCleanupSymlink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (chattr +i forces the walking fallback)")
+	}
+	base := t.TempDir()
+	outside := filepath.Join(base, "outside")
+	for _, d := range []string{outside, filepath.Join(outside, "inner")} {
+		if err := os.Mkdir(d, 0o751); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(d, 0o751)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "keep"), []byte("keep"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	before := treeState(t, outside)
+	tmp := filepath.Join(base, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 150 {
+		dir := filepath.Join(tmp, fmt.Sprintf("cowfs-run-%d", i))
+		sub, real := filepath.Join(dir, "sub"), filepath.Join(dir, "sub.real")
+		for _, d := range []string{dir, sub, filepath.Join(sub, "deep")} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pin := filepath.Join(sub, "pin")
+		if err := os.WriteFile(pin, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := exec.Command("chattr", "+i", pin).Run(); err != nil {
+			t.Skip("chattr +i: ", err)
+		}
+		own, err := createOwner(filepath.Join(dir, ownerRecordName), "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		own.release(false) // abandoned
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if os.Rename(sub, real) == nil {
+					os.Symlink(outside, sub)
+					os.Remove(sub)
+					os.Rename(real, sub)
+				}
+			}
+		}()
+		cleanup(tmp, false)
+		close(stop)
+		<-done
+		after := treeState(t, outside)
+		for _, p := range []string{pin, filepath.Join(real, "pin")} {
+			clearNoDelete(p)
+		}
+		os.Remove(sub)
+		os.RemoveAll(dir)
+		if !maps.Equal(before, after) {
+			assertSameTree(t, "outside directory", before, after)
+			t.Fatalf("iteration %d: the cleanup changed the outside directory through the swapped-in symlink", i)
+		}
+	}
+}
+
+// TestSandboxCleanupForeignOwner: the cleanup removes only directories of
+// its own uid: an abandoned cowfs-run-* directory of another user stays.
+func TestSandboxCleanupForeignOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make another user's directory")
+	}
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "cowfs-run-foreign")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	own, err := createOwner(filepath.Join(dir, ownerRecordName), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own.release(false)
+	if err := os.Chown(dir, 1234, 1234); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := cleanup(tmp, false)
+	if _, serr := os.Lstat(dir); serr != nil || len(removed) != 0 {
+		t.Fatalf("removed %v (%v), stat %v", removed, err, serr)
+	}
 }
