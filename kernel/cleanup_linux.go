@@ -46,6 +46,12 @@ const runDirPrefix, copyDirPrefix = "cowfs-run-", "cowfs-copy-"
 // own (those of Run) die with the namespace. Unmounting needs the
 // privilege to mount.
 //
+// It never follows a symlink and never changes a mode by path: it
+// removes through directory descriptors opened with O_NOFOLLOW (see
+// removeTree), so a directory swapped for a symlink meanwhile redirects
+// nothing. Run's own cleanup, as it starts, removes only directories of
+// its user's uid.
+//
 // Errors name the path involved and are joined; Cleanup goes on with the
 // rest after one.
 func Cleanup(dir string) (removed []string, err error) {
@@ -83,7 +89,7 @@ func cleanup(dir string, mounts bool) (removed []string, err error) {
 			}
 		}
 	}
-	dirs, err := cleanupTempDirs(dir, abs, infos)
+	dirs, err := cleanupTempDirs(dir, abs, infos, !mounts)
 	removed = append(removed, dirs...)
 	errs = append(errs, err)
 	return removed, errors.Join(errs...)
@@ -163,7 +169,9 @@ func cleanupMounts(dir string, mounts []mountInfo) ([]string, error) {
 
 // cleanupTempDirs removes Run's abandoned temporary directories in dir,
 // which is real as the caller named it.
-func cleanupTempDirs(dir, real string, mounts []mountInfo) ([]string, error) {
+// With ownOnly (Run's own cleanup as it starts) only those of this
+// process's uid are removed.
+func cleanupTempDirs(dir, real string, mounts []mountInfo, ownOnly bool) ([]string, error) {
 	ents, err := os.ReadDir(real)
 	if err != nil {
 		return nil, err
@@ -174,9 +182,10 @@ func cleanupTempDirs(dir, real string, mounts []mountInfo) ([]string, error) {
 		if !e.IsDir() || !(strings.HasPrefix(e.Name(), runDirPrefix) || strings.HasPrefix(e.Name(), copyDirPrefix)) {
 			continue
 		}
-		// Only the caller's own: another user's directory is not for it
-		// to judge, nor to remove.
-		if info, err := e.Info(); err != nil || !ownedBySelf(info) {
+		// Run reclaims only its user's own: another user's directory is
+		// not for it to judge, nor to remove. An explicit Cleanup (root's,
+		// typically) reclaims every abandoned one, through descriptors.
+		if info, err := e.Info(); err != nil || ownOnly && !ownedBySelf(info) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())

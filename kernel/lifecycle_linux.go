@@ -510,8 +510,28 @@ func superviseInit(req superviseRequest, status, result *os.File) {
 	unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	files := passedFiles(req.Files)
 	c := commandCmd(req, files)
+	var hookStatus *os.File
+	if hookEnv, ok := os.LookupEnv(runEnv); ok {
+		// Run's hook, done here: the command starts from this process.
+		var s *runStatus
+		if hookStatus, s = hookInInit(hookEnv, c); s != nil {
+			writeStatus(hookStatus, *s)
+			status.Close()
+			fmt.Fprint(result, uint32(125<<8)) // exited 125, as the hook did
+			exit(0)
+		}
+	}
 	if err := c.Start(); err != nil {
+		if hookStatus != nil {
+			writeStatus(hookStatus, newRunStatus("exec", err))
+			status.Close()
+			fmt.Fprint(result, uint32(125<<8))
+			exit(0)
+		}
 		reportStart(status, req.Fail, err)
+	}
+	if hookStatus != nil {
+		hookStatus.Close()
 	}
 	status.Close()
 	closeFiles(files)
@@ -699,14 +719,14 @@ func readOnlyBind(dir string) error {
 // caller to itself, so that the command keeps its own uid and gid (owners
 // it cannot map read as the overflow id, 65534, inside). The real root is
 // read-only in that mount namespace.
-func copyNamespaces(realRoot string, writable []string, network bool) []nsAttr {
+func copyNamespaces(realRoot string, writable []string, network, hostRO bool) []nsAttr {
 	uid := []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
 	gid := []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
 	ro := []string{realRoot}
 	ns := sandboxNS(network)
 	return []nsAttr{
-		{Cloneflags: ns, Unshareflags: syscall.CLONE_NEWNS, ReadOnly: ro, HostReadOnly: true, Writable: writable, LoopbackUp: true},
+		{Cloneflags: ns, Unshareflags: syscall.CLONE_NEWNS, ReadOnly: ro, HostReadOnly: hostRO, Writable: writable, LoopbackUp: true},
 		{Cloneflags: syscall.CLONE_NEWUSER | ns, Unshareflags: syscall.CLONE_NEWNS, UidMappings: uid, GidMappings: gid,
-			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}, ReadOnly: ro, HostReadOnly: true, Writable: writable, LoopbackUp: true},
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}, ReadOnly: ro, HostReadOnly: hostRO, Writable: writable, LoopbackUp: true},
 	}
 }

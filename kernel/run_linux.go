@@ -45,6 +45,11 @@ type runRequest struct {
 	// Writable lists what it may write then.
 	Landlock int      `json:"landlock,omitempty"`
 	Writable []string `json:"writable,omitempty"`
+	// Nest runs the command in a user namespace nested in the mounting
+	// one, as UID and GID (the caller's): the overlay in a user namespace
+	// is mounted as its uid 0.
+	Nest     bool `json:"nest,omitempty"`
+	UID, GID int
 }
 
 // runStatus is written to the status pipe when the hook fails; a successful
@@ -159,6 +164,70 @@ func runHook(reqEnv string) {
 	err := syscall.Exec(req.Path, os.Args[1:], env)
 	// As os/exec names a program it cannot start.
 	fail("exec", &fs.PathError{Op: "fork/exec", Path: req.Path, Err: err})
+}
+
+// hookInInit does runHook's work in the PID namespace's init, which then
+// starts the command itself: one start of this program fewer than
+// starting the hook. c is the command as the supervisor request describes
+// it (this program as the hook, its argv the command's after argv[0]);
+// hookInInit turns it into the command. The calling goroutine must be
+// locked to its thread, which starts the command: Landlock and the
+// dropped capabilities are the thread's. On failure it returns the
+// status to write to the hook's status pipe, which it returns open.
+func hookInInit(reqEnv string, c *exec.Cmd) (*os.File, *runStatus) {
+	var req runRequest
+	if err := decodeRequest(reqEnv, &req); err != nil {
+		fmt.Fprintf(os.Stderr, "cowfs kernel hook: bad %s: %v\n", runEnv, err)
+		exit(125)
+	}
+	status := os.NewFile(uintptr(req.StatusFD), "cowfs-status")
+	syscall.CloseOnExec(req.StatusFD)
+	fail := func(stage string, err error) (*os.File, *runStatus) {
+		s := newRunStatus(stage, err)
+		return status, &s
+	}
+	if !req.NoMount {
+		if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
+			return fail("mount", err)
+		}
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
+		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil {
+			return fail("mount", &fs.PathError{Op: "mount_setattr", Path: req.Root, Err: err})
+		}
+	}
+	if req.Dir != "" {
+		if stage, err := enterDir(req.Dir, req.StatDir, req.Caps); err != nil {
+			return fail(stage, err)
+		}
+		c.Dir = "" // this process's, entered through the overlay
+	}
+	// The hook's status pipe is the last descriptor passed to it: the
+	// command's extra files come before.
+	c.Path, c.Args = req.Path, os.Args[2:]
+	c.ExtraFiles = c.ExtraFiles[:req.StatusFD-3]
+	c.Env = slices.DeleteFunc(c.Env, func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
+	writable := req.Writable
+	if req.Nest {
+		// As the caller's own uid and gid, in a user namespace nested in
+		// the one that mounted (where the caller is 0). init writes its
+		// maps under /proc, after Landlock: the rule lets it.
+		c.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
+		c.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: req.UID, HostID: 0, Size: 1}}
+		c.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: req.GID, HostID: 0, Size: 1}}
+		c.SysProcAttr.GidMappingsEnableSetgroups = false
+		writable = append(slices.Clip(writable), "/proc")
+	}
+	if req.Landlock > 0 {
+		var passed []int
+		for fd := 1; fd < req.StatusFD; fd++ {
+			passed = append(passed, fd)
+		}
+		if err := confineSelf(req.Landlock, writable, passed); err != nil {
+			return fail("confine", fmt.Errorf("kernel: Run: confining the command with Landlock: %w", err))
+		}
+	}
+	dropCapabilities()
+	return status, nil
 }
 
 // enterDir makes dir the working directory as os/exec's child would with
@@ -471,7 +540,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	// the overlay, mounted afterwards, is writable.
 	ns := nsAttr{
 		Cloneflags: sandboxNS(cfg.network), Unshareflags: syscall.CLONE_NEWNS,
-		HostReadOnly: true, Writable: append([]string{tmp}, writable[2:]...), LoopbackUp: true,
+		HostReadOnly: !cfg.unconfined, Writable: append([]string{tmp}, writable[2:]...), LoopbackUp: true,
 	}
 	if userNS {
 		ns.Cloneflags |= syscall.CLONE_NEWUSER
@@ -501,6 +570,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		Root: f.Root(), Upper: upper, Work: work, UserXattr: opts.UserXattr,
 		Dir: dir, Path: path, Landlock: abi, Writable: writable,
 		StatDir: cmd.Dir != "" && cmd.SysProcAttr == nil, Caps: effectiveCaps(),
+		Nest: userNS && !hasCredential(cmd), UID: os.Geteuid(), GID: os.Getegid(),
 	}
 	c.Env = append(c.Env, RootEnv+"="+f.Root(), "TMPDIR="+tmpDir)
 	// Go's child makes the new namespace's mounts private (MS_REC|MS_PRIVATE)
@@ -533,6 +603,11 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		}
 	}
 	return importUpper(upper, f, opts, waitErr)
+}
+
+// hasCredential reports whether cmd sets its own user and groups.
+func hasCredential(cmd *exec.Cmd) bool {
+	return cmd.SysProcAttr != nil && cmd.SysProcAttr.Credential != nil
 }
 
 // hookFailure is the error of an overlay run whose hook failed before the

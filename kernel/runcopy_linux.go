@@ -53,7 +53,7 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	}
 	// The host is read-only in the command's mount namespace but for the
 	// run's directory (the copy, TMPDIR) and the extra writable paths.
-	namespaces := copyNamespaces(f.Root(), append([]string{tmp}, writable[2:]...), cfg.network)
+	namespaces := copyNamespaces(f.Root(), append([]string{tmp}, writable[2:]...), cfg.network, !cfg.unconfined)
 	if abi == 0 {
 		writable = nil
 	}

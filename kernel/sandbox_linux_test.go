@@ -183,6 +183,9 @@ func sandboxAttack(attack string, args []string) {
 			ipcErr = errno
 		}
 		fmt.Printf("msgget: %v\n", ipcErr)
+	case "id":
+		fmt.Printf("uid=%d gid=%d\n", os.Getuid(), os.Getgid())
+		fmt.Printf("chown a: %v\n", os.Lchown("a", 1234, 1234))
 	case "fd":
 		fd, _ := strconv.Atoi(args[0])
 		_, err := unix.Write(fd, []byte("pwned\n"))
@@ -785,4 +788,25 @@ func setImmutable(p string) error {
 		return err
 	}
 	return unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags|fsImmutableFl))
+}
+
+// TestSandboxIdentity: the command runs as the caller's own uid and gid in
+// every mode (in the overlay's user namespace too, through a nested one),
+// and a chown it may not make fails with EPERM, as in a plain run.
+func TestSandboxIdentity(t *testing.T) {
+	var uid int
+	sandboxMatrix(t, "id", func(t *testing.T, w sandboxWorld, call *sandboxCall, cmd *exec.Cmd, u int) {
+		uid = u
+	}, func(t *testing.T, r sandboxRun) {
+		if want := fmt.Sprintf("uid=%d gid=%d\n", uid, uid); !strings.Contains(r.out, want) {
+			t.Errorf("want %q", want)
+		}
+		want := "chown a: <nil>"
+		if uid != 0 {
+			want = "chown a: lchown a: operation not permitted"
+		}
+		if !strings.Contains(r.out, want) {
+			t.Errorf("want %q", want)
+		}
+	})
 }
