@@ -50,6 +50,9 @@ type runRequest struct {
 	// is mounted as its uid 0.
 	Nest     bool `json:"nest,omitempty"`
 	UID, GID int
+	// ChownEPERM: a chown to another owner fails with EPERM, as in a
+	// plain run of UID and GID, not EINVAL (see chownAsPlainRun).
+	ChownEPERM bool `json:"chowneperm,omitempty"`
 }
 
 // runStatus is written to the status pipe when the hook fails; a successful
@@ -158,6 +161,9 @@ func runHook(reqEnv string) {
 			fail("confine", fmt.Errorf("kernel: Run: confining the command with Landlock: %w", err))
 		}
 	}
+	if req.ChownEPERM {
+		chownAsPlainRun(req.UID, req.GID)
+	}
 	dropCapabilities()
 	closeOnExecFrom(req.StatusFD + 1)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
@@ -225,6 +231,9 @@ func hookInInit(reqEnv string, c *exec.Cmd) (*os.File, *runStatus) {
 		if err := confineSelf(req.Landlock, writable, passed); err != nil {
 			return fail("confine", fmt.Errorf("kernel: Run: confining the command with Landlock: %w", err))
 		}
+	}
+	if req.ChownEPERM {
+		chownAsPlainRun(req.UID, req.GID)
 	}
 	dropCapabilities()
 	return status, nil
@@ -572,6 +581,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		StatDir: cmd.Dir != "" && cmd.SysProcAttr == nil, Caps: effectiveCaps(),
 		Nest: userNS && !hasCredential(cmd), UID: os.Geteuid(), GID: os.Getegid(),
 	}
+	req.ChownEPERM = req.Nest && os.Geteuid() != 0
 	c.Env = append(c.Env, RootEnv+"="+f.Root(), "TMPDIR="+tmpDir)
 	// Go's child makes the new namespace's mounts private (MS_REC|MS_PRIVATE)
 	// after unshare(CLONE_NEWNS), so the overlay never propagates out.
