@@ -81,9 +81,16 @@ func confinement(cfg runConfig, m *Mode) (int, error) {
 			return 0, fmt.Errorf("kernel: Run: copy fallback without Landlock (%v) would leave the real root writable: %w", err, ErrUnconfined)
 		}
 		m.Reason = "Landlock unavailable: " + err.Error()
+		m.Missing = append(m.Missing, "writes confined to the root, TMPDIR and WithWritable paths (Landlock, Linux 5.13)")
 		return 0, nil
 	}
 	m.Confined, m.LandlockABI = true, abi
+	if abi < 5 {
+		m.Missing = append(m.Missing, "device ioctls only on the standard devices and terminals (Landlock ABI 5, Linux 6.10)")
+	}
+	if abi < 6 {
+		m.Missing = append(m.Missing, "signals and abstract unix sockets scoped to the command (Landlock ABI 6, Linux 6.12)")
+	}
 	return abi, nil
 }
 

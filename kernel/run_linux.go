@@ -424,6 +424,7 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 		if !errors.As(err, &me) {
 			return err
 		}
+		cfg.fallback = me.Error()
 	}
 	return runCopy(ctx, f, cmd, cfg)
 }
@@ -560,6 +561,11 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		writable = nil
 	}
 	if err := Materialize(f, upper, opts); err != nil {
+		if userNS && errors.Is(err, fs.ErrPermission) {
+			// A root the caller does not own: its upper cannot take the
+			// root's owner. The copy can run it.
+			return &mountFailed{fmt.Errorf("the root is not the caller's to mount over in a user namespace: %w", err)}
+		}
 		return err
 	}
 	exe, err := os.Executable()

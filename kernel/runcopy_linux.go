@@ -26,7 +26,7 @@ import (
 // Landlock and execs the command; the real root is checked unchanged
 // afterwards in any case.
 func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig) error {
-	mode := Mode{Kind: ModeCopy}
+	mode := Mode{Kind: ModeCopy, Fallback: cfg.fallback}
 	abi, err := confinement(cfg, &mode)
 	if err != nil {
 		return err

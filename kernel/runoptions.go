@@ -23,6 +23,7 @@ type runConfig struct {
 	unconfined bool
 	noLandlock bool // act as if the kernel had no Landlock (tests)
 	network    bool
+	fallback   string // why the overlay was not used, for the mode report
 	report     func(Mode)
 }
 

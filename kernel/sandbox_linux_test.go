@@ -810,3 +810,28 @@ func TestSandboxIdentity(t *testing.T) {
 		}
 	})
 }
+
+// TestSandboxForeignRoot: a root the caller does not own (root's, as
+// uid 65534) runs all the same: in the overlay if it can, else in the
+// copy, and the mode report says why.
+func TestSandboxForeignRoot(t *testing.T) {
+	sandboxMatrix(t, "id", func(t *testing.T, w sandboxWorld, call *sandboxCall, cmd *exec.Cmd, uid int) {
+		filepath.WalkDir(w.root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil {
+				os.Lchown(p, 0, 0)
+			}
+			return nil
+		})
+		if uid != 0 {
+			// The run's own files go beside, in a directory of its own.
+			call.Args = nil
+		}
+	}, func(t *testing.T, r sandboxRun) {
+		if !strings.Contains(r.out, "run error: <nil>") {
+			t.Errorf("Run failed")
+		}
+		if r.user == "uid65534" && r.mode == "overlay" && !strings.Contains(r.out, "; no overlay: ") && !strings.Contains(r.out, "mode kernel overlay") {
+			t.Errorf("fell back to the copy without saying why")
+		}
+	})
+}
