@@ -13,7 +13,8 @@ const (
 	// its user namespace (no new user namespace).
 	ModeOverlay ModeKind = iota + 1
 	// ModeOverlayUserNS is a kernel overlay mounted in a new user
-	// namespace (with userxattr), where the command runs as uid 0.
+	// namespace (with userxattr); the command runs as the caller's own
+	// uid and gid, in a user namespace nested in that one.
 	ModeOverlayUserNS
 	// ModeCopy is the copy fallback: the command runs in a temporary copy
 	// of the view.

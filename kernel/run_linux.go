@@ -339,8 +339,9 @@ func capsAtMost(caps uint64) (restore func()) {
 // executable (which links this package) in a new mount namespace (and,
 // when not root in the initial user namespace, a new user namespace that
 // maps the caller to uid 0, mounting with userxattr), mounts there and
-// execs cmd; afterwards it imports the upper dir. The command therefore
-// runs as root inside the user namespace in that mode.
+// starts cmd; afterwards it imports the upper dir. In that mode the
+// command runs as the caller's own uid and gid, in a user namespace
+// nested in the mounting one.
 //
 // Where no overlay can be mounted (no overlayfs, no privilege, no user
 // namespaces), or with [WithCopyFallback], Run copies the view into a
@@ -348,6 +349,12 @@ func capsAtMost(caps uint64) (restore func()) {
 // difference. Both ways give the same layer. The fallback is decided
 // before the command runs, except when the helper process fails to mount:
 // then a Stdin that is not an *os.File may already have been partly read.
+//
+// Sandbox: in every mode the command sees the host read-only but for the
+// root, its TMPDIR and the WithWritable paths, in a session, PID, UTS, IPC
+// and network namespace of its own (no network unless [WithNetwork]),
+// with nodev,nosuid mounts, no device creation and only its standard
+// descriptors and ExtraFiles (see the package doc, "Confinement").
 //
 // Confinement: in every mode the command runs under Landlock (Linux 5.13+,
 // no privileges needed) and may write only beneath the root as it sees
