@@ -53,6 +53,8 @@ type runRequest struct {
 	// ChownEPERM: a chown to another owner fails with EPERM, as in a
 	// plain run of UID and GID, not EINVAL (see chownAsPlainRun).
 	ChownEPERM bool `json:"chowneperm,omitempty"`
+	// KeepCaps: unconfined, the command keeps every capability.
+	KeepCaps bool `json:"keepcaps,omitempty"`
 }
 
 // runStatus is written to the status pipe when the hook fails; a successful
@@ -164,7 +166,9 @@ func runHook(reqEnv string) {
 	if req.ChownEPERM {
 		chownAsPlainRun(req.UID, req.GID)
 	}
-	dropCapabilities()
+	if !req.KeepCaps {
+		dropCapabilities()
+	}
 	closeOnExecFrom(req.StatusFD + 1)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
 	err := syscall.Exec(req.Path, os.Args[1:], env)
@@ -235,7 +239,9 @@ func hookInInit(reqEnv string, c *exec.Cmd) (*os.File, *runStatus) {
 	if req.ChownEPERM {
 		chownAsPlainRun(req.UID, req.GID)
 	}
-	dropCapabilities()
+	if !req.KeepCaps {
+		dropCapabilities()
+	}
 	return status, nil
 }
 
@@ -595,6 +601,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		Nest: userNS && !hasCredential(cmd), UID: os.Geteuid(), GID: os.Getegid(),
 	}
 	req.ChownEPERM = req.Nest && os.Geteuid() != 0
+	req.KeepCaps = cfg.unconfined
 	c.Env = append(c.Env, RootEnv+"="+f.Root(), "TMPDIR="+tmpDir)
 	// Go's child makes the new namespace's mounts private (MS_REC|MS_PRIVATE)
 	// after unshare(CLONE_NEWNS), so the overlay never propagates out.

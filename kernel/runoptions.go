@@ -59,9 +59,12 @@ func WithWritable(paths ...string) RunOption {
 	return func(c *runConfig) { c.writable = append(c.writable, paths...) }
 }
 
-// Unconfined runs the command without Landlock confinement: it may then
-// write anywhere its user may, and what it writes outside the root (as it
-// sees it) is neither captured nor undone. In the copy fallback that
+// Unconfined runs the command without Landlock confinement, with the
+// host writable in its mount namespace and, as root, with every
+// capability (mknod included): it may then write anywhere its user may,
+// and what it writes outside the root (as it sees it) is neither captured
+// nor undone. The namespaces (PID, UTS, IPC, network), the session and
+// the closed descriptors stay. In the copy fallback that
 // includes the real root; Run still detects such a change afterwards and
 // refuses to import the run.
 func Unconfined() RunOption {
