@@ -59,8 +59,8 @@ func BenchmarkRunVsBwrap(b *testing.B) {
 		})
 		b.Run("mode="+m.name+"/impl=bwrap", func(b *testing.B) {
 			for b.Loop() {
-				if err := bwrapCmd().Run(); err != nil {
-					b.Fatal(err)
+				if out, err := bwrapCmd().CombinedOutput(); err != nil {
+					b.Fatalf("bwrap: %v: %s", err, out)
 				}
 			}
 		})

@@ -219,9 +219,15 @@
 //
 // No process that Run starts outlives it: not when the command returns,
 // not when ctx is cancelled, not when the caller dies, even by SIGKILL.
-// Run starts a supervisor (this program again), which starts an init
-// process in a new PID namespace (inside the user namespace, when there
-// is one), which starts the command. When the command exits, init exits
+// Run starts an init process (this program again) in a new PID namespace
+// (inside the user namespace, when there is one), which starts the
+// command. init reads a pipe from the caller: at end of file (the caller
+// is gone) it exits; ctx kills it; either way the kernel kills the rest
+// of the namespace. init exits with the command's code; when the command
+// died of a signal (which the init of a PID namespace cannot die of
+// itself), Run's *exec.ExitError comes from this program started once
+// more to die of the same signal. Where no PID namespace can be made, a
+// supervisor starts first, as follows. When the command exits, init exits
 // and the kernel kills whatever the command left in the namespace. When
 // ctx is cancelled or the caller dies, the supervisor (which reads a pipe
 // from the caller) kills init, and the kernel does the rest; init and the

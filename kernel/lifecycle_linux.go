@@ -102,6 +102,10 @@ type superviseRequest struct {
 	// "/": a Dir the command cannot enter fails as os/exec fails for it
 	// ("fork/exec PROG"), not as a failure to start a supervisor.
 	Dir string `json:"dir,omitempty"`
+	// Direct: init was started by the caller itself, not by an outer
+	// supervisor. Its control pipe follows the result pipe (Files+2); it
+	// exits as the command did, but for a signal (see supervised.wait).
+	Direct bool `json:"direct,omitempty"`
 }
 
 // nsAttr is the namespace part of a SysProcAttr, applied to init.
@@ -157,6 +161,7 @@ type supervised struct {
 	cmd    *exec.Cmd
 	ctl    *os.File // write end of the control pipe
 	status *os.File // read end of the supervisors' status pipe
+	result *os.File // read end of init's result pipe, when started directly
 	path   string
 }
 
@@ -226,6 +231,9 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 	if len(req.Namespaces) == 0 {
 		req.Namespaces = fallback
 	}
+	if sup, err := startInitDirect(c, req, outer); sup != nil || err != nil {
+		return sup, err
+	}
 	reqEnv, err := encodeRequest(req)
 	if err != nil {
 		return nil, err
@@ -262,6 +270,86 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 	return &supervised{cmd: c, ctl: ctlW, status: statusR, path: req.Path}, nil
 }
 
+// startInitDirect starts init itself, in the first of req's namespaces
+// that can be made, with no outer supervisor: one start of this program
+// fewer. init watches a control pipe from the caller (end of file: the
+// caller is gone, and init exits, which kills the namespace), and ctx's
+// cancel kills it. It returns nil and no error where no namespace can be
+// made (then the outer supervisor runs the command directly, as a
+// subreaper) or none was asked for. outer holds the caller-side process
+// attributes (pidfd, cgroup).
+func startInitDirect(c *exec.Cmd, req superviseRequest, outer *syscall.SysProcAttr) (*supervised, error) {
+	if len(req.Namespaces) == 0 {
+		return nil, nil
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	resultR, resultW, err := os.Pipe()
+	if err != nil {
+		statusR.Close()
+		statusW.Close()
+		return nil, err
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		statusR.Close()
+		statusW.Close()
+		resultR.Close()
+		resultW.Close()
+		return nil, err
+	}
+	closeAll := func() {
+		for _, f := range []*os.File{statusR, statusW, resultR, resultW, ctlR, ctlW} {
+			f.Close()
+		}
+	}
+	initReq := req
+	initReq.Stage, initReq.Direct = "init", true
+	args, files, env := slices.Clip(c.Args), slices.Clip(c.ExtraFiles), slices.Clip(c.Env)
+	for _, ns := range req.Namespaces {
+		initReq.Namespaces = []nsAttr{ns}
+		initEnv, err := encodeRequest(initReq)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		// A copy of c, unstarted, keeps its context: cancelling kills init.
+		ic := new(exec.Cmd)
+		*ic = *c
+		ic.Path, ic.Args = req.Exe, append([]string{req.Exe}, args...)
+		ic.Dir, ic.Stdin, ic.Stdout, ic.Stderr = "/", c.Stdin, c.Stdout, c.Stderr
+		ic.ExtraFiles = append(files, statusW, resultW, ctlR)
+		ic.Env = append(env, superviseEnv+"="+initEnv)
+		ic.Cancel = func() error { return ic.Process.Kill() }
+		if ic.WaitDelay == 0 {
+			ic.WaitDelay = supervisorWaitDelay
+		}
+		ic.SysProcAttr = &syscall.SysProcAttr{
+			Cloneflags: ns.Cloneflags | syscall.CLONE_NEWPID, Unshareflags: ns.Unshareflags,
+			UidMappings: ns.UidMappings, GidMappings: ns.GidMappings,
+			GidMappingsEnableSetgroups: ns.GidMappingsEnableSetgroups,
+			AmbientCaps:                ns.AmbientCaps,
+			Pdeathsig:                  syscall.SIGKILL,
+			PidFD:                      outer.PidFD, UseCgroupFD: outer.UseCgroupFD, CgroupFD: outer.CgroupFD,
+		}
+		err = ic.Start()
+		if err == nil {
+			statusW.Close()
+			resultW.Close()
+			ctlR.Close()
+			return &supervised{cmd: ic, ctl: ctlW, status: statusR, result: resultR, path: req.Path}, nil
+		}
+		if !nsStartFailed(err) {
+			closeAll()
+			return nil, &startError{stage: "namespace", path: req.Path, err: fmt.Errorf("cannot start the PID namespace's init: %w", err)}
+		}
+	}
+	closeAll()
+	return nil, nil
+}
+
 // started waits until the command has started (the supervisors closed
 // their status pipe) and returns a *startError if it could not.
 func (s *supervised) started() error {
@@ -294,10 +382,37 @@ func (s *supervised) wait() error {
 	if s.ctl != nil {
 		s.ctl.Close()
 	}
+	if s.result != nil {
+		// init exits as the command did, but cannot die of a signal (the
+		// init of a PID namespace ignores its own): then the caller's
+		// error comes from a process that does.
+		b, _ := io.ReadAll(s.result)
+		s.result.Close()
+		if n, perr := strconv.ParseUint(string(b), 10, 32); perr == nil && startErr == nil {
+			if ws := unix.WaitStatus(n); ws.Signaled() {
+				err = diedOf(ws.Signal())
+			}
+		}
+	}
 	if startErr != nil {
 		return startErr
 	}
 	return err
+}
+
+// dieEnv makes this program die of the signal it names (see diedOf).
+const dieEnv = "COWFS_KERNEL_DIE"
+
+// diedOf is the error of a process killed by sig, as exec's Wait gives
+// it: this program started again to die of it.
+func diedOf(sig unix.Signal) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("kernel: Run: the command was killed by %v", sig)
+	}
+	c := exec.Command(exe)
+	c.Env = []string{dieEnv + "=" + strconv.Itoa(int(sig))}
+	return c.Run()
 }
 
 // superviseHook runs a supervisor stage in a re-executed binary. It never
@@ -482,6 +597,16 @@ func superviseOuter(req superviseRequest, status, ctl *os.File) {
 
 // superviseInit is PID 1 of the command's PID namespace.
 func superviseInit(req superviseRequest, status, result *os.File) {
+	if req.Direct {
+		// Started by the caller itself: end of file on the control pipe
+		// means the caller is gone; exiting kills the namespace.
+		syscall.CloseOnExec(req.Files + 2)
+		ctl := os.NewFile(uintptr(req.Files+2), "cowfs-supervisor-ctl")
+		go func() {
+			ctl.Read(make([]byte, 1))
+			exit(125)
+		}()
+	}
 	// The command's own view of processes: $$ and getpid() name entries of
 	// this /proc. Where the namespace cannot mount one (a container's
 	// /proc with masked paths refuses), the caller's stays.
@@ -518,7 +643,7 @@ func superviseInit(req superviseRequest, status, result *os.File) {
 			writeStatus(hookStatus, *s)
 			status.Close()
 			fmt.Fprint(result, uint32(125<<8)) // exited 125, as the hook did
-			exit(0)
+			exit(125)
 		}
 	}
 	if err := c.Start(); err != nil {
@@ -526,7 +651,7 @@ func superviseInit(req superviseRequest, status, result *os.File) {
 			writeStatus(hookStatus, newRunStatus("exec", err))
 			status.Close()
 			fmt.Fprint(result, uint32(125<<8))
-			exit(0)
+			exit(125)
 		}
 		reportStart(status, req.Fail, err)
 	}
@@ -538,6 +663,9 @@ func superviseInit(req superviseRequest, status, result *os.File) {
 	ws := reap(c.Process.Pid)
 	fmt.Fprint(result, uint32(ws))
 	// Exiting makes the kernel kill everything else in the namespace.
+	if req.Direct && ws.Exited() {
+		exit(ws.ExitStatus())
+	}
 	exit(0)
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -112,6 +113,10 @@ func (e *statusError) Unwrap() error { return e.errno }
 // its working directory (which now resolves through the overlay) and execs
 // the command. It never returns to the program's main.
 func init() {
+	if sig, ok := os.LookupEnv(dieEnv); ok {
+		n, _ := strconv.Atoi(sig)
+		dieOf(unix.Signal(n))
+	}
 	if req, ok := os.LookupEnv(superviseEnv); ok {
 		superviseHook(req)
 	}
