@@ -403,7 +403,8 @@ func capsAtMost(caps uint64) (restore func()) {
 //
 // Run does not start cmd itself: it runs a copy of cmd's Path, Args, Env,
 // Dir, Stdin, Stdout, Stderr and ExtraFiles; SysProcAttr is kept, with the
-// namespace flags added. When the command fails, its error (an
+// namespace flags added and Setsid forced (Setpgid, Setctty and
+// Foreground cleared: the command has a session of its own). When the command fails, its error (an
 // *exec.ExitError for a non-zero exit) is returned after its changes are
 // imported. ctx kills the command as exec.CommandContext does, and with
 // it everything the command started: no process of it outlives Run, nor
