@@ -22,7 +22,6 @@ import (
 	"github.com/cowfs/cowfs/overlayfs"
 )
 
-
 // killChildEnv, when set, makes the test binary a committing child of
 // TestCommitKill instead of running tests: it names a JSON file with the
 // root and the workload.
