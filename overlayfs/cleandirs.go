@@ -3,6 +3,7 @@ package overlayfs
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cowfs/cowfs/internal/relpath"
 	"github.com/tidwall/btree"
@@ -76,15 +77,18 @@ func (p pathMap) Delete(k string) (entry, bool) { return p.m.Delete(k) }
 //     see lowerCache.chains) the merged view is the lower's. The clear
 //     directories are closed under parent: a new entry at an ancestor of
 //     one is itself clear, and inserting it forgets every state.
-//   - dirBare: the layer has no entry directly in D either, so D/c needs
-//     no look at the layer. The root ("") has only this bit.
+//   - dirKnown: whether the layer has an entry directly in D is known,
+//     and dirBare says it has none: then D/c needs no look at the layer.
+//     The root ("") has only these bits.
 //
 // States are filled under the layer's read lock, by many goroutines (a
-// state lost to a racing fill is only knowledge lost), and taken away
-// under its write lock by an insertion, so a state read under either lock
-// is true of the entries.
+// state lost to a racing fill is only knowledge lost), and changed under
+// its write lock by an insertion, so a state read under either lock is
+// true of the entries. A removal never makes one wrong: it only makes a
+// directory barer than recorded.
 type dirStates struct {
-	m sync.Map // rel -> dirState
+	root atomic.Uint32 // the root's: names at the top cost no map lookup
+	m    sync.Map      // rel -> dirState, for the other directories
 }
 
 // dirState is what is known of a directory: see dirStates.
@@ -92,11 +96,15 @@ type dirState uint8
 
 const (
 	dirClear dirState = 1 << iota
+	dirKnown
 	dirBare
 )
 
 // get returns dir's state.
 func (s *dirStates) get(dir string) dirState {
+	if dir == "" {
+		return dirState(s.root.Load())
+	}
 	v, ok := s.m.Load(dir)
 	if !ok {
 		return 0
@@ -104,10 +112,19 @@ func (s *dirStates) get(dir string) dirState {
 	return v.(dirState)
 }
 
+// set sets dir's state.
+func (s *dirStates) set(dir string, st dirState) {
+	if dir == "" {
+		s.root.Store(uint32(st))
+		return
+	}
+	s.m.Store(strings.Clone(dir), st) // dir may be a slice of a whole name
+}
+
 // add adds bits to dir's state.
 func (s *dirStates) add(dir string, bits dirState) {
 	if st := s.get(dir); st&bits != bits {
-		s.m.Store(dir, st|bits)
+		s.set(dir, st|bits)
 	}
 }
 
@@ -116,11 +133,12 @@ func (s *dirStates) add(dir string, bits dirState) {
 func (s *dirStates) inserted(k string) {
 	if k == "" || s.get(k)&dirClear != 0 {
 		s.m.Clear()
+		s.root.Store(0)
 		return
 	}
 	dir := parent(k)
 	if st := s.get(dir); st&dirBare != 0 {
-		s.m.Store(dir, st&^dirBare)
+		s.set(dir, st&^dirBare)
 	}
 }
 
@@ -147,20 +165,25 @@ func (l *layer) clearDir(dir string) bool {
 }
 
 // noEntry reports whether the layer has no entry at rel, searching the
-// B-tree only when rel's directory is not known bare, and recording it
-// bare when the search finds no entry directly in it.
+// B-tree only when rel's directory is not known bare, and recording what
+// it finds of the directory when it is not known.
 // Callers hold l.mu (read or write).
 func (l *layer) noEntry(rel string) bool {
 	dir := parent(rel)
 	s := l.paths.st
-	if s.get(dir)&dirBare != 0 {
+	st := s.get(dir)
+	if st&dirBare != 0 {
 		return true
 	}
 	if _, ok := l.paths.Get(rel); ok {
 		return false
 	}
-	if l.bare(dir) {
-		s.add(dir, dirBare)
+	if st&dirKnown == 0 {
+		if l.bare(dir) {
+			s.add(dir, dirKnown|dirBare)
+		} else {
+			s.add(dir, dirKnown)
+		}
 	}
 	return true
 }
@@ -211,7 +234,9 @@ func (l *layer) fastLoc(op, name, abs string, follow bool) (at loc, ok bool, err
 		return loc{}, false, nil
 	}
 	dir := parent(rel)
-	if !l.lower().isChain(dir) || !l.clearDir(dir) {
+	c := l.lower()
+	d := c.dir(dir)
+	if d == nil || !l.clearDir(dir) {
 		return loc{}, false, nil
 	}
 	at = loc{name: name, inside: true, rel: rel, host: abs, visible: true}
@@ -220,7 +245,7 @@ func (l *layer) fastLoc(op, name, abs string, follow bool) (at loc, ok bool, err
 	}
 	var n node
 	if l.noEntry(rel) {
-		n, err = l.lowerLookup(rel, abs)
+		n, err = l.lowerIn(d, rel, abs)
 	} else {
 		n, err = l.lookupAt(rel, abs, true)
 	}

@@ -31,7 +31,13 @@ func (f *Fs) LstatIfPossible(name string) (fs.FileInfo, bool, error) {
 // the info of the node it ends at.
 func (l *layer) stat(op, name, abs string, follow bool) (fs.FileInfo, error) {
 	l.mu.RLock()
-	defer l.mu.RUnlock()
+	fi, err := l.statRLocked(op, name, abs, follow)
+	l.mu.RUnlock()
+	return fi, err
+}
+
+// statRLocked is stat under the read lock.
+func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, error) {
 	at, err := l.resolve(op, name, abs, follow)
 	if err != nil {
 		return nil, err
