@@ -21,6 +21,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cowfs/cowfs/internal/longtest"
 	"github.com/cowfs/cowfs/overlayfs"
 	"golang.org/x/sys/unix"
 )
@@ -693,10 +694,8 @@ func TestSandboxCleanupSymlink(t *testing.T) {
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	iterations := 25 // on disk, the old walk was caught within 25 in 3 runs of 3
-	if os.Getenv("COWFS_LONG") != "" {
-		iterations = 500
-	}
+	// On disk, the old walk was caught within 25 in 3 runs of 3.
+	iterations := longtest.N(25, 500)
 	const subs = 16
 	for i := range iterations {
 		dir := filepath.Join(tmp, fmt.Sprintf("cowfs-run-%d", i))
