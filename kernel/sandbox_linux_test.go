@@ -80,6 +80,19 @@ func report(what string, err error) {
 func sandboxAttack(attack string, args []string) {
 	switch attack {
 	case "mknod":
+		// The options of the mount the working directory (the root as the
+		// command sees it) lies on.
+		if wd, err := os.Getwd(); err == nil {
+			if ms, err := readMountinfo("/proc/self/mountinfo"); err == nil {
+				best, opts := "", ""
+				for _, m := range ms {
+					if within(m.mountPoint, wd) && len(m.mountPoint) >= len(best) {
+						best, opts = m.mountPoint, m.mountOptions
+					}
+				}
+				fmt.Printf("root mount options: %s\n", opts)
+			}
+		}
 		for _, d := range []struct {
 			name string
 			mode uint32
@@ -491,6 +504,11 @@ func wantRefused(t *testing.T, out, what string, errs ...string) {
 // nodev).
 func TestSandboxDeviceNode(t *testing.T) {
 	sandboxMatrix(t, "mknod", nil, func(t *testing.T, r sandboxRun) {
+		_, opts, _ := strings.Cut(r.out, "root mount options: ")
+		opts, _, _ = strings.Cut(opts, "\n")
+		if o := strings.Split(opts, ","); !slices.Contains(o, "nodev") || !slices.Contains(o, "nosuid") {
+			t.Errorf("the root's mount has options %q, want nodev and nosuid", opts)
+		}
 		wantRefused(t, r.out, "mknod chr", "operation not permitted", "permission denied")
 		wantRefused(t, r.out, "mknod blk", "operation not permitted", "permission denied")
 	})
