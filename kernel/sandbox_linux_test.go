@@ -205,6 +205,9 @@ func sandboxAttack(attack string, args []string) {
 	case "id":
 		fmt.Printf("uid=%d gid=%d\n", os.Getuid(), os.Getgid())
 		fmt.Printf("chown a: %v\n", os.Lchown("a", 1234, 1234))
+	case "tools":
+		wd, _ := os.Getwd()
+		fmt.Print(toolsProbe("sandbox", wd, args[0]))
 	case "fd":
 		fd, _ := strconv.Atoi(args[0])
 		_, err := unix.Write(fd, []byte("pwned\n"))
@@ -250,6 +253,19 @@ func sandboxCaller(reqJSON string) {
 			fmt.Println("raw terminal:", err)
 			return
 		}
+	}
+	if c.Attack == "tools" {
+		// The oracle: the same tools, plainly, on a copy of the root.
+		plain, err := os.MkdirTemp(filepath.Dir(c.Root), "plain-")
+		if err == nil {
+			err = exec.Command("cp", "-a", c.Root+"/.", plain).Run()
+		}
+		if err != nil {
+			fmt.Println("plain copy:", err)
+			return
+		}
+		fmt.Print(toolsProbe("plain", plain, args[0]))
+		os.RemoveAll(plain)
 	}
 	f, err := overlayfs.New(c.Root)
 	if err != nil {
@@ -869,6 +885,70 @@ func TestSandboxForeignRoot(t *testing.T) {
 		}
 		if r.user == "uid65534" && r.mode == "overlay" && !strings.Contains(r.out, "; no overlay: ") && !strings.Contains(r.out, "mode kernel overlay") {
 			t.Errorf("fell back to the copy without saying why")
+		}
+	})
+}
+
+// toolsProbe runs ownership-preserving tools in dir: tar x of archive
+// (entries owned by another user) and cp -a of the root's file a; one
+// line each, labelled, with the exit status and the errors (dir elided).
+func toolsProbe(label, dir, archive string) string {
+	var b strings.Builder
+	for _, c := range [][]string{
+		{"tar", "xf", archive, "-C", dir},
+		{"cp", "-a", filepath.Join(dir, "a"), filepath.Join(dir, "a2")},
+		{"chown", "1234", filepath.Join(dir, "a")},
+	} {
+		out, err := exec.Command(c[0], c[1:]...).CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			code = -1
+		}
+		msg := strings.ReplaceAll(strings.TrimSpace(string(out)), dir, "DIR")
+		fmt.Fprintf(&b, "%s %s: exit %d %q\n", label, c[0], code, msg)
+	}
+	return b.String()
+}
+
+// TestSandboxOwnershipTools: tar x of an archive owned by another user,
+// cp -a and chown behave in the sandbox as in a plain run of the same
+// user on a copy of the root (same exit status, same errors): as root
+// they keep the owners, unprivileged they fail or not as a plain run
+// does (EPERM, not the user namespace's EINVAL).
+func TestSandboxOwnershipTools(t *testing.T) {
+	for _, tool := range []string{"tar", "cp", "chown"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip(tool, " is not installed")
+		}
+	}
+	sandboxMatrix(t, "tools", func(t *testing.T, w sandboxWorld, call *sandboxCall, cmd *exec.Cmd, uid int) {
+		src := t.TempDir()
+		if err := os.WriteFile(filepath.Join(src, "owned"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		archive := filepath.Join(w.out, "foreign.tar")
+		if out, err := exec.Command("tar", "--owner=1234", "--group=1234", "-cf", archive, "-C", src, "owned").CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		os.Chmod(archive, 0o644)
+		old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+		os.Chtimes(w.out, old, old)
+		os.Chtimes(archive, old, old)
+		call.Args = []string{archive}
+	}, func(t *testing.T, r sandboxRun) {
+		var plain, sandbox []string
+		for _, line := range strings.Split(r.out, "\n") {
+			if rest, ok := strings.CutPrefix(line, "plain "); ok {
+				plain = append(plain, rest)
+			}
+			if rest, ok := strings.CutPrefix(line, "sandbox "); ok {
+				sandbox = append(sandbox, rest)
+			}
+		}
+		if len(plain) != 3 || !slices.Equal(plain, sandbox) {
+			t.Errorf("the sandbox differs from a plain run:\nplain:   %q\nsandbox: %q", plain, sandbox)
 		}
 	})
 }
