@@ -403,4 +403,3 @@ func TestRelAgreesWithFilepath(t *testing.T) {
 	}
 	t.Logf("%d names", n)
 }
-
