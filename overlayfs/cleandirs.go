@@ -79,8 +79,9 @@ func (p pathMap) Delete(k string) (entry, bool) { return p.m.Delete(k) }
 //     one is itself clear, and inserting it forgets every state.
 //   - dirKnown: whether the layer has an entry directly in D is known,
 //     and dirBare says it has none: then D/c needs no look at the layer.
-//     Where D has entries, the slot's kids, when set, are their names: a
-//     name not there needs no look at the layer either. The root ("")
+//     Where D has entries, the slot's kids, when set, are their names (a
+//     removal leaves a name there, which costs a search only): a name not
+//     there needs no look at the layer either. The root ("")
 //     has only these bits.
 //
 // States are filled under the layer's read lock, by many goroutines, by
@@ -178,9 +179,8 @@ func (s *dirStates) inserted(k string) {
 		d.st.Store(uint32(st &^ dirBare))
 	case kids != nil && len(*kids) < maxKids:
 		(*kids)[base(k)] = struct{}{} // no reader holds the lock: no one reads it now
-	default:
-		d.kids.Store(nil)
-		d.st.Store(uint32(st &^ dirKnown)) // the next look makes the set again
+	case kids != nil:
+		d.kids.Store(nil) // full: a B-tree search from now on
 	}
 }
 
