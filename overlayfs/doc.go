@@ -85,15 +85,18 @@
 //
 // An Fs is safe for concurrent use by many goroutines. Handles are too.
 // Mutations are serialized by one lock per root (per Fs, without
-// [WithRoot]); lower reads run in parallel, and a Stat or Lstat of a lower
-// name in a directory already known to hold no layer entry takes no lock
-// at all. Two goroutines racing on the first write or append to a lower
+// [WithRoot]); reads (Stat, Open for reading, listings) take it shared and
+// run in parallel. Two goroutines racing on the first write or append to a lower
 // file never lose bytes: the copy-up happens once, under the lock.
 //
 // The lower must not change while an Fs uses it: its directories are cached
 // as seen once. Commit checks every path it touches (see Commit), and a
-// Commit through one Fs of a family (an Fs and its forks) makes the others
-// drop what they saw of the lower before it returns.
+// Commit through one Fs of a family (an Fs and its forks) makes all of
+// them drop what they saw of the lower before it returns (as do Reset and
+// Restore). When the lower changes anyway, each answer is the lower's as
+// it was before the change or as it is after, and a listing of a
+// directory is what later lookups in it go by: a name a listing showed is
+// not denied after it.
 //
 // # Commit
 //
@@ -166,12 +169,16 @@
 //
 // # Where things live
 //
-// fs.go: [Fs], the layer type (one root's state and locks) and [New];
-// roots.go: [WithRoot] and the choice of a name's root; resolve.go: the
-// resolver (names to locations, symlinks in the merged view); cleandirs.go:
-// its fast path through directories recorded clean of layer entries, and
-// the index of layer files by name that opens for writing use; lookup.go:
-// one path in the merged view and the caches of the lower; node.go: the
+// fs.go: [Fs], the layer type (one root's state and locks), the family
+// (what an Fs and its forks share, the epoch of the lower among it) and
+// [New]; roots.go: [WithRoot] and the choice of a name's root; resolve.go:
+// the resolver, the only route from a name to a location (symlinks in the
+// merged view); cleandirs.go: the layer's entries (pathMap, wrapping the
+// B-tree), what they leave free per directory (dirStates), and the
+// resolver's one fast path (fastLoc) through real lower directories free
+// of layer entries; lookup.go: one path in the merged view and the one
+// cache of the lower (lowerCache, good for one epoch); the rules for
+// root-relative paths are package internal/relpath's; node.go: the
 // kinds, layer entries and merged-view nodes; blob.go: file contents;
 // layer.go: subtrees of the layer and root-relative path helpers;
 // copyup.go: copy-up of metadata, and of content when a write needs it;
