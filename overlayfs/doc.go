@@ -120,6 +120,18 @@
 // of the touched directories between those phases; then the journal is
 // removed. Every step can tell whether it already ran.
 //
+// The commit lock: from the conflict check to the journal's removal, a
+// Commit holds an exclusive flock on the root directory (no file is
+// added for it), in this process or another, through this Fs or any
+// other. Commits on one root therefore run one at a time, and one that
+// waited checks the tree the other left: it reports the conflict, never
+// loses an update. With several roots the locks are taken in the order of
+// the roots' paths. A journal on disk whose root nobody holds locked is
+// an interrupted commit's; [New] finding a journal while a commit holds
+// the lock waits for that commit instead, and [Recover] refuses, changing
+// nothing, with an error wrapping [ErrCommitInProgress]. (Without flock,
+// on Windows, commits are serialized within the process only.)
+//
 // Every write goes through an [os.Root] on the root, resolving one
 // component at a time, so no symlink, in the layer or swapped in on disk
 // before or during the commit, carries a write outside the root; such an
@@ -131,7 +143,8 @@
 // makes it (after), and removes the journal. [New] refuses a root that
 // holds a journal, with an error wrapping [ErrInterruptedCommit]. A commit
 // whose staging fails (a full disk, an I/O error, a read-only root: EROFS)
-// removes its journal and returns the error with the layer intact; a
+// removes its journal, puts back the root directory's modification
+// time, and returns the error with the layer intact; a
 // commit refused after its commit point leaves the journal for Recover.
 // Surviving power loss relies on the file system keeping fsynced
 // operations in order, as ext4, xfs and btrfs do.
@@ -187,7 +200,8 @@
 // and patch.go: [Fs.Changes], [Fs.ChangesBetween] and the git patch;
 // entries.go: [Fs.Layer] and [Fs.PutEntry]; extfile*.go: content kept by
 // reference; snapshot.go: [Fs.Snapshot], [Fs.Restore] and [Fs.Fork];
-// commit.go: [Fs.Commit] and its staging; conflicts.go: what the layer
+// commit.go: [Fs.Commit] and its staging; commitlock_*.go: the commit
+// lock; conflicts.go: what the layer
 // depends on in the lower, and Commit's conflict check; journal.go: the
 // commit journal and [Recover]; lowerstate.go: [LowerState]; iofs.go:
 // [Fs.IOFS]; errors.go: sentinels and error constructors; umask.go: the

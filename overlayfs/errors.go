@@ -57,6 +57,16 @@ func (specialFileError) Is(target error) bool { return target == errors.ErrUnsup
 // undoes that commit.
 var ErrInterruptedCommit = errors.New("overlayfs: interrupted commit")
 
+// ErrCommitInProgress is wrapped by the error of Recover on a root where a
+// Commit (in this process or another) holds the commit lock: its journal is
+// not interrupted, only unfinished. It matches [syscall.EBUSY] too.
+var ErrCommitInProgress error = commitBusyError{}
+
+type commitBusyError struct{}
+
+func (commitBusyError) Error() string         { return "overlayfs: a commit is in progress on the root" }
+func (commitBusyError) Is(target error) bool { return target == syscall.EBUSY }
+
 // errOtherRoot is the error of a write that a name inside one root of an
 // Fs reaches into another root (WithRoot) through a symlink or an alias:
 // that root's layer is written only through names the Fs gives to it, so
