@@ -64,7 +64,7 @@ var ErrCommitInProgress error = commitBusyError{}
 
 type commitBusyError struct{}
 
-func (commitBusyError) Error() string         { return "overlayfs: a commit is in progress on the root" }
+func (commitBusyError) Error() string        { return "overlayfs: a commit is in progress on the root" }
 func (commitBusyError) Is(target error) bool { return target == syscall.EBUSY }
 
 // errOtherRoot is the error of a write that a name inside one root of an
