@@ -84,6 +84,28 @@ func (otherRootError) Is(target error) bool {
 	return target == ErrOutsideRoot || target == fs.ErrPermission
 }
 
+// errOutsideRead is the error of a read outside the root under
+// DenyOutsideReads. It matches ErrOutsideRoot (and fs.ErrPermission) but
+// says what was refused: a read, not a write.
+var errOutsideRead error = outsideReadError{}
+
+type outsideReadError struct{}
+
+func (outsideReadError) Error() string { return "read outside the overlay root (DenyOutsideReads)" }
+
+func (outsideReadError) Is(target error) bool {
+	return target == ErrOutsideRoot || target == fs.ErrPermission
+}
+
+// outsideErr is the error of an open outside the root that the policy
+// refuses: a read's under DenyOutsideReads, a write's otherwise.
+func outsideErr(flag int) error {
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) == 0 {
+		return errOutsideRead
+	}
+	return ErrOutsideRoot
+}
+
 type outsideRootError struct{}
 
 func (outsideRootError) Error() string { return "write outside the overlay root" }

@@ -104,7 +104,7 @@ func (l *layer) statWalk(op, name, abs string, follow bool, seen *known) (fs.Fil
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return nil, pathErr(op, name, ErrOutsideRoot)
+			return nil, pathErr(op, name, errOutsideRead)
 		}
 		stat := os.Lstat
 		if follow {
@@ -327,7 +327,7 @@ func (l *layer) readlink(name, abs string) (string, error) {
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return "", pathErr("readlink", name, ErrOutsideRoot)
+			return "", pathErr("readlink", name, errOutsideRead)
 		}
 		t, err := os.Readlink(at.host)
 		return t, fixErr("", name, err)
