@@ -41,10 +41,19 @@
 // unless [AllowOutsideWrites] is given. This holds for names reaching
 // outside through "..", and through symlinks inside the root that point
 // outside it. Even with AllowOutsideWrites, the real root is never changed
-// from outside: a RemoveAll or Rename of a directory that holds a root
-// (RemoveAll(filepath.Dir(root)), "link-to-outside/.."), compared by
-// device and inode so bind mounts and other aliases count, fails before
-// anything is touched with a *fs.PathError or *os.LinkError wrapping
+// from outside. An outside name is resolved once, component by
+// component: one that reaches a root by any path (a symlink on the way or
+// at its end, a dangling symlink into the root, a bind mount) is written
+// in the layer, at the place it reaches. The write itself then acts on
+// exactly what was resolved (on Linux: opened with openat2's
+// RESOLVE_NO_SYMLINKS and O_NOFOLLOW, and changed through that
+// descriptor), so a component swapped for a symlink in between is never
+// followed by the kernel: the name is resolved again and the new
+// resolution decides. A RemoveAll or Rename of a directory that holds a
+// root (RemoveAll(filepath.Dir(root)), "link-to-outside/..") or whose tree
+// holds one or an alias of one or of one of its directories (a bind
+// mount), compared by device, inode and mount ID, fails before anything
+// is touched with a *fs.PathError or *os.LinkError wrapping
 // syscall.EBUSY, as the kernel refuses to remove or move a mount point in
 // use; a name inside one root that reaches another ([WithRoot]) through a
 // symlink or an alias is never written.
@@ -190,8 +199,10 @@
 // copyup.go: copy-up of metadata, and of content when a write needs it;
 // ops.go: Stat, Mkdir, Symlink, Readlink, Chmod, Chown, Chtimes, Remove and
 // RemoveAll; rootguard.go: outside writes that would remove or move a root;
+// outside_*.go: outside writes done on what the resolver decided;
 // alias.go, alias_*.go: names that reach a root by another path;
-// open.go and file.go: opening, and the handles; handles.go:
+// open.go and file.go: opening, and the handles (file.go's ReadFrom and
+// WriteTo follow os's copy_file_range path); handles.go:
 // how open handles follow renames and removals; readdir.go and info.go: merged
 // listings and FileInfo; readdir_*.go: reading a lower directory (getdents
 // and fstatat on Linux, os's calls elsewhere); namesort.go: the order of a
