@@ -399,7 +399,7 @@ func (l *layer) setMeta(op, name, abs string, outside func(host string) error, s
 	for tries := 0; !ok && err == nil; tries++ {
 		relook, oerr := metaOutside(at.host, outside)
 		if !relook || tries == maxRelook {
-			return fixErr("", name, oerr)
+			return fixErr(op, name, oerr)
 		}
 		at, ok, err = l.writeLoc(op, name, abs, true)
 	}

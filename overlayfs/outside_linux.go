@@ -25,6 +25,9 @@ const maxRelook = 8
 // openHost opens host without following any symlink on its way or at its
 // end.
 func openHost(host string, flag int, perm uint32) (int, error) {
+	if flag&(unix.O_CREAT|unix.O_TMPFILE) == 0 {
+		perm = 0 // openat2 refuses a mode it would not use (open ignores it)
+	}
 	for {
 		fd, err := unix.Openat2(unix.AT_FDCWD, host, &unix.OpenHow{
 			Flags:   uint64(flag | unix.O_NOFOLLOW | unix.O_CLOEXEC),
