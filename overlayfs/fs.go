@@ -74,6 +74,8 @@ type layer struct {
 	// lowerDirs caches the metadata of lower directories in which entries
 	// were created (what a new entry inherits from a setgid directory).
 	lowerDirs sync.Map // rel -> meta
+
+	q quotaState // what WithQuota counts (quota.go), under mu
 }
 
 // dropCaches forgets what was seen of the lower.
@@ -141,6 +143,8 @@ type options struct {
 	outsideReads  bool
 	umask         fs.FileMode
 	umaskSet      bool
+	quota         quota                       // WithQuota (quota.go)
+	faults        func(op, name string) error // WithFaults (faults.go)
 }
 
 // Option configures New.
@@ -257,6 +261,7 @@ func (l *layer) resetLocked() {
 	l.gen = l.fam.gen.Add(1)
 	l.deps = btree.NewMap[string, dep](32)
 	l.copied, l.copyIno = nil, nil // made at the first copy-up
+	l.q = quotaState{}
 	l.hmu.Lock()
 	l.bound, l.opened, l.orphan = bindings{}, nil, nil // made at the first use
 	l.hmu.Unlock()
