@@ -245,7 +245,12 @@ func (h *file) WriteAt(p []byte, off int64) (int, error) {
 	if !done {
 		h.fs.writeAt(b, p, off)
 	}
-	return len(p), full
+	if full != nil {
+		// As os.File.WriteAt: the bytes are written, but it drops the
+		// count of a pwrite cut short by an error.
+		return 0, full
+	}
+	return len(p), nil
 }
 
 func (h *file) WriteString(s string) (int, error) { return h.Write([]byte(s)) }
