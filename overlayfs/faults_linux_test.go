@@ -80,7 +80,9 @@ func runSteps(fsys afero.Fs, root string, steps []diffStep) []string {
 func writeSteps() []diffStep {
 	p := filepath.Join
 	return []diffStep{
-		{"atomicWrite", func(fsys afero.Fs, root string) (int, error) { return 0, atomicWrite(fsys, p(root, "f"), []byte("new")) }},
+		{"atomicWrite", func(fsys afero.Fs, root string) (int, error) {
+			return 0, atomicWrite(fsys, p(root, "f"), []byte("new"))
+		}},
 		{"mkdir", func(fsys afero.Fs, root string) (int, error) { return 0, fsys.Mkdir(p(root, "x"), 0o755) }},
 		{"mkdirall", func(fsys afero.Fs, root string) (int, error) { return 0, fsys.MkdirAll(p(root, "d/y/z"), 0o755) }},
 		{"remove", func(fsys afero.Fs, root string) (int, error) { return 0, fsys.Remove(p(root, "f")) }},
