@@ -37,6 +37,9 @@ import (
 // first N bytes are transferred (as the operation would), then the call
 // returns N and its Err. For other operations a ShortIO is its Err.
 //
+// WithFaults given more than once calls each injector in the order given;
+// the first error wins. A nil inject is ignored.
+//
 // inject is called from the goroutine doing the operation, without any
 // lock of the Fs held, so it may use the Fs (and must be safe for
 // concurrent use if the Fs is). Handles wrap the overlay's own when
@@ -45,7 +48,21 @@ import (
 // records an injected failure like any other outcome, since it sees the
 // error the Fs returns.
 func WithFaults(inject func(op, name string) error) Option {
-	return func(o *options) { o.faults = inject }
+	return func(o *options) {
+		prev := o.faults
+		switch {
+		case inject == nil:
+		case prev == nil:
+			o.faults = inject
+		default:
+			o.faults = func(op, name string) error {
+				if err := prev(op, name); err != nil {
+					return err
+				}
+				return inject(op, name)
+			}
+		}
+	}
 }
 
 // ShortIO, returned by a [WithFaults] injector for a "read" or "write",
