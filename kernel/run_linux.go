@@ -407,7 +407,8 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		return err
 	}
 	defer done() // removes it, though the kernel leaves work/work with mode 0
-	base, release, err := quotaDir(f, tmp) // WithQuota: a tmpfs of its size (quota_linux.go)
+	// WithQuota: the upper on a tmpfs of the quota's size (quota_linux.go).
+	base, release, err := quotaDir(f, tmp)
 	if err != nil {
 		return err
 	}
