@@ -16,7 +16,6 @@ package overlayfs_test
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -156,47 +155,6 @@ func quotaErrClass(err error) string {
 		return e.Error()
 	}
 	return "other: " + err.Error()
-}
-
-// treeOf describes the tree under dir as fsys shows it.
-func treeOf(t testing.TB, fsys afero.Fs, dir string) string {
-	t.Helper()
-	var sb strings.Builder
-	err := afero.Walk(fsys, dir, func(p string, fi fs.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := fsys.(afero.LinkReader).ReadlinkIfPossible(p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(&sb, "%s -> %s\n", rel, target)
-		case fi.IsDir():
-			fmt.Fprintf(&sb, "%s/\n", rel)
-		default:
-			data, err := afero.ReadFile(fsys, p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(&sb, "%s %d %x\n", rel, fi.Size(), crc(data))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sb.String()
-}
-
-func crc(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h = (h ^ uint64(c)) * 1099511628211
-	}
-	return h
 }
 
 // TestQuotaTmpfsDifferential runs random sequences on WithQuota and on a
