@@ -16,10 +16,12 @@ package overlayfs_test
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -248,4 +250,65 @@ func quotaSequence(t *testing.T, seed uint64, tally *quotaTally) error {
 		return fmt.Errorf("reset: overlay counts %+v", got)
 	}
 	return nil
+}
+
+// TestQuotaConcurrent: goroutines append, create and remove under one
+// quota at once. The count never passes the limit, and equals what a
+// real tmpfs holding the final tree (copied into it) says it holds.
+func TestQuotaConcurrent(t *testing.T) {
+	mem := mountTmpfs(t, "size=64m")
+	lower := t.TempDir()
+	const limit = 40 * 4096
+	ov, err := overlayfs.New(lower, overlayfs.WithQuota(limit, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			name := filepath.Join(lower, fmt.Sprintf("f%d", g))
+			for i := range 50 {
+				fh, err := ov.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+				if err != nil {
+					continue
+				}
+				fh.Write(make([]byte, 1000+i*37))
+				fh.Close()
+				if u := ov.Usage(); u.Bytes > limit {
+					t.Errorf("usage %+v passes the limit %d", u, limit)
+				}
+				d := filepath.Join(lower, fmt.Sprintf("d%d-%d", g, i%5))
+				if i%2 == 0 {
+					ov.Mkdir(d, 0o755)
+				} else {
+					ov.Remove(d)
+				}
+				if i%17 == 16 {
+					ov.Remove(name)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// The oracle: the final tree written into a real tmpfs.
+	err = afero.Walk(ov, lower, func(p string, fi fs.FileInfo, err error) error {
+		if err != nil || p == lower {
+			return err
+		}
+		dst := filepath.Join(mem, strings.TrimPrefix(p, lower+"/"))
+		if fi.IsDir() {
+			return os.Mkdir(dst, 0o755)
+		}
+		data, err := afero.ReadFile(ov, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, got := tmpfsUsage(t, mem), ov.Usage(); want != got {
+		t.Errorf("a tmpfs holding the final tree holds %+v; the overlay counts %+v", want, got)
+	}
 }
