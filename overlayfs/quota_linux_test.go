@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cowfs/cowfs/internal/longtest"
 	"github.com/cowfs/cowfs/overlayfs"
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
@@ -162,10 +163,7 @@ func quotaErrClass(err error) string {
 // TestQuotaTmpfsDifferential runs random sequences on WithQuota and on a
 // real tmpfs of the same size: 100 by default, 1,000 with COWFS_LONG=1.
 func TestQuotaTmpfsDifferential(t *testing.T) {
-	n := 100
-	if os.Getenv("COWFS_LONG") == "1" {
-		n = 1000
-	}
+	n := longtest.N(100, 1000)
 	mountTmpfs(t, "size=4k") // skips without privileges
 	divergences := 0
 	var tally quotaTally
