@@ -88,6 +88,18 @@
 // COWFS_ROOT tells the command where the root is (in both modes); in copy
 // mode the root's real path is not redirected, and writes to it fail.
 //
+// An Fs made with [overlayfs.WithQuota] bounds the command too: in overlay
+// mode the upper and work directories go on a tmpfs mounted with the
+// quota's size= and nr_inodes= (plus the few inodes and the page Run keeps
+// there itself), so a command that fills it sees ENOSPC and short writes
+// as on a full disk, and the layer imports what it managed to write
+// (TestRunQuota compares it with a plain run in a real tmpfs). The upper
+// holds the whole layer, as the quota counts it; whiteouts are inodes on
+// the tmpfs (the quota does not count them). Mounting the tmpfs needs
+// CAP_SYS_ADMIN: without it Run with a quota fails rather than run the
+// command unbounded. The copy fallback does not bound the command; the
+// layer counts what it imported.
+//
 // # Confinement
 //
 // In every mode Run confines the command with Landlock (Linux 5.13+, no

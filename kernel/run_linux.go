@@ -407,7 +407,13 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		return err
 	}
 	defer done() // removes it, though the kernel leaves work/work with mode 0
-	upper, work := filepath.Join(tmp, "upper"), filepath.Join(tmp, "work")
+	// WithQuota: the upper on a tmpfs of the quota's size (quota_linux.go).
+	base, release, err := quotaDir(f, tmp)
+	if err != nil {
+		return err
+	}
+	defer release()
+	upper, work := filepath.Join(base, "upper"), filepath.Join(base, "work")
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return err
 	}

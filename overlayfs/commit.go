@@ -578,7 +578,7 @@ func (l *layer) settleLocked(k string, e entry) {
 		l.recordDepLocked(k)
 		return
 	}
-	l.paths.Delete(k)
+	l.deleteEntry(k)
 	// The lower at and below k is now what the layer said: nothing there is
 	// a dependency any more.
 	var stale []string

@@ -90,6 +90,32 @@
 // [ErrSpecialFile], leaving it as it is, rather than turn it into a
 // regular file.
 //
+// # Quotas and injected faults
+//
+// [WithQuota](bytes, inodes) makes the layer fill up as a tmpfs mounted
+// with size=bytes,nr_inodes=inodes+1 would (tmpfs counts its root, the
+// layer's root is not counted): file data in 4 KiB pages, a page for
+// every 4 KiB block written (holes take none), a copied-up file at its
+// whole size; an inode per file, directory, symlink, FIFO or socket the
+// layer holds (whiteouts take none); a symlink target longer than 128
+// bytes takes a page. A write past the limit writes what fits and fails
+// with ENOSPC (a short write; WriteAt then returns 0, as os.File.WriteAt
+// does); a create past the inode limit fails with ENOSPC. Truncate,
+// Remove, RemoveAll, Reset and Commit free; Snapshot and Restore save and
+// restore the count; a Fork counts on its own; [Fs.Usage] reports it.
+// A test checks all of it against a real tmpfs after every operation.
+//
+// [WithFaults](inject) calls inject(op, name) before each operation, op
+// as os spells *fs.PathError.Op: open, stat, lstat, mkdir, remove
+// (Remove and RemoveAll), rename, symlink, link (given the new name),
+// readlink, chmod, chown, chtimes; on handles read, write, seek, stat,
+// readdirent, sync, truncate, close. A non-nil error is returned in os's
+// shape (an *fs.PathError, or an *os.LinkError for rename, symlink and
+// link, wrapping it) and the operation has no effect; a [ShortIO] makes a
+// read or write move N bytes first. Handles are wrapped only when
+// WithFaults is given: without either option neither costs anything but
+// a nil check (BenchmarkOptionCost).
+//
 // # Concurrency
 //
 // An Fs is safe for concurrent use by many goroutines. Handles are too.
@@ -224,6 +250,9 @@
 // commit journal and [Recover]; lowerstate.go: [LowerState]; iofs.go:
 // [Fs.IOFS]; errors.go: sentinels and error constructors; umask.go: the
 // umask and owner of new entries, read at the first creation; clock.go:
-// the times of changes; sys_*.go,
+// the times of changes; quota.go: [WithQuota], [Fs.Usage] and the
+// counting (its hooks: newBlobLocked, dropBlobLocked, setEntry and
+// deleteEntry, the write, truncate and O_TRUNC paths, the creates);
+// faults.go: [WithFaults], [ShortIO] and the handle wrapper; sys_*.go,
 // device_*.go, mknod_*.go: what differs by platform.
 package overlayfs

@@ -35,8 +35,12 @@ func (f *Fs) Create(name string) (afero.File, error) {
 // touched opens read-only on the lower (blocking for a writer, as os
 // does); any other open of a FIFO fails with ErrSpecialFile.
 func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, error) {
+	if err := f.fault("open", name); err != nil {
+		return nil, err
+	}
 	g, abs := f.pick(name)
-	return g.openFile(name, abs, flag, perm)
+	h, err := g.openFile(name, abs, flag, perm)
+	return f.faulty(h, name, err)
 }
 
 func (l *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
@@ -153,6 +157,9 @@ func (l *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint
 	if !n.exists() {
 		m := l.newMeta(perm & permBits &^ l.creator().umask)
 		l.inheritLocked(rel, &m, false)
+		if err := l.inodeQuotaLocked(); err != nil {
+			return 0, nil, err
+		}
 		b := &blob{meta: m}
 		ino := l.newBlobLocked(b)
 		l.paths.Set(rel, entry{kind: kindFile, ino: ino})
@@ -178,6 +185,7 @@ func (l *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint
 // shared one is replaced, its content not copied. Handles on ino read the
 // blob of the layer, so none still sees the old bytes, as with one inode.
 func (l *layer) truncLocked(ino uint64, b *blob) *blob {
+	l.resizeQuotaLocked(ino, b.len(), 0)
 	if b.gen != l.gen {
 		b = &blob{meta: b.meta, gen: l.gen}
 		l.blobs.Set(ino, b)

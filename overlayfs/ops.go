@@ -11,12 +11,18 @@ import (
 
 // Stat returns the FileInfo of name, following symlinks, as os.Stat does.
 func (f *Fs) Stat(name string) (fs.FileInfo, error) {
+	if err := f.fault("stat", name); err != nil {
+		return nil, err
+	}
 	g, abs := f.pick(name)
 	return g.stat("stat", name, abs, true)
 }
 
 // Lstat returns the FileInfo of name without following a final symlink.
 func (f *Fs) Lstat(name string) (fs.FileInfo, error) {
+	if err := f.fault("lstat", name); err != nil {
+		return nil, err
+	}
 	g, abs := f.pick(name)
 	return g.stat("lstat", name, abs, false)
 }
@@ -109,6 +115,9 @@ func (l *layer) checkWrite(op, name string, at loc, err error) (loc, bool, error
 
 // Mkdir creates a directory in the layer.
 func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
+	if err := f.fault("mkdir", name); err != nil {
+		return err
+	}
 	g, abs := f.pick(name)
 	return g.mkdir(name, abs, perm)
 }
@@ -140,7 +149,10 @@ func (l *layer) mkdir(name, abs string, perm fs.FileMode) error {
 	l.inheritLocked(at.rel, &m, true)
 	e := withAttrs(kindDir, m, "")
 	e.opaque = true
-	l.paths.Set(at.rel, e)
+	if err := l.inodeQuotaLocked(); err != nil {
+		return nameErr("mkdir", name, err)
+	}
+	l.setEntry(at.rel, e)
 	return nil
 }
 
@@ -214,6 +226,9 @@ func (f *Fs) MkdirAll(path string, perm fs.FileMode) error {
 // SymlinkIfPossible implements afero.Linker: it creates newname as a
 // symlink to oldname in the layer.
 func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
+	if err := f.faultLink("symlink", oldname, newname); err != nil {
+		return err
+	}
 	g, abs := f.pick(newname)
 	return g.symlink(oldname, newname, abs)
 }
@@ -249,12 +264,18 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 	}
 	m := l.newMeta(fs.ModePerm)
 	l.inheritLocked(at.rel, &m, false)
-	l.paths.Set(at.rel, withAttrs(kindSymlink, m, oldname))
+	if err := l.symlinkQuotaLocked(oldname); err != nil {
+		return asLinkErr("symlink", oldname, newname, err)
+	}
+	l.setEntry(at.rel, withAttrs(kindSymlink, m, oldname))
 	return nil
 }
 
 // ReadlinkIfPossible implements afero.LinkReader.
 func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
+	if err := f.fault("readlink", name); err != nil {
+		return "", err
+	}
 	g, abs := f.pick(name)
 	return g.readlink(name, abs)
 }
@@ -329,6 +350,9 @@ func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
 }
 
 func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(m *meta, isDir bool)) error {
+	if err := f.fault(op, name); err != nil {
+		return err
+	}
 	g, abs := f.pick(name)
 	return g.setMeta(op, name, abs, outside, set)
 }
@@ -371,7 +395,7 @@ func (l *layer) setMeta(op, name, abs string, outside func(host string) error, s
 		set(&a.meta, e.kind == kindDir)
 		e.attrs = &a
 	}
-	l.paths.Set(at.rel, e)
+	l.setEntry(at.rel, e)
 	return nil
 }
 
@@ -383,6 +407,9 @@ func (l *layer) newMeta(perm fs.FileMode) meta {
 
 // Remove removes a file, symlink or empty directory, as os.Remove.
 func (f *Fs) Remove(name string) error {
+	if err := f.fault("remove", name); err != nil {
+		return err
+	}
 	g, abs := f.pick(name)
 	return g.remove(name, abs)
 }
@@ -440,6 +467,9 @@ func (l *layer) remove(name, abs string) error {
 // RemoveAll removes name and everything below it, as os.RemoveAll: a
 // missing name is not an error.
 func (f *Fs) RemoveAll(name string) error {
+	if err := f.fault("remove", name); err != nil {
+		return err
+	}
 	g, abs := f.pick(name)
 	return g.removeAll(name, abs)
 }
@@ -603,5 +633,5 @@ func (l *layer) whiteoutLocked(rel string, visible bool, n node) {
 	if low.kind == kindDir {
 		l.dependBelowLocked(rel)
 	}
-	l.paths.Set(rel, entry{kind: kindWhiteout})
+	l.setEntry(rel, entry{kind: kindWhiteout})
 }
