@@ -40,8 +40,9 @@
 // bookkeeping xattrs (origin, impure, uuid, nlink, ...) are skipped. An
 // upper that uses redirect_dir or metacopy cannot be expressed as a layer
 // and is refused, before anything changes, with [ErrRedirect] or
-// [ErrMetacopy]. The upper root's own metadata is not imported: a layer has
-// no entry for the root.
+// [ErrMetacopy]; Run's own import follows directory redirects (see
+// Directory renames below). The upper root's own metadata is not
+// imported: a layer has no entry for the root.
 //
 // # Mounting
 //
@@ -59,6 +60,24 @@
 //
 // The lower must not change while it is mounted: the kernel's behaviour is
 // then undefined.
+//
+// # Directory renames
+//
+// A command that renames a directory the root already has (rename(2) of a
+// lower or merged directory: python's os.rename, Go's os.Rename, mv) works
+// in overlay mode when Run mounts as root in the initial user namespace:
+// Run's own mount (not [Mount], whose default stays as above) uses
+// redirect_dir=on, the kernel records the rename as a
+// trusted.overlay.redirect xattr on the renamed directory's upper copy,
+// and Run's import follows it as the kernel's lookup does: it moves the
+// lower subtree to the new name in the layer (the overlayfs Rename, file
+// contents stay lazy references to the lower), then stacks the upper's
+// own changes on it. The layer is the same as the copy mode's and the
+// in-process Fs's for the same command. The kernel refuses redirect_dir=on
+// together with userxattr, so in an unprivileged user namespace
+// ([ModeOverlayUserNS]) such a rename still fails with EXDEV, as it does
+// across filesystems: mv copes by copying, os.Rename does not; use the
+// copy mode ([WithCopyFallback]) for such commands there.
 //
 // # Running commands
 //
@@ -244,7 +263,7 @@
 // [RunOption]s (how Run behaves) and the environment variables Run reads
 // or sets; mode.go: [Mode], how Run ran a command; errors.go: the
 // sentinels. materialize_linux.go with plan_linux.go: [Materialize];
-// import_linux.go: [Import]; special_linux.go: FIFOs, sockets and devices
+// import_linux.go: [Import], with redirect_linux.go for Run's directory renames; special_linux.go: FIFOs, sockets and devices
 // in a layer; mount_linux.go: [Mount]; oci_linux.go: the OCI layer tar;
 // run_linux.go: [Run] and its re-executed helper; runcopy_linux.go: Run's
 // copy fallback; landlock_linux.go: confinement; lifecycle_linux.go and

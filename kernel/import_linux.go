@@ -38,26 +38,40 @@ import (
 // while applying (a file unreadable halfway) leaves f with part of the
 // upper applied; take an [overlayfs.Fs.Snapshot] first to roll back.
 func Import(upper string, f *overlayfs.Fs, opts Options) error {
-	return importAs(upper, upper, f, opts, nil)
+	return importAs(upper, upper, f, opts, nil, false)
 }
 
 // importAs is Import naming skipped paths under shown instead of upper
 // (Run names them where the command made them, in the root), and taking
-// the modes in modes (see makeReadable) over those it finds.
-func importAs(upper, shown string, f *overlayfs.Fs, opts Options, modes map[string]fs.FileMode) error {
+// the modes in modes (see makeReadable) over those it finds. With follow,
+// directory redirects (Run's redirect_dir=on mount) are followed as the
+// kernel follows them: see redirect_linux.go.
+func importAs(upper, shown string, f *overlayfs.Fs, opts Options, modes map[string]fs.FileMode, follow bool) error {
 	root, err := os.OpenRoot(upper)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	entries, skips, err := scanUpper(upper, shown, opts, modes)
+	entries, skips, err := scanUpper(upper, shown, opts, modes, follow)
+	if err != nil {
+		return err
+	}
+	staged, err := stageRedirects(upper, f, entries)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
+		if e.redirect != "" {
+			if err := staged.place(f, e); err != nil {
+				return err
+			}
+		}
 		if err := applyUpperEntry(root, upper, f, e); err != nil {
 			return err
 		}
+	}
+	if err := staged.done(); err != nil {
+		return err
 	}
 	if err := importRoot(upper, f, modes); err != nil {
 		return err
@@ -101,12 +115,13 @@ type upperEntry struct {
 	size     int64
 	target   string
 	opaque   bool
+	redirect string // a directory's redirect xattr, where followed
 }
 
 // scanUpper walks upper parent-first, in bytewise order within each
 // directory, checking every entry before anything is applied. Entries a
 // layer cannot hold are left out, each with an error in skips.
-func scanUpper(upper, shown string, opts Options, modes map[string]fs.FileMode) (out []upperEntry, skips []error, err error) {
+func scanUpper(upper, shown string, opts Options, modes map[string]fs.FileMode, follow bool) (out []upperEntry, skips []error, err error) {
 	prefix := opts.xattrPrefix()
 	xbuf := make([]byte, 1024)
 	err = filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
@@ -172,7 +187,16 @@ func scanUpper(upper, shown string, opts Options, modes map[string]fs.FileMode) 
 			}
 			switch key {
 			case "redirect":
-				return &fs.PathError{Op: "import", Path: p, Err: ErrRedirect}
+				if !follow || e.typ != overlayfs.EntryDir {
+					return &fs.PathError{Op: "import", Path: p, Err: ErrRedirect}
+				}
+				v, err := getXattr(p, name)
+				if err != nil {
+					return err
+				}
+				if e.redirect = string(v); !validRedirect(e.redirect) {
+					return &fs.PathError{Op: "import", Path: p, Err: fmt.Errorf("%w: invalid redirect %q", ErrRedirect, v)}
+				}
 			case "metacopy":
 				return &fs.PathError{Op: "import", Path: p, Err: ErrMetacopy}
 			case "opaque":
@@ -184,6 +208,9 @@ func scanUpper(upper, shown string, opts Options, modes map[string]fs.FileMode) 
 				// hides the lower.
 				e.opaque = e.typ == overlayfs.EntryDir && bytes.Equal(v, []byte("y"))
 			}
+		}
+		if e.opaque {
+			e.redirect = "" // the kernel stops at an opaque directory before it reads a redirect
 		}
 		out = append(out, e)
 		return nil
