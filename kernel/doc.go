@@ -263,8 +263,8 @@
 // [RunOption]s (how Run behaves) and the environment variables Run reads
 // or sets; mode.go: [Mode], how Run ran a command; errors.go: the
 // sentinels. materialize_linux.go with plan_linux.go: [Materialize];
-// import_linux.go: [Import], with redirect_linux.go for Run's directory renames; special_linux.go: FIFOs, sockets and devices
-// in a layer; mount_linux.go: [Mount]; oci_linux.go: the OCI layer tar;
+// import_linux.go: [Import]; redirect_linux.go: Run's import of directory
+// renames; special_linux.go: FIFOs, sockets and devices in a layer; mount_linux.go: [Mount]; oci_linux.go: the OCI layer tar;
 // run_linux.go: [Run] and its re-executed helper; runcopy_linux.go: Run's
 // copy fallback; landlock_linux.go: confinement; lifecycle_linux.go and
 // owner_linux.go: the supervisors and owner records that let [Cleanup]
