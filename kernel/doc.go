@@ -44,6 +44,13 @@
 // Directory renames below). The upper root's own metadata is not
 // imported: a layer has no entry for the root.
 //
+// Content the layer keeps by reference never changes afterwards: a file of
+// 1 MiB or more is imported as a private copy (a reflink where the
+// filesystem can, else a sparse copy into an unlinked file), unless it is
+// Run's own (its upper or copy, the command gone) and has one link. A
+// command's output hard-linked into a [WithWritable] directory has two,
+// and is copied: writing the linked name later leaves the layer as it was.
+//
 // # Mounting
 //
 // Mount always pins index=off, metacopy=off and redirect_dir=nofollow, so
@@ -264,7 +271,7 @@
 // or sets; mode.go: [Mode], how Run ran a command; errors.go: the
 // sentinels. materialize_linux.go with plan_linux.go: [Materialize];
 // import_linux.go: [Import]; redirect_linux.go: Run's import of directory
-// renames; special_linux.go: FIFOs, sockets and devices in a layer; mount_linux.go: [Mount]; oci_linux.go: the OCI layer tar;
+// renames; private_linux.go: content kept by reference; special_linux.go: FIFOs, sockets and devices in a layer; mount_linux.go: [Mount]; oci_linux.go: the OCI layer tar;
 // run_linux.go: [Run] and its re-executed helper; runcopy_linux.go: Run's
 // copy fallback; landlock_linux.go: confinement; lifecycle_linux.go and
 // owner_linux.go: the supervisors and owner records that let [Cleanup]

@@ -23,11 +23,16 @@ import (
 // directory below unless it carries the opaque xattr of the namespace opts
 // selects. Whiteouts of paths the view does not have are skipped. The
 // kernel's bookkeeping xattrs (origin, impure, uuid, nlink, ...) are
-// ignored. Files of 1 MiB or more are kept by reference (see
-// [overlayfs.Fs.PutEntry]), not read: importing a sparse or large file
-// costs memory for the data the layer later reads, not for its size, and
-// the upper may be removed afterwards. The upper root's own mode and owner, where they differ from the
-// view's root, become the layer's entry for the root (".").
+// ignored. Files of 1 MiB or more are not read into memory: Import keeps
+// a private copy of each, an unlinked file (a reflink where the upper's
+// filesystem can, else a sparse copy, beside the upper or in the temporary
+// directory), by reference (see [overlayfs.Fs.PutEntry]). Importing a
+// sparse or large file costs memory for the data the layer later reads,
+// not for its size, and the upper may be changed or removed afterwards
+// without changing the layer. (Run's own import keeps its upper's files
+// themselves where they have one link: nothing else can reach them.) The
+// upper root's own mode and owner, where they differ from the view's
+// root, become the layer's entry for the root (".").
 //
 // Import checks the whole upper before it changes f: an upper that uses
 // redirect_dir or metacopy, which a layer cannot express, is refused with
@@ -43,16 +48,18 @@ func Import(upper string, f *overlayfs.Fs, opts Options) error {
 
 // importAs is Import naming skipped paths under shown instead of upper
 // (Run names them where the command made them, in the root), and taking
-// the modes in modes (see makeReadable) over those it finds. With follow,
-// directory redirects (Run's redirect_dir=on mount) are followed as the
-// kernel follows them: see redirect_linux.go.
-func importAs(upper, shown string, f *overlayfs.Fs, opts Options, modes map[string]fs.FileMode, follow bool) error {
+// the modes in modes (see makeReadable) over those it finds. run says the
+// upper is Run's own (in its private temporary directory, its command
+// gone): directory redirects (Run's redirect_dir=on mount) are followed as
+// the kernel follows them (see redirect_linux.go), and a large file with
+// one link is kept by reference, not copied (see privateContent).
+func importAs(upper, shown string, f *overlayfs.Fs, opts Options, modes map[string]fs.FileMode, run bool) error {
 	root, err := os.OpenRoot(upper)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	entries, skips, err := scanUpper(upper, shown, opts, modes, follow)
+	entries, skips, err := scanUpper(upper, shown, opts, modes, run)
 	if err != nil {
 		return err
 	}
@@ -66,7 +73,7 @@ func importAs(upper, shown string, f *overlayfs.Fs, opts Options, modes map[stri
 				return err
 			}
 		}
-		if err := applyUpperEntry(root, upper, f, e); err != nil {
+		if err := applyUpperEntry(root, upper, f, e, run); err != nil {
 			return err
 		}
 	}
@@ -271,8 +278,8 @@ func getXattr(p, name string) ([]byte, error) {
 }
 
 // applyUpperEntry stacks one upper entry on f's view, as the kernel would
-// show it.
-func applyUpperEntry(root *os.Root, upper string, f *overlayfs.Fs, e upperEntry) error {
+// show it. owned says the upper is Run's own (see privateContent).
+func applyUpperEntry(root *os.Root, upper string, f *overlayfs.Fs, e upperEntry, owned bool) error {
 	abs := filepath.Join(f.Root(), filepath.FromSlash(e.rel))
 	cur, curErr := f.Lstat(abs)
 	le := overlayfs.LayerEntry{
@@ -298,7 +305,14 @@ func applyUpperEntry(root *os.Root, upper string, f *overlayfs.Fs, e upperEntry)
 			return &fs.PathError{Op: "open", Path: filepath.Join(upper, e.rel), Err: underlying(err)}
 		}
 		defer r.Close()
-		if err := f.PutEntry(le, r); err != nil {
+		content, err := privateContent(r, e.size, owned, filepath.Dir(filepath.Join(upper, filepath.FromSlash(e.rel))))
+		if err != nil {
+			return fmt.Errorf("import %s: %w", filepath.Join(upper, e.rel), err)
+		}
+		if content != r {
+			defer content.Close()
+		}
+		if err := f.PutEntry(le, content); err != nil {
 			return fmt.Errorf("import %s: %w", filepath.Join(upper, e.rel), err)
 		}
 		return nil

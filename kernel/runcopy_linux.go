@@ -109,7 +109,7 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	defer root.Close()
 	snap := f.Snapshot()
 	for _, e := range entries {
-		if err := applyUpperEntry(root, cp, f, e); err != nil {
+		if err := applyUpperEntry(root, cp, f, e, true); err != nil {
 			f.Restore(snap)
 			return errors.Join(runErr, err)
 		}
