@@ -175,6 +175,11 @@
 // import everything else first, then return an error wrapping
 // [ErrUnsupportedType] that names each skipped path.
 //
+// The root's ".cowfs-commit", the name overlayfs's Commit keeps for its
+// journal, is skipped the same way (a layer holding it could never be
+// committed): Import and Run import everything else and return an error
+// wrapping [ErrReservedName]; ReadOCILayer refuses such a tar.
+//
 // Two more things a layer does not hold, which Import and Run leave out
 // without an error: extended attributes (other than the overlay's own,
 // which are read as above) and hard links (each name of a hard-linked

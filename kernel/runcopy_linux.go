@@ -108,8 +108,10 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	}
 	defer root.Close()
 	snap := f.Snapshot()
+	apply := newUpperApplier(root, cp, f, true)
+	defer apply.close()
 	for _, e := range entries {
-		if err := applyUpperEntry(root, cp, f, e, true); err != nil {
+		if err := apply.apply(e); err != nil {
 			f.Restore(snap)
 			return errors.Join(runErr, err)
 		}
@@ -347,7 +349,9 @@ func (vc *viewCopy) diffDir(rel string, viewDir, replaced bool, out *[]upperEntr
 	for i < len(copyNames) || j < len(viewNames) {
 		switch {
 		case j == len(viewNames) || (i < len(copyNames) && copyNames[i] < viewNames[j]):
-			if err := vc.diffEntry(joinRel(rel, copyNames[i]), false, out); err != nil {
+			if r := joinRel(rel, copyNames[i]); r == commitJournal {
+				vc.skips = append(vc.skips, reservedError(vc.view(r)))
+			} else if err := vc.diffEntry(r, false, out); err != nil {
 				return err
 			}
 			i++
