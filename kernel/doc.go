@@ -242,6 +242,12 @@
 // on the layers below only, never on entries of the same tar. ReadOCILayer
 // also takes what tools write when they tar an upper directly: 0/0
 // character devices and PAX xattrs (SCHILY.xattr.trusted.overlay.opaque).
+// A hard link's target must be a file or symlink of the same tar or of
+// the view below (the layers read before), looked up one component at a
+// time without following any symlink: a link never reads through a
+// symlink out of the root (a rootfs's etc/localtime -> /usr/share/...
+// stays a symlink); anything else is refused with [ErrLinkTarget].
+// ReadOCILayer is all or nothing: on any error the layer is as it was.
 //
 // # Privileges
 //

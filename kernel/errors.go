@@ -40,3 +40,8 @@ var (
 // be committed. Import and Run skip it (importing everything else) and
 // ReadOCILayer refuses the tar; their errors wrap this one.
 var ErrReservedName = errors.New(`name reserved for Commit's journal (".cowfs-commit")`)
+
+// ErrLinkTarget means a hard link of an OCI layer tar whose target is not
+// a file or symlink of the same tar or of the view below it, reached
+// without following a symlink. ReadOCILayer refuses the tar.
+var ErrLinkTarget = errors.New("hard link target is not a file of this layer or of the layers below")
