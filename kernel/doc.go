@@ -114,6 +114,18 @@
 // COWFS_ROOT tells the command where the root is (in both modes); in copy
 // mode the root's real path is not redirected, and writes to it fail.
 //
+// A read-only command leaves no change in either mode, with one limit in
+// the copy fallback: its files have new inode numbers and ctimes, which
+// tools that record them in the tree take for touched files. Git's index
+// is the common case: git status refreshes the index's stat cache and
+// rewrites .git/index (different bytes: a real change). The copy fallback
+// therefore runs the command with GIT_OPTIONAL_LOCKS=0 (unless its
+// environment sets it), which makes git skip such opportunistic writes, as
+// a plain run has none to make; an explicit refresh (git update-index
+// --refresh, git add of unchanged files) still rewrites the index there.
+// The overlay modes keep the lower's inodes and ctimes and have no such
+// limit; Run uses them whenever it can mount.
+//
 // # Confinement
 //
 // In every mode Run confines the command with Landlock (Linux 5.13+, no
