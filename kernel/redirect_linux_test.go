@@ -152,19 +152,88 @@ func renameCases() []renameCase {
 	}
 }
 
+// renameUnprivEnv makes the test binary run TestRunDirectoryRename as the
+// unprivileged child of its uid65534 subtest.
+const renameUnprivEnv = "COWFS_KERNEL_RENAME_UNPRIV"
+
 // TestRunDirectoryRename: a command renaming directories the root already
 // has (python os.rename, Go os.Rename, mv) leaves the same tree as the
 // command run directly on a plain copy at the same path (the oracle), in
 // overlay mode (redirect_dir=on, the redirects imported as renames) and in
-// copy mode; the in-process Fs applying the same steps leaves it too.
+// copy mode; the in-process Fs applying the same steps leaves it too, and
+// the two modes' Changes are equal. As uid 65534 (through setpriv) the
+// copy mode does the same, and the overlay mode, in a user namespace,
+// fails with EXDEV as documented (the kernel refuses redirect_dir=on with
+// userxattr).
 func TestRunDirectoryRename(t *testing.T) {
-	if os.Geteuid() != 0 || !inInitUserNS() {
-		t.Skip("redirect_dir=on needs root in the initial user namespace (the kernel refuses it with userxattr)")
-	}
 	if _, err := landlockABI(runConfig{}); err != nil {
 		t.Skip("Landlock is not available: ", err)
 	}
+	if os.Getenv(renameUnprivEnv) != "" {
+		if os.Geteuid() == 0 {
+			t.Fatal("child runs as root")
+		}
+		runRenames(t, []string{"copy"})
+		t.Run("userns-exdev", renameUserNSRefused)
+		return
+	}
+	if os.Geteuid() != 0 || !inInitUserNS() {
+		t.Log("redirect_dir=on needs root in the initial user namespace (the kernel refuses it with userxattr): copy mode only")
+		runRenames(t, []string{"copy"})
+		return
+	}
 	needMount(t)
+	t.Run("root", func(t *testing.T) { runRenames(t, []string{"overlay", "copy"}) })
+	t.Run("uid65534", func(t *testing.T) {
+		cmd, work := unprivChild(t, "TestRunDirectoryRename", 0o755)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), renameUnprivEnv+"=1", "TMPDIR="+work, "HOME="+work)
+		out, err := cmd.CombinedOutput()
+		text := string(out)
+		if err != nil {
+			t.Fatalf("unprivileged child: %v\n%s", err, lastLines(text, 60))
+		}
+		t.Logf("uid 65534: %d passed, %d skipped", strings.Count(text, "--- PASS"), strings.Count(text, "--- SKIP"))
+	})
+}
+
+// renameUserNSRefused: in the overlay mode in a user namespace, Go's
+// os.Rename of a lower directory fails with EXDEV (the documented limit),
+// and the layer keeps nothing of the failed step.
+func renameUserNSRefused(t *testing.T) {
+	probe, err := overlayfs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runOverlay(context.Background(), probe, exec.Command("true"), runConfig{tempDir: os.TempDir()}); err != nil {
+		t.Skip("no overlay in a user namespace here: ", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newScenarioDirs(t, t.TempDir())
+	d.build(t)
+	f, err := overlayfs.New(d.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Dir = d.root
+	cmd.Env = append(os.Environ(), opsEnv+"="+encodeOps([]fsOp{{"rename", "d1/sub", "d1/sub2"}}))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	var ee *exec.ExitError
+	if err := Run(context.Background(), f, cmd); !errors.As(err, &ee) || !strings.Contains(stderr.String(), "invalid cross-device link") {
+		t.Errorf("Run: %v, stderr %q; want the rename to fail with EXDEV", err, stderr.String())
+	}
+	if cs := f.Changes(); len(cs) != 0 {
+		t.Errorf("changes after the failed rename: %v", cs)
+	}
+}
+
+// runRenames runs every rename case in the given modes of Run.
+func runRenames(t *testing.T, modes []string) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +287,7 @@ func TestRunDirectoryRename(t *testing.T) {
 					checkView(t, "in-process Fs", f, want)
 				}
 				changes := map[string]string{}
-				for _, mode := range []string{"overlay", "copy"} {
+				for _, mode := range modes {
 					d.build(t)
 					before, err := dirTree(d.root)
 					if err != nil {
@@ -254,7 +323,7 @@ func TestRunDirectoryRename(t *testing.T) {
 						t.Errorf("%s: the real root changed:\n%v", mode, err)
 					}
 				}
-				if changes["overlay"] != changes["copy"] {
+				if len(modes) == 2 && changes["overlay"] != changes["copy"] {
 					t.Errorf("the modes' Changes differ:\noverlay: %s\ncopy:    %s", changes["overlay"], changes["copy"])
 				}
 			})
