@@ -123,7 +123,8 @@ func runHook(reqEnv string) {
 	}
 	syscall.CloseOnExec(req.StatusFD)
 	if !req.NoMount {
-		if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
+		// redirect_dir=on (directory renames) where the kernel allows it.
+		if _, err := mountOverlay(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr); err != nil {
 			fail("mount", err)
 		}
 	}
@@ -536,7 +537,7 @@ func asProgram(err error, cmd *exec.Cmd) error {
 func importUpper(upper string, f *overlayfs.Fs, opts Options, runErr error) error {
 	snap := f.Snapshot()
 	f.ResetLayer()
-	if err := importAs(upper, f.Root(), f, opts, makeReadable(upper)); err != nil {
+	if err := importAs(upper, f.Root(), f, opts, makeReadable(upper), true); err != nil {
 		// Skipped device nodes only: the layer keeps the rest.
 		if sk := (*skippedError)(nil); !errors.As(err, &sk) {
 			f.Restore(snap)

@@ -5,7 +5,8 @@
 // root itself is never written (unless [Fs.Commit] is called).
 //
 // Afterwards the layer can be listed ([Fs.Changes]), rendered as a git
-// patch ([Fs.WriteDiff]), read entry by entry ([Fs.Layer]), snapshotted and
+// patch ([Fs.WriteDiff]; paths in a .git directory, which git apply
+// refuses, are left out of it and named in a note line), read entry by entry ([Fs.Layer]), snapshotted and
 // forked in O(1) ([Fs.Snapshot], [Fs.Fork]), discarded ([Fs.Reset]) or
 // written to the root ([Fs.Commit]).
 //
@@ -241,7 +242,8 @@
 // and fstatat on Linux, os's calls elsewhere); namesort.go: the order of a
 // listing's names;
 // rename.go: [Fs.Rename]; changes.go, between.go
-// and patch.go: [Fs.Changes], [Fs.ChangesBetween] and the git patch;
+// and patch.go: [Fs.Changes], [Fs.ChangesBetween] and the git patch
+// (patch.go also decides which paths git refuses);
 // entries.go: [Fs.Layer] and [Fs.PutEntry]; extfile*.go: content kept by
 // reference; snapshot.go: [Fs.Snapshot], [Fs.Restore] and [Fs.Fork];
 // commit.go: [Fs.Commit] and its staging; commitlock_*.go: the commit

@@ -221,6 +221,12 @@ func (l *layer) nodeAtLocked(rel string) node {
 		n, _ := l.rootNode()
 		return n
 	}
+	// An opaque directory of the layer shows nothing of the lower, whatever
+	// its ancestors (which the layer only holds entries under): walking
+	// them would cost O(depth) lookups per entry of a deep new tree.
+	if e, ok := l.paths.Get(rel); ok && e.kind == kindDir && e.opaque {
+		return node{kind: kindDir, layer: true, e: e}
+	}
 	pn := l.nodeAtLocked(parent(rel))
 	if pn.kind != kindDir {
 		return node{}
