@@ -50,7 +50,7 @@ func startRecording(e *Env) (*recording, error) {
 		return nil, nil
 	}
 	r := &recording{mode: e.cfg.tapeMode}
-	opts := []tape.Option{tape.WithTest(e.pkg, e.name)}
+	opts := append([]tape.Option{tape.WithTest(e.pkg, e.name)}, e.vary.tapeInfo()...)
 	var ws []io.Writer
 	if e.cfg.goldenTape {
 		r.golden = e.goldenFile(".tape")
