@@ -39,10 +39,10 @@ func chaosSeed(c config) (uint64, error) {
 type chaosFs struct {
 	afero.Fs
 	seed      uint64
-	listing   bool // shuffle listings
-	shortRead bool // cut reads short
-	lower afero.Fs // where entries are Lstat'ed unrecorded: the overlay
-	roots []string // spellings of the root: listings are keyed relative to it
+	listing   bool     // shuffle listings
+	shortRead bool     // cut reads short
+	lower     afero.Fs // where entries are Lstat'ed unrecorded: the overlay
+	roots     []string // spellings of the root: listings are keyed relative to it
 
 	mu    sync.Mutex
 	count map[string]uint64 // listings made per cleaned name
