@@ -17,7 +17,7 @@ import (
 func cmdDiff() *command {
 	return &command{
 		name:      "diff",
-		usageLine: "diff [-order MODE] [-U N] [-all] [-json] [-content DIR] A B",
+		usageLine: "diff [-order MODE] [-U N] [-all] [-json] [-any-test] [-content DIR] A B",
 		short:     "compare two tapes, or two directories of tapes",
 		long: `
 Diff compares tape A with tape B and prints where they first differ, as a
@@ -58,6 +58,10 @@ lines is a hunk.
 
 -json prints one JSON object per compared pair instead of text.
 
+Two tape files whose headers name different tests (package or test name)
+are not compared: diff says so on standard error and exits 1, unless
+-any-test asks to compare them anyway.
+
 Exit status: 0 when equal, 1 when they differ, 2 when a tape cannot be
 read, there is nothing to read (directories without tapes) or the
 arguments are wrong.
@@ -68,6 +72,7 @@ arguments are wrong.
 			fs.IntVar(&o.context, "U", tape.ContextLen, "show `N` equal records of context around a hunk")
 			fs.BoolVar(&o.all, "all", false, "show every hunk, not only the first")
 			fs.BoolVar(&o.json, "json", false, "print JSON objects instead of text")
+			fs.BoolVar(&o.anyTest, "any-test", false, "compare two tapes even when they are of different tests")
 			fs.Var(&o.content, "content", "look up captured file contents in `DIR` (repeatable)")
 			return func(e *env, args []string) int { return runDiff(e, args, o) }
 		},
@@ -80,6 +85,7 @@ type diffOpts struct {
 	context int
 	all     bool
 	json    bool
+	anyTest bool
 	content listFlag
 }
 
@@ -152,6 +158,12 @@ func runDiff(e *env, args []string, o *diffOpts) int {
 	b, err := loadTape(args[1])
 	if err != nil {
 		return e.trouble("diff", err)
+	}
+	ha, hb := a.t.Header, b.t.Header
+	if !o.anyTest && (ha.Package != hb.Package || ha.Test != hb.Test) {
+		fmt.Fprintf(e.stderr, "replay diff: the tapes are of different tests: %s is %s, %s is %s (-any-test compares them anyway)\n",
+			a.file, testName(ha.Package, ha.Test, a.file), b.file, testName(hb.Package, hb.Test, b.file))
+		return exitDiffers
 	}
 	rep := compareLoaded(a, b, o)
 	warnTruncated(e, rep)
