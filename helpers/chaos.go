@@ -269,14 +269,18 @@ func (f *chaosFile) next(n int, infos bool) (lo, hi int, err error) {
 	return lo, hi, nil
 }
 
-// Read asks the inner handle for fewer bytes than p holds (at least one)
-// when reads are cut short: io.Reader allows it, and callers that take
-// one Read for the whole file break. The tape records the bytes read as
+// maxShortRead bounds a cut-short Read: small enough that a read of a
+// small file comes back short too.
+const maxShortRead = 512
+
+// Read asks the inner handle for fewer bytes than p holds (at least one,
+// at most maxShortRead) when reads are cut short: io.Reader allows it,
+// and callers that take one Read for the whole file break. The tape records the bytes read as
 // spans, whatever the buffer sizes, so it does not change.
 func (f *chaosFile) Read(p []byte) (int, error) {
 	if f.short != nil && len(p) > 1 {
 		f.mu.Lock()
-		n := 1 + f.short.IntN(len(p)-1)
+		n := 1 + f.short.IntN(min(len(p)-1, maxShortRead))
 		f.mu.Unlock()
 		p = p[:n]
 	}

@@ -21,7 +21,7 @@ const (
 	// EnvVary is the comma-separated list of the variations of the run.
 	// Package helpers applies three of them to every Env: "listing"
 	// (directory listings in a seeded order, as [Chaos]), "shortread"
-	// (File.Read returns fewer bytes than asked, at least one, as a pipe
+	// (File.Read returns fewer bytes than asked, 1 to 512, as a pipe
 	// or a network file system may) and "rootpath" (the root is copied to
 	// a directory at another absolute path first). The whole list and the
 	// seed are written in the tape header's info ("vary", "vary-seed").

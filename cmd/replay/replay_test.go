@@ -31,12 +31,20 @@ func TestScript(t *testing.T) {
 		RequireExplicitExec: true,
 		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"mktape": cmdMktape, "seal": cmdSeal},
 		Setup:               setupGoEnv,
+		// [long]: COWFS_LONG=1 asks for the long campaigns.
+		Condition: func(cond string) (bool, error) {
+			if cond == "long" {
+				return os.Getenv("COWFS_LONG") == "1", nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 	})
 }
 
 // setupGoEnv passes the go command's caches and module settings to
 // scripts that run go, and names the bundled example module ($FLAKY) and
-// this module's root ($COWFS, for a replace directive).
+// this module's root ($COWFS, for a replace directive), and the module of
+// replay check -vary ($VARY).
 func setupGoEnv(e *testscript.Env) error {
 	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "GOTOOLCHAIN"} {
 		v := os.Getenv(k)
@@ -52,6 +60,10 @@ func setupGoEnv(e *testscript.Env) error {
 		return err
 	}
 	e.Setenv("FLAKY", abs)
+	if abs, err = filepath.Abs(filepath.Join("..", "..", "examples", "vary")); err != nil {
+		return err
+	}
+	e.Setenv("VARY", abs)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		return err
