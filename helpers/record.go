@@ -33,6 +33,9 @@ type recording struct {
 	online   bool        // a reference was given to the recorder
 	noGolden bool        // the missing golden was reported already
 	diverged atomic.Bool // the online check reported a divergence
+
+	contentDir string // where content versions are kept, or ""
+	contentMax int64  // their size bound
 }
 
 // wrap returns fsys with its calls recorded on the tape, paths relative
@@ -85,7 +88,8 @@ func startRecording(e *Env) (*recording, error) {
 		}
 		if limit > 0 {
 			// createTape made dir absolute and created it.
-			opts = append(opts, tape.WithContent(filepath.Join(filepath.Dir(f.Name()), ContentDir), limit))
+			r.contentDir, r.contentMax = filepath.Join(filepath.Dir(f.Name()), ContentDir), limit
+			opts = append(opts, tape.WithContent(r.contentDir, limit))
 		}
 		r.file = f
 		ws = append(ws, f)
@@ -216,4 +220,38 @@ func readTapeFile(name string) (*tape.Tape, error) {
 		return nil, fmt.Errorf("golden tape %s: %w: no trailer", name, tape.ErrFormat)
 	}
 	return t, nil
+}
+
+// keepContent stores the bytes of the file name of fsys, whose BLAKE3 is
+// hash, in the content directory beside the tape, as the recorder keeps
+// the versions it sees: the content of a file a subprocess wrote
+// ([Env.Run]), which no handle of the recorder read. Nothing is kept when
+// capture is off, the file is larger than the bound, or it is kept
+// already; errors are ignored (the diff then shows hashes only).
+func (r *recording) keepContent(fsys afero.Fs, name, hash string, size int64) {
+	if r == nil || r.contentDir == "" || size > r.contentMax || hash == "" {
+		return
+	}
+	p := tape.ContentPath(r.contentDir, hash)
+	if _, err := os.Stat(p); err == nil {
+		return
+	}
+	b, err := afero.ReadFile(fsys, name)
+	if err != nil || int64(len(b)) != size {
+		return
+	}
+	if os.MkdirAll(filepath.Dir(p), 0o755) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.Write(b)
+	if err = errors.Join(err, tmp.Close()); err == nil {
+		err = os.Rename(tmp.Name(), p)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
 }

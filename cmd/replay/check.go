@@ -678,15 +678,10 @@ func tapeDivergence(v *verdict, key string, runs []*runResult, o *checkOpts) []s
 				continue
 			}
 			class = rep.Class
-			where := ""
 			if len(rep.Shown) > 0 && rep.Shown[0].Path != "" {
 				path = rep.Shown[0].Path
-				where = " at path " + path
 			}
-			msg = []string{fmt.Sprintf("run %d differs from run 1%s (%s, %s mode)", k+1, where, class, o.mode)}
-			var b strings.Builder
-			writeReport(&b, rep, "")
-			msg = append(msg, strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")...)
+			msg = plainReport(v.name(), first, other, rep, k+1)
 		}
 		differing = append(differing, k+1)
 		if lines == nil {

@@ -373,8 +373,12 @@ func contentDiffs(hs []hunk, dirsA, dirsB []string) []contentDiff {
 }
 
 // contentOf returns the content hash an open record shows (what it wrote,
-// else what it read) and the path the content belongs to.
+// else what it read), or a subprocess's write record, and the path the
+// content belongs to.
 func contentOf(r *tape.Record) (hash, path string) {
+	if r.Op == tape.OpCmdWrite {
+		return r.Hash, r.Path
+	}
 	if r.Op != tape.OpOpen {
 		return "", ""
 	}
