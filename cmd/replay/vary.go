@@ -21,15 +21,15 @@ var variations = []string{"order", "listing", "shortread", "rootpath", "tz", "lo
 
 // variationDoc says what each variation changes, for help and reports.
 var variationDoc = map[string]string{
-	"order":     "test order (go test -shuffle)",
-	"listing":   "directory listing order (the overlay's listings in a seeded order)",
-	"shortread": "short reads (File.Read returns fewer bytes than asked)",
-	"rootpath":  "the root's absolute path (the fixture copied elsewhere)",
-	"tz":        "the time zone (TZ)",
-	"locale":    "the locale (LANG, LC_ALL)",
+	"order":     "test order, go test -shuffle",
+	"listing":   "directory listing order",
+	"shortread": "short reads, File.Read returning fewer bytes than asked",
+	"rootpath":  "the root's absolute path",
+	"tz":        "the time zone, TZ",
+	"locale":    "the locale, LANG and LC_ALL",
 	"umask":     "the umask",
 	"procs":     "GOMAXPROCS",
-	"home":      "HOME and TMPDIR (fresh directories)",
+	"home":      "HOME and TMPDIR",
 }
 
 // varyFlag is the value of -vary: off, every variation (-vary), or a
@@ -135,7 +135,7 @@ func perturb(names []string, seed uint64, getenv func(string) string, scratch st
 			if current == "" {
 				current = getenv("LANG")
 			}
-			l := pick(r, current, "de_DE.UTF-8", "tr_TR.UTF-8", "fr_FR.UTF-8", "ja_JP.UTF-8", "C")
+			l := pick(r, current, "de_DE.UTF-8", "tr_TR.UTF-8", "fr_FR.UTF-8", "ja_JP.UTF-8")
 			p.env = append(p.env, "LANG="+l, "LC_ALL="+l)
 			p.desc = append(p.desc, "LANG=LC_ALL="+l)
 		case "umask":
