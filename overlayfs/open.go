@@ -279,7 +279,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return nil, pathErr("open", name, ErrOutsideRoot)
+			return nil, l.outsideErr("open", name)
 		}
 		fh, err := os.OpenFile(at.host, flag, 0)
 		if err != nil {
@@ -304,7 +304,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return nil, pathErr("open", name, ErrOutsideRoot)
+			return nil, l.outsideErr("open", name)
 		}
 		fh, err := os.OpenFile(at.host, flag, 0)
 		if err != nil {

@@ -104,7 +104,7 @@ func (l *layer) statWalk(op, name, abs string, follow bool, seen *known) (fs.Fil
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return nil, pathErr(op, name, ErrOutsideRoot)
+			return nil, l.outsideErr(op, name)
 		}
 		stat := os.Lstat
 		if follow {
@@ -162,7 +162,7 @@ func (l *layer) checkWrite(op, name string, at loc, err error) (loc, bool, error
 	case at.other != 0:
 		return at, false, pathErr(op, name, errOtherRoot)
 	case !l.opts.outsideWrites:
-		return at, false, pathErr(op, name, ErrOutsideRoot)
+		return at, false, l.outsideErr(op, name)
 	}
 	return at, false, nil
 }
