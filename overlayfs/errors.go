@@ -104,7 +104,9 @@ func (e relOutsideError) Error() string {
 		"or env.Root()), or start the test in the root (helpers.Chdir())", e.cwd, e.root)
 }
 
-func (relOutsideError) Is(target error) bool { return target == ErrOutsideRoot || target == fs.ErrPermission }
+func (relOutsideError) Is(target error) bool {
+	return target == ErrOutsideRoot || target == fs.ErrPermission
+}
 
 // errNegativeOffset is what os says for ReadAt/WriteAt at a negative offset;
 // it also matches syscall.EINVAL.
