@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/cowfs/cowfs/internal/gitdiff"
@@ -127,6 +128,9 @@ type contentDiff struct {
 	BHash string `json:"bHash"`
 	Patch string `json:"patch,omitempty"`
 	Note  string `json:"note,omitempty"`
+	// Order: the two versions hold the same lines in another order; Patch
+	// then summarizes them in a few lines instead of a line diff.
+	Order bool `json:"order,omitempty"`
 }
 
 func runDiff(e *env, args []string, o *diffOpts) int {
@@ -400,6 +404,10 @@ func renderContentDiff(path, ha, hb string, dirsA, dirsB []string) contentDiff {
 		c.Note = "contents not captured"
 		return c
 	}
+	if s, ok := orderOnlyLines(path, a, b); ok {
+		c.Patch, c.Order = s, true
+		return c
+	}
 	var buf bytes.Buffer
 	err := gitdiff.Write(&buf, []gitdiff.Change{{
 		Path: path,
@@ -459,3 +467,42 @@ func writeReport(w io.Writer, rep *diffReport, indent string) {
 }
 
 func short(h string) string { return h[:min(len(h), 12)] }
+
+// orderOnlyLines summarizes two versions of a text file that hold the
+// same lines in another order (map iteration, goroutines): a line diff of
+// them is as long as the file and says nothing more.
+func orderOnlyLines(path string, a, b []byte) (string, bool) {
+	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	if len(la) != len(lb) || bytes.Equal(a, b) {
+		return "", false
+	}
+	sa, sb := slices.Sorted(slices.Values(la)), slices.Sorted(slices.Values(lb))
+	if !slices.Equal(sa, sb) {
+		return "", false
+	}
+	n := len(la)
+	if la[n-1] == "" {
+		n-- // the final newline
+	}
+	if n < 3 {
+		return "", false // a diff is as short
+	}
+	i := 0
+	for la[i] == lb[i] {
+		i++
+	}
+	first := func(ls []string) string {
+		const most = 6
+		var out []string
+		for j, l := range ls {
+			if j == most {
+				out = append(out, fmt.Sprintf("... (%d more)", len(ls)-most))
+				break
+			}
+			out = append(out, l)
+		}
+		return strings.Join(out, " | ")
+	}
+	return fmt.Sprintf("%s: the same %d lines in another order, from line %d on\n  a: %s\n  b: %s\n",
+		path, n, i+1, first(la[i:n]), first(lb[i:n])), true
+}
