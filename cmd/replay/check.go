@@ -237,41 +237,9 @@ func runCheck(e *env, args []string, o *checkOpts) int {
 	if o.vary.set {
 		fmt.Fprintf(e.stderr, "replay check: -vary=%s -seed %d: run 1 as it is, run k varied with seed %d+k-2\n", o.vary.String(), o.seed, o.seed)
 	}
-	runs := make([]*runResult, o.n)
-	start := time.Now()
-	for k := range o.n {
-		dir := filepath.Join(base, fmt.Sprintf("run-%d", k+1))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return e.trouble("check", err)
-		}
-		var p *perturbation
-		if o.vary.set && k > 0 {
-			if p, err = perturb(o.vary.names, o.seed+uint64(k-1), e.getenv, filepath.Join(base, fmt.Sprintf("scratch-%d", k+1)), isGoTest(argv)); err != nil {
-				return e.trouble("check", err)
-			}
-			fmt.Fprintf(e.stderr, "replay check: run %d varies (seed %d): %s\n", k+1, p.seed, strings.Join(p.desc, " "))
-		}
-		stop := e.progress(k+1, o.n, start)
-		r, err := runOnce(e, argv, dir, k+1, p)
-		stop(r)
-		if err == nil && e.ctx.Err() != nil {
-			err = fmt.Errorf("interrupted during run %d", k+1)
-		}
-		if err != nil {
-			return e.trouble("check", err)
-		}
-		if len(r.failed) > 0 {
-			return e.trouble("check", r.buildFailure(k+1))
-		}
-		runs[k] = r
-		if o.json {
-			for _, key := range r.order {
-				oc := r.outcomes[key]
-				if oc.test != "" || key == commandKey {
-					writeJSON(e.stdout, event{Time: time.Now(), Action: oc.action, Package: oc.pkg, Test: oc.test, Run: k + 1})
-				}
-			}
-		}
+	runs, err := runAll(e, argv, base, o)
+	if err != nil {
+		return e.trouble("check", err)
 	}
 	ntapes := 0
 	for _, r := range runs {
@@ -294,6 +262,49 @@ func runCheck(e *env, args []string, o *checkOpts) int {
 		}
 	}
 	return report(e, vs, runs, argv, o)
+}
+
+// runAll runs the command o.n times, each in its own tape directory under
+// base, varied from run 2 on with -vary. The error is trouble.
+func runAll(e *env, argv []string, base string, o *checkOpts) ([]*runResult, error) {
+	runs := make([]*runResult, o.n)
+	start := time.Now()
+	for k := range o.n {
+		dir := filepath.Join(base, fmt.Sprintf("run-%d", k+1))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, err
+		}
+		var p *perturbation
+		if o.vary.set && k > 0 {
+			var err error
+			if p, err = perturb(o.vary.names, o.seed+uint64(k-1), e.getenv, filepath.Join(base, fmt.Sprintf("scratch-%d", k+1)), isGoTest(argv)); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(e.stderr, "replay check: run %d varies (seed %d): %s\n", k+1, p.seed, strings.Join(p.desc, " "))
+		}
+		stop := e.progress(k+1, o.n, start)
+		r, err := runOnce(e, argv, dir, k+1, p)
+		stop(r)
+		if err == nil && e.ctx.Err() != nil {
+			err = fmt.Errorf("interrupted during run %d", k+1)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(r.failed) > 0 {
+			return nil, r.buildFailure(k + 1)
+		}
+		runs[k] = r
+		if o.json {
+			for _, key := range r.order {
+				oc := r.outcomes[key]
+				if oc.test != "" || key == commandKey {
+					writeJSON(e.stdout, event{Time: time.Now(), Action: oc.action, Package: oc.pkg, Test: oc.test, Run: k + 1})
+				}
+			}
+		}
+	}
+	return runs, nil
 }
 
 // isPackagePattern says whether arg names Go packages rather than a
