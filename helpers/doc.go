@@ -127,6 +127,22 @@
 // not affected. Tapes are recorded below the shuffling and are the same
 // with and without it.
 //
+// # Variations
+//
+// `replay check -vary` sets [EnvVary] and [EnvVarySeed] in the runs it
+// perturbs. Every Env then applies those only the helpers can make:
+// "listing" shuffles listings as [Chaos] does, "shortread" makes
+// File.Read of [Env.Fs] return 1 to 512 bytes (io.Reader allows it; the
+// tape records spans and does not change), "rootpath" copies the root
+// into a directory of t.TempDir() at another absolute path before
+// overlaying it. The list and the seed are written in the tape header's
+// info ("vary", "vary-seed").
+//
+// [As] finds an optional method (Lstat, SymlinkIfPossible, a method of
+// [overlayfs.Fs]) through the wrappers of [Env.Fs], as errors.As does
+// through wrapped errors: each wrapper has Unwrap (or Inner) returning
+// what it wraps.
+//
 // # Concurrency
 //
 // The file systems of an Env are safe for concurrent use, as
@@ -143,6 +159,7 @@
 // golden.go and goldendiff.go: golden patches and how a mismatch is
 // explained; record.go: the tape of an Env (files, golden tapes, the
 // online check); report.go: what a failing test logs and the artifacts;
-// chaos.go: the listing shuffler; pkgpath.go: the package path of the
+// chaos.go: the listing shuffler and short reads; vary.go: [EnvVary],
+// the moved root and [As]; pkgpath.go: the package path of the
 // test; times_*.go: setting a symlink's times per platform.
 package helpers
