@@ -38,7 +38,11 @@
 // run's); for a tape, with the first divergent record. Setting the
 // environment variable COWFS_UPDATE_GOLDEN=1 ([EnvUpdateGolden]) rewrites
 // goldens that are missing or differ, and leaves equal ones untouched
-// (a tape's header, with its pid and times, does not take part). It is an
+// (a tape's header, with its pid and times, does not take part). Beside a
+// golden tape it writes <name>.content, the versions (up to
+// [EnvTapeContent] bytes each) of the files the tape records, so that a
+// later mismatch also prints a text diff of each file whose bytes differ,
+// golden against this run (replay diff finds them there too). It is an
 // environment variable and not a flag because a custom test flag breaks
 // `go test ./...` in every package that does not define it.
 //
@@ -157,7 +161,8 @@
 // [Extract], a pure fixture parser (parseFixture) and a writer through an
 // [os.Root]; assert.go: the assertions on changes and contents;
 // golden.go and goldendiff.go: golden patches and how a mismatch is
-// explained; record.go: the tape of an Env (files, golden tapes, the
+// explained; goldencontent.go: the file versions kept beside a golden
+// tape; record.go: the tape of an Env (files, golden tapes, the
 // online check); report.go: what a failing test logs and the artifacts;
 // chaos.go: the listing shuffler and short reads; vary.go: [EnvVary],
 // the moved root and [As]; pkgpath.go: the package path of the

@@ -77,11 +77,17 @@ func startRecording(e *Env) (*recording, error) {
 			}
 		}
 	}
+	limit, err := contentLimit()
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" && limit > 0 {
+		// A golden tape alone: this run's versions go to a temporary
+		// directory, for the text diff of a mismatch (goldenContentDiffs).
+		r.contentDir, r.contentMax = filepath.Join(e.t.TempDir(), ContentDir), limit
+		opts = append(opts, tape.WithContent(r.contentDir, limit))
+	}
 	if dir != "" {
-		limit, err := contentLimit()
-		if err != nil {
-			return nil, err
-		}
 		f, err := createTape(dir, tape.FileName(e.pkg, e.name))
 		if err != nil {
 			return nil, fmt.Errorf("%s=%s: %w", tape.EnvDir, dir, err)
@@ -174,6 +180,9 @@ func (r *recording) finish(e *Env) {
 			e.t.Errorf("helpers: %v", err)
 			return
 		}
+		if err := r.keepGoldenContent(got); err != nil {
+			e.t.Errorf("helpers: %v", err)
+		}
 		e.logf("updated golden tape %s", rel(r.golden))
 		return
 	}
@@ -186,8 +195,8 @@ func (r *recording) finish(e *Env) {
 		e.t.Errorf("helpers: %v", werr)
 	default:
 		if d := tape.Compare(want, got, r.mode); d != nil {
-			e.t.Errorf("helpers: the recording differs from the golden tape %s (%s mode; a: golden, b: this run; run with %s=1 to accept):\n%s",
-				rel(r.golden), r.mode, EnvUpdateGolden, d)
+			e.t.Errorf("helpers: the recording differs from the golden tape %s (%s mode; a: golden, b: this run; run with %s=1 to accept):\n%s%s",
+				rel(r.golden), r.mode, EnvUpdateGolden, d, r.goldenContentDiffs(d))
 		}
 	}
 }
