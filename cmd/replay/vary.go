@@ -270,6 +270,9 @@ func attribute(e *env, argv []string, base string, runs []*runResult, vs []*verd
 			}
 		}
 		for j, v := range group {
+			if len(o.vary.names) == 1 {
+				provokers[j] = o.vary.names // the one variation, tried alone already
+			}
 			explain(v, k, seed, o.vary.names, provokers[j], control[j])
 		}
 	}
