@@ -59,7 +59,8 @@ func (f *Fs) Restore(s *Snapshot) {
 func (l *layer) restore(s *savedLayer, fam *family) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.setPaths(newPathMap(s.paths.Copy()))
+	l.fam.lowerChanged()
+	l.paths = newPathMap(s.paths.Copy())
 	l.blobs, l.deps = s.blobs.Copy(), s.deps.Copy()
 	if fam != l.fam {
 		// Identities and generations of another family may collide with ours.
@@ -114,8 +115,7 @@ func (l *layer) fork() *layer {
 		deps:   l.deps.Copy(),
 		gen:    l.fam.gen.Add(1),
 	}
-	nf.setPaths(newPathMap(l.paths.Copy()))
+	nf.paths = newPathMap(l.paths.Copy())
 	l.gen = l.fam.gen.Add(1)
-	l.fam.join(nf)
 	return nf
 }

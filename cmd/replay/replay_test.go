@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/afero"
 	"github.com/zeebo/blake3"
 
+	"github.com/cowfs/cowfs/internal/longtest"
 	"github.com/cowfs/cowfs/tape"
 )
 
@@ -31,10 +32,10 @@ func TestScript(t *testing.T) {
 		RequireExplicitExec: true,
 		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"mktape": cmdMktape, "seal": cmdSeal},
 		Setup:               setupGoEnv,
-		// [long]: COWFS_LONG=1 asks for the long campaigns.
+		// [long]: COWFS_LONG asks for the long campaigns (longtest.On).
 		Condition: func(cond string) (bool, error) {
 			if cond == "long" {
-				return os.Getenv("COWFS_LONG") == "1", nil
+				return longtest.On(), nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
