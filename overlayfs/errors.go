@@ -2,8 +2,10 @@ package overlayfs
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -111,6 +113,32 @@ type outsideRootError struct{}
 func (outsideRootError) Error() string { return "write outside the overlay root" }
 
 func (outsideRootError) Is(target error) bool { return target == fs.ErrPermission }
+
+// outsideErr is the error of op on name, outside the root under the
+// default policy. For a relative name, most often a test that writes
+// "gen.txt" from the package directory, the error says where the name was
+// taken from, the root, and how to name a file in it; it matches
+// ErrOutsideRoot and fs.ErrPermission all the same.
+func (l *layer) outsideErr(op, name string) error {
+	if filepath.IsAbs(name) {
+		return pathErr(op, name, ErrOutsideRoot)
+	}
+	cwd, _ := os.Getwd()
+	return pathErr(op, name, relOutsideError{cwd: cwd, root: l.root})
+}
+
+// relOutsideError is ErrOutsideRoot for a relative name.
+type relOutsideError struct{ cwd, root string }
+
+func (e relOutsideError) Error() string {
+	return fmt.Sprintf("write outside the overlay root: a relative name is taken from the working directory %s, "+
+		"not from the root %s; name the file under the root (filepath.Join(root, name); in a test env.Path(name) "+
+		"or env.Root()), or start the test in the root (helpers.Chdir())", e.cwd, e.root)
+}
+
+func (relOutsideError) Is(target error) bool {
+	return target == ErrOutsideRoot || target == fs.ErrPermission
+}
 
 // errNegativeOffset is what os says for ReadAt/WriteAt at a negative offset;
 // it also matches syscall.EINVAL.

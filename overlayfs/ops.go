@@ -108,7 +108,7 @@ func (l *layer) checkWrite(op, name string, at loc, err error) (loc, bool, error
 	case at.other != 0:
 		return at, false, pathErr(op, name, errOtherRoot)
 	case !l.opts.outsideWrites:
-		return at, false, pathErr(op, name, ErrOutsideRoot)
+		return at, false, l.outsideErr(op, name)
 	}
 	return at, false, nil
 }
