@@ -141,14 +141,14 @@ func renameCases() []renameCase {
 	return []renameCase{
 		{"same-dir", []fsOp{r("d1/sub", "d1/sub2")}, all, nil},
 		{"top", []fsOp{r("d1", "d3")}, nil, nil},
-		{"then-modify", []fsOp{r("d1/sub", "d1/sub2"), {"write", "d1/sub2/y", "changed"}, {"write", "d1/sub2/n", "new"}, {"mkdir", "d1/sub2/nd", ""}, {"write", "d1/x", "x2"}}, all, nil},
+		{"then-modify", []fsOp{r("d1/sub", "d1/sub2"), {"write", "d1/sub2/y", "changed"}, {"write", "d1/sub2/n", "new"}, {"mkdir", "d1/sub2/nd", ""}, {"write", "d1/x", "x2"}}, nil, nil},
 		{"twice", []fsOp{r("d1/sub", "d1/s2"), r("d1/s2", "d1/s3")}, nil, nil},
 		{"into-other", []fsOp{r("d1/sub", "d2/sub/in")}, nil, nil},
 		{"into-new", []fsOp{{"mkdir", "nd", ""}, r("d1", "nd/d1")}, nil, nil},
 		{"over-whiteout", []fsOp{{"rmtree", "d2/sub", ""}, r("d1/sub", "d2/sub")}, nil, nil},
 		// os.Rename refuses an existing directory as the target (EEXIST).
-		{"over-empty-dir", []fsOp{{"remove", "d2/sub/z", ""}, r("d1/sub", "d2/sub")}, []string{"python", "mv"}, nil},
-		{"swap", []fsOp{r("d1", "t"), r("d2", "d1"), r("t", "d2")}, all, nil},
+		{"over-empty-dir", []fsOp{{"remove", "d2/sub/z", ""}, r("d1/sub", "d2/sub")}, []string{"python"}, nil},
+		{"swap", []fsOp{r("d1", "t"), r("d2", "d1"), r("t", "d2")}, nil, nil},
 		{"child-then-parent", []fsOp{r("d1/sub", "d1/sub2"), r("d1", "d9"), r("d9/sub2", "s"), {"write", "s/y", "moved twice"}}, nil, nil},
 		{"and-back", []fsOp{r("d1", "x1"), r("x1", "d1")}, nil, nil},
 		{"recreate-old-name", []fsOp{r("d1/sub", "d1/sub2"), {"mkdir", "d1/sub", ""}, {"write", "d1/sub/fresh", "f"}}, nil, nil},
