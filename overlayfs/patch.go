@@ -31,6 +31,12 @@ import (
 // the lower has one (git apply cannot remove it first; likewise a file
 // written where the lower has a directory holding one). Every other change
 // is written; Changes lists them all.
+//
+// Memory: a binary file (one with a NUL byte) of 1 MiB or more whose
+// content is not in the layer's memory (a lower file appended to, renamed
+// or chmodded, content kept by reference) is hashed, compared and encoded
+// in chunks; its holes are read as zeros, never held. What WriteDiff
+// holds is bounded by a constant plus the largest text file it diffs.
 func (f *Fs) WriteDiff(w io.Writer) error { return f.primary().writeDiff(w) }
 
 func (l *layer) writeDiff(w io.Writer) error {
@@ -120,9 +126,23 @@ func gitRefuses(p string) bool {
 	return false
 }
 
+// patchFile is the git side of s. Content not in memory (still in the
+// lower, or kept by reference) is given as a stream too, so that a big
+// binary or sparse file is hashed and encoded in chunks, never loaded
+// whole: memory stays bounded by the largest text file diffed.
 func patchFile(s side) *gitdiff.File {
 	if s.kind != kindFile && s.kind != kindSymlink {
 		return nil
 	}
-	return &gitdiff.File{Mode: s.mode, Content: s.content}
+	f := &gitdiff.File{Mode: s.mode, Content: s.content}
+	switch {
+	case s.kind != kindFile:
+	case s.lazy:
+		f.Open, f.Size = s.open, s.size
+	case s.ext != nil:
+		ext, size := s.ext, s.size
+		f.Open = func() (io.ReadCloser, error) { return io.NopCloser(io.NewSectionReader(ext.f, 0, size)), nil }
+		f.Size = size
+	}
+	return f
 }
