@@ -203,7 +203,8 @@ func hookInInit(reqEnv string, c *exec.Cmd) (*os.File, *runStatus) {
 		return status, &s
 	}
 	if !req.NoMount {
-		if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
+		// redirect_dir=on (directory renames) where the kernel allows it.
+		if _, err := mountOverlay(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr); err != nil {
 			return fail("mount", err)
 		}
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
