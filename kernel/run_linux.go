@@ -145,7 +145,7 @@ func runHook(reqEnv string) {
 		// No device node made or brought into the root is usable, no
 		// set-user-ID bit honoured.
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
-		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil {
+		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil && err != unix.ENOSYS {
 			fail("mount", &fs.PathError{Op: "mount_setattr", Path: req.Root, Err: err})
 		}
 	}
@@ -208,7 +208,7 @@ func hookInInit(reqEnv string, c *exec.Cmd) (*os.File, *runStatus) {
 			return fail("mount", err)
 		}
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
-		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil {
+		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil && err != unix.ENOSYS {
 			return fail("mount", &fs.PathError{Op: "mount_setattr", Path: req.Root, Err: err})
 		}
 	}
