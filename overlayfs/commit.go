@@ -134,7 +134,6 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 		defer g.commits.Add(1)
 	}
 	plans := make([]plan, len(roots))
-	var conflicts, escapes []string
 	for i, g := range roots {
 		rels, ok := sel[g]
 		if sel != nil && !ok {
@@ -160,27 +159,8 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 			l.unlock()
 		}
 	}()
-	for i, g := range roots {
-		if _, ok := sel[g]; sel != nil && !ok {
-			continue
-		}
-		cs, err := g.conflictsLocked(plans[i])
-		if err != nil {
-			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
-		}
-		for _, c := range cs {
-			p := c.path
-			if len(roots) > 1 {
-				p = filepath.Join(g.root, p)
-			}
-			conflicts = append(conflicts, p)
-			if c.escape {
-				escapes = append(escapes, p)
-			}
-		}
-	}
-	if len(conflicts) > 0 {
-		return &CommitError{Conflicts: conflicts, Escapes: escapes}
+	if err := conflictsOfLocked(roots, plans, sel); err != nil {
+		return err
 	}
 	journals := make([]*journal, len(roots))
 	abortAll := func() {
@@ -237,6 +217,36 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 	}
 	if firstErr != nil {
 		return &CommitError{Applied: applied, NotApplied: notApplied, Interrupted: true, Err: firstErr}
+	}
+	return nil
+}
+
+// conflictsOfLocked is Commit's check: every selected root's plan against
+// the disk, under the commit locks; a *CommitError naming every conflict,
+// or nil.
+func conflictsOfLocked(roots []*layer, plans []plan, sel map[*layer][]string) error {
+	var conflicts, escapes []string
+	for i, g := range roots {
+		if _, ok := sel[g]; sel != nil && !ok {
+			continue
+		}
+		cs, err := g.conflictsLocked(plans[i])
+		if err != nil {
+			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
+		}
+		for _, c := range cs {
+			p := c.path
+			if len(roots) > 1 {
+				p = filepath.Join(g.root, p)
+			}
+			conflicts = append(conflicts, p)
+			if c.escape {
+				escapes = append(escapes, p)
+			}
+		}
+	}
+	if len(conflicts) > 0 {
+		return &CommitError{Conflicts: conflicts, Escapes: escapes}
 	}
 	return nil
 }
