@@ -127,6 +127,16 @@
 // not affected. Tapes are recorded below the shuffling and are the same
 // with and without it.
 //
+// # Injected failures
+//
+// The error paths a test rarely reaches, one line each, as
+// [overlayfs.Option]s for [OverlayOptions]: [FailWrite] (the nth write to
+// a name fails with EIO), [FailSync] (every fsync of a name fails with
+// EIO), [FailRename] (renames onto a name fail with EIO) and
+// [DiskFullAfter] (a quota: short writes, then ENOSPC). They combine with
+// each other and with [overlayfs.WithFaults]. A failure injected through
+// [Env.Fs] is recorded on the test's tape like any outcome.
+//
 // # Concurrency
 //
 // The file systems of an Env are safe for concurrent use, as
@@ -143,6 +153,7 @@
 // golden.go and goldendiff.go: golden patches and how a mismatch is
 // explained; record.go: the tape of an Env (files, golden tapes, the
 // online check); report.go: what a failing test logs and the artifacts;
-// chaos.go: the listing shuffler; pkgpath.go: the package path of the
+// chaos.go: the listing shuffler; faults.go: the injected failures;
+// pkgpath.go: the package path of the
 // test; times_*.go: setting a symlink's times per platform.
 package helpers

@@ -39,7 +39,6 @@ type file struct {
 
 	closed bool
 	detach bool // last is private: the layer no longer has ino
-	sticky bool // ino is in the index of files: its open count stays at zero (see release)
 
 	mu   sync.Mutex // guards off, closed, last
 	off  int64
@@ -180,19 +179,23 @@ func (h *file) Write(p []byte) (int, error) {
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
+	p, full := h.quotaWrite(p, h.off, h.appends()) // WithQuota: what fits
+	if len(p) == 0 && full != nil {
+		return 0, full
+	}
 	b, done, err := h.writeContent(p, h.off, h.appends())
 	switch {
 	case err != nil:
 		return 0, fixErr("write", h.name, err)
 	case done:
 		h.off = b.len()
-		return len(p), nil
+		return len(p), full
 	}
 	if h.appends() && len(p) > 0 {
 		h.off = int64(len(b.data)) // write(2) of nothing does not move to the end
 	}
 	h.off = h.fs.writeAt(b, p, h.off)
-	return len(p), nil
+	return len(p), full
 }
 
 // writeContent returns the content to write p into at off, owned and
@@ -230,12 +233,21 @@ func (h *file) WriteAt(p []byte, off int64) (int, error) {
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
+	p, full := h.quotaWrite(p, off, false) // WithQuota: what fits
+	if len(p) == 0 {
+		return 0, full
+	}
 	b, done, err := h.writeContent(p, off, false)
 	if err != nil {
 		return 0, fixErr("write", h.name, err)
 	}
 	if !done {
 		h.fs.writeAt(b, p, off)
+	}
+	if full != nil {
+		// As os.File.WriteAt: the bytes are written, but it drops the
+		// count of a pwrite cut short by an error.
+		return 0, full
 	}
 	return len(p), nil
 }
@@ -300,6 +312,7 @@ func (h *file) Truncate(size int64) error {
 	if err != nil {
 		return fixErr("truncate", h.name, err)
 	}
+	h.quotaResize(b.len(), size)
 	b.resize(size)
 	b.mtime = h.fs.now()
 	return nil
@@ -337,7 +350,7 @@ func (h *file) Close() error {
 		return pathErr("close", h.name, os.ErrClosed)
 	}
 	h.closed = true
-	h.fs.release(h.ino, h.sticky)
+	h.fs.release(h.ino)
 	return nil
 }
 

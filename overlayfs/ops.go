@@ -11,12 +11,18 @@ import (
 
 // Stat returns the FileInfo of name, following symlinks, as os.Stat does.
 func (f *Fs) Stat(name string) (fs.FileInfo, error) {
+	if err := f.fault("stat", name); err != nil {
+		return nil, err
+	}
 	g, abs := f.pick(name)
 	return g.stat("stat", name, abs, true)
 }
 
 // Lstat returns the FileInfo of name without following a final symlink.
 func (f *Fs) Lstat(name string) (fs.FileInfo, error) {
+	if err := f.fault("lstat", name); err != nil {
+		return nil, err
+	}
 	g, abs := f.pick(name)
 	return g.stat("lstat", name, abs, false)
 }
@@ -27,78 +33,18 @@ func (f *Fs) LstatIfPossible(name string) (fs.FileInfo, bool, error) {
 	return fi, true, err
 }
 
-// emptyView reports whether Stat of name can go straight to the lower:
-// the layer has never held an entry (see cleanDirs.full), so the merged
-// view is the lower and the kernel resolves names as we would. It needs
-// no lock, as lowerOnly.
-func (l *layer) emptyView(c *cleanDirs, name string) bool {
-	if c.full.Load() || !l.opts.outsideReads || len(name) == 0 {
-		return false
-	}
-	_, ok := l.within(name)
-	return ok
-}
-
-// stat is Stat (follow) or Lstat. A name the fast path resolves to the
-// lower is stat'ed outside the lock (see lowerStat); so is a name in an
-// empty layer, and one that the states already recorded put in the lower
-// (see emptyView, lowerOnly).
+// stat is Stat (follow) or Lstat: a resolution, under the read lock, and
+// the info of the node it ends at.
 func (l *layer) stat(op, name, abs string, follow bool) (fs.FileInfo, error) {
-	host := abs
-	if host == "" {
-		host = name
-	}
-	if c := l.clean.Load(); c != nil {
-		if follow && l.emptyView(c, name) {
-			return os.Stat(name)
-		}
-		since := l.commits.Load()
-		if rel, ok := l.lowerOnly(c, host); ok {
-			fi, done, err := l.lowerStat(op, name, rel, host, follow, since)
-			if done {
-				return fi, err
-			}
-			l.mu.RLock()
-			defer l.mu.RUnlock()
-			return l.statWalk(op, name, abs, follow, l.lowerLink(host, fi, since))
-		}
-	}
 	l.mu.RLock()
-	return l.statRLocked(op, name, abs, follow)
+	fi, err := l.statRLocked(op, name, abs, follow)
+	l.mu.RUnlock()
+	return fi, err
 }
 
-// statRLocked is stat past the empty layer's shortcut. Callers hold l.mu
-// for reading; it releases it.
+// statRLocked is stat under the read lock.
 func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, error) {
-	host := abs
-	if host == "" {
-		host = name
-	}
-	rel, lower, fast := l.fastEntry(host)
-	var seen *known
-	if fast && lower {
-		since := l.commits.Load()
-		l.mu.RUnlock()
-		fi, done, err := l.lowerStat(op, name, rel, host, follow, since)
-		if done {
-			return fi, err
-		}
-		l.mu.RLock()
-		seen = l.lowerLink(host, fi, since) // a symlink to follow
-	}
-	defer l.mu.RUnlock()
-	if fast && !lower {
-		if fi, done, err := l.layerStat(op, name, rel, host, follow); done {
-			return fi, err
-		}
-	}
-	return l.statWalk(op, name, abs, follow, seen)
-}
-
-// statWalk is stat by a full resolution; seen is as for resolveName.
-// Callers hold l.mu.
-func (l *layer) statWalk(op, name, abs string, follow bool, seen *known) (fs.FileInfo, error) {
-	at, err := l.resolveName(op, name, abs, follow, true, seen)
+	at, err := l.resolve(op, name, abs, follow)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +115,9 @@ func (l *layer) checkWrite(op, name string, at loc, err error) (loc, bool, error
 
 // Mkdir creates a directory in the layer.
 func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
+	if err := f.fault("mkdir", name); err != nil {
+		return err
+	}
 	g, abs := f.pick(name)
 	return g.mkdir(name, abs, perm)
 }
@@ -200,7 +149,10 @@ func (l *layer) mkdir(name, abs string, perm fs.FileMode) error {
 	l.inheritLocked(at.rel, &m, true)
 	e := withAttrs(kindDir, m, "")
 	e.opaque = true
-	l.paths.Set(at.rel, e)
+	if err := l.inodeQuotaLocked(); err != nil {
+		return nameErr("mkdir", name, err)
+	}
+	l.setEntry(at.rel, e)
 	return nil
 }
 
@@ -228,7 +180,8 @@ func (l *layer) dirMetaLocked(dir string) (meta, bool) {
 	if e, ok := l.paths.Get(dir); ok {
 		return e.meta(), e.kind == kindDir
 	}
-	if v, ok := l.lowerDirs.Load(dir); ok {
+	c := l.lower()
+	if v, ok := c.meta.Load(dir); ok {
 		return v.(meta), true
 	}
 	fi, err := os.Lstat(l.host(dir))
@@ -236,7 +189,7 @@ func (l *layer) dirMetaLocked(dir string) (meta, bool) {
 		return meta{}, false
 	}
 	m := metaOf(fi)
-	l.lowerDirs.Store(dir, m)
+	c.meta.Store(dir, m)
 	return m, true
 }
 
@@ -273,6 +226,9 @@ func (f *Fs) MkdirAll(path string, perm fs.FileMode) error {
 // SymlinkIfPossible implements afero.Linker: it creates newname as a
 // symlink to oldname in the layer.
 func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
+	if err := f.faultLink("symlink", oldname, newname); err != nil {
+		return err
+	}
 	g, abs := f.pick(newname)
 	return g.symlink(oldname, newname, abs)
 }
@@ -308,12 +264,18 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 	}
 	m := l.newMeta(fs.ModePerm)
 	l.inheritLocked(at.rel, &m, false)
-	l.paths.Set(at.rel, withAttrs(kindSymlink, m, oldname))
+	if err := l.symlinkQuotaLocked(oldname); err != nil {
+		return asLinkErr("symlink", oldname, newname, err)
+	}
+	l.setEntry(at.rel, withAttrs(kindSymlink, m, oldname))
 	return nil
 }
 
 // ReadlinkIfPossible implements afero.LinkReader.
 func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
+	if err := f.fault("readlink", name); err != nil {
+		return "", err
+	}
 	g, abs := f.pick(name)
 	return g.readlink(name, abs)
 }
@@ -388,6 +350,9 @@ func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
 }
 
 func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(m *meta, isDir bool)) error {
+	if err := f.fault(op, name); err != nil {
+		return err
+	}
 	g, abs := f.pick(name)
 	return g.setMeta(op, name, abs, outside, set)
 }
@@ -430,7 +395,7 @@ func (l *layer) setMeta(op, name, abs string, outside func(host string) error, s
 		set(&a.meta, e.kind == kindDir)
 		e.attrs = &a
 	}
-	l.paths.Set(at.rel, e)
+	l.setEntry(at.rel, e)
 	return nil
 }
 
@@ -442,6 +407,9 @@ func (l *layer) newMeta(perm fs.FileMode) meta {
 
 // Remove removes a file, symlink or empty directory, as os.Remove.
 func (f *Fs) Remove(name string) error {
+	if err := f.fault("remove", name); err != nil {
+		return err
+	}
 	g, abs := f.pick(name)
 	return g.remove(name, abs)
 }
@@ -499,6 +467,9 @@ func (l *layer) remove(name, abs string) error {
 // RemoveAll removes name and everything below it, as os.RemoveAll: a
 // missing name is not an error.
 func (f *Fs) RemoveAll(name string) error {
+	if err := f.fault("remove", name); err != nil {
+		return err
+	}
 	g, abs := f.pick(name)
 	return g.removeAll(name, abs)
 }
@@ -662,5 +633,5 @@ func (l *layer) whiteoutLocked(rel string, visible bool, n node) {
 	if low.kind == kindDir {
 		l.dependBelowLocked(rel)
 	}
-	l.paths.Set(rel, entry{kind: kindWhiteout})
+	l.setEntry(rel, entry{kind: kindWhiteout})
 }

@@ -1,7 +1,10 @@
 package overlayfs
 
 import (
+	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/cowfs/cowfs/internal/gitdiff"
 )
@@ -42,7 +45,25 @@ func (l *layer) writeDiff(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return gitdiff.Write(w, patchChanges(cs))
+	return writePatch(w, cs)
+}
+
+// writePatch writes cs as a git patch (see WriteDiff), with its note on
+// the paths in .git it leaves out.
+func writePatch(w io.Writer, cs []change) error {
+	gcs, gitPaths := patchChanges(cs)
+	if len(gitPaths) > 0 {
+		more := ""
+		if len(gitPaths) > 1 {
+			more = fmt.Sprintf(" and %d more", len(gitPaths)-1)
+		}
+		// One line, the name quoted: nothing in it can start a diff.
+		if _, err := fmt.Fprintf(w, "cowfs: %d paths in .git left out of this patch (git apply refuses them): %s%s\n\n",
+			len(gitPaths), strconv.Quote(gitPaths[0]), more); err != nil {
+			return err
+		}
+	}
+	return gitdiff.Write(w, gcs)
 }
 
 // freeze makes the current contents immutable to later writes through f
@@ -56,10 +77,17 @@ func (l *layer) freeze() {
 // patchChanges keeps the file and symlink sides of changes: git knows
 // nothing else. A change from a FIFO or socket to a file or symlink is left
 // out whole: the patch could only create over a path git cannot clear.
-func patchChanges(cs []change) []gitdiff.Change {
-	var out []gitdiff.Change
+// Changes of paths git refuses (see gitRefuses) are left out, their paths
+// returned in gitPaths, where a patch would name them.
+func patchChanges(cs []change) (out []gitdiff.Change, gitPaths []string) {
 	for _, c := range cs {
 		if c.old.kind.special() {
+			continue
+		}
+		if gitRefuses(c.Path) {
+			if patchFile(c.old) != nil || patchFile(c.new) != nil {
+				gitPaths = append(gitPaths, c.Path)
+			}
 			continue
 		}
 		gc := gitdiff.Change{Path: c.Path, Old: patchFile(c.old), New: patchFile(c.new)}
@@ -67,7 +95,35 @@ func patchChanges(cs []change) []gitdiff.Change {
 			out = append(out, gc)
 		}
 	}
-	return out
+	return out, gitPaths
+}
+
+// gitRefuses reports whether git refuses p (slash-separated) as a path of
+// a patch or an index entry: one of its components is ".git", in any case,
+// or a name NTFS takes for it, as git's verify_path with core.protectNTFS
+// (the default) decides (is_ntfs_dotgit): ".git" or "git~1", in any case,
+// followed only by dots and spaces up to the end, a backslash or a colon.
+func gitRefuses(p string) bool {
+	for c := range strings.SplitSeq(p, "/") {
+		var rest string
+		switch {
+		case len(c) >= 4 && strings.EqualFold(c[:4], ".git"):
+			rest = c[4:]
+		case len(c) >= 5 && strings.EqualFold(c[:5], "git~1"):
+			rest = c[5:]
+		default:
+			continue
+		}
+		for i := 0; ; i++ {
+			if i == len(rest) || rest[i] == '\\' || rest[i] == ':' {
+				return true
+			}
+			if rest[i] != '.' && rest[i] != ' ' {
+				break
+			}
+		}
+	}
+	return false
 }
 
 // patchFile is the git side of s. Content not in memory (still in the
