@@ -264,7 +264,7 @@ func lockRoots(roots []*layer, plans []plan) ([]*rootLock, error) {
 			for _, l := range locks {
 				l.unlock()
 			}
-			return nil, fixErr("commit", g.root, err)
+			return nil, pathErr("commit", g.root, err)
 		}
 		locks = append(locks, l)
 	}
