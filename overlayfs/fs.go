@@ -162,7 +162,7 @@ func canonRoot(root string) (string, error) {
 		abs = filepath.Join(wd, root)
 	}
 	if journal, ok := plainDir(abs, journalName); ok {
-		if journal {
+		if journal && !liveJournal(abs) {
 			return "", interruptedErr("overlayfs.New", root)
 		}
 		return abs, nil

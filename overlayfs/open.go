@@ -92,14 +92,19 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 	} else {
 		at, ok, err = l.writeLoc("open", name, abs, true)
 	}
-	if !ok {
-		if err == nil {
-			fh, err := os.OpenFile(at.host, flag, perm)
-			if err != nil {
-				return nil, fixErr("", name, err)
+	for tries := 0; !ok && err == nil; tries++ {
+		// Outside (see outside_linux.go): a symlink found where the
+		// resolution saw none is resolved again, followed.
+		fh, relook, oerr := openOutside(at.host, flag, perm)
+		if !relook || tries == maxRelook {
+			if oerr != nil {
+				return nil, fixErr("", name, oerr)
 			}
 			return &osFile{File: fh, name: name, flag: flag}, nil
 		}
+		at, ok, err = l.writeLoc("open", name, abs, true)
+	}
+	if !ok {
 		return nil, err
 	}
 	if at.dirOnly && flag&os.O_CREATE != 0 {
@@ -202,7 +207,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return nil, pathErr("open", name, ErrOutsideRoot)
+			return nil, pathErr("open", name, outsideErr(flag))
 		}
 		fh, err := os.OpenFile(at.host, flag, 0)
 		if err != nil {
@@ -227,7 +232,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return nil, pathErr("open", name, ErrOutsideRoot)
+			return nil, pathErr("open", name, outsideErr(flag))
 		}
 		fh, err := os.OpenFile(at.host, flag, 0)
 		if err != nil {

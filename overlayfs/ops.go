@@ -50,7 +50,7 @@ func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, err
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return nil, pathErr(op, name, ErrOutsideRoot)
+			return nil, pathErr(op, name, errOutsideRead)
 		}
 		stat := os.Lstat
 		if follow {
@@ -108,7 +108,7 @@ func (l *layer) checkWrite(op, name string, at loc, err error) (loc, bool, error
 	case at.other != 0:
 		return at, false, pathErr(op, name, errOtherRoot)
 	case !l.opts.outsideWrites:
-		return at, false, pathErr(op, name, ErrOutsideRoot)
+		return at, false, l.outsideErr(op, name)
 	}
 	return at, false, nil
 }
@@ -128,7 +128,7 @@ func (l *layer) mkdir(name, abs string, perm fs.FileMode) error {
 	at, ok, err := l.writeEntryLoc("mkdir", name, abs)
 	if !ok {
 		if err == nil {
-			err = fixErr("", name, os.Mkdir(at.host, perm))
+			err = fixErr("", name, entryOutside(at.host, func(p string) error { return os.Mkdir(p, perm) }))
 		}
 		return err
 	}
@@ -239,7 +239,7 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 	at, ok, err := l.writeEntryLoc("symlink", newname, abs)
 	if !ok {
 		if err == nil {
-			return asLinkErr("symlink", oldname, newname, os.Symlink(oldname, at.host))
+			return asLinkErr("symlink", oldname, newname, entryOutside(at.host, func(p string) error { return os.Symlink(oldname, p) }))
 		}
 		return asLinkErr("symlink", oldname, newname, err)
 	}
@@ -289,7 +289,7 @@ func (l *layer) readlink(name, abs string) (string, error) {
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return "", pathErr("readlink", name, ErrOutsideRoot)
+			return "", pathErr("readlink", name, errOutsideRead)
 		}
 		t, err := os.Readlink(at.host)
 		return t, fixErr("", name, err)
@@ -361,10 +361,14 @@ func (l *layer) setMeta(op, name, abs string, outside func(host string) error, s
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at, ok, err := l.writeLoc(op, name, abs, true)
-	if !ok {
-		if err == nil {
-			err = fixErr("", name, outside(at.host))
+	for tries := 0; !ok && err == nil; tries++ {
+		relook, oerr := metaOutside(at.host, outside)
+		if !relook || tries == maxRelook {
+			return fixErr(op, name, oerr)
 		}
+		at, ok, err = l.writeLoc(op, name, abs, true)
+	}
+	if !ok {
 		return err
 	}
 	n, err := l.final(at)
@@ -419,7 +423,7 @@ func (l *layer) remove(name, abs string) error {
 			if l.reachesRoot(at.host, false) { // an ancestor is never empty: os says ENOTEMPTY
 				return pathErr("remove", name, errRootBusy)
 			}
-			err = fixErr("", name, os.Remove(at.host))
+			err = fixErr("", name, entryOutside(at.host, os.Remove))
 		}
 		return err
 	}
@@ -488,10 +492,12 @@ func (l *layer) removeAll(name, abs string) error {
 	at, ok, err := l.writeLoc("unlinkat", trimmed, abs, false)
 	if !ok {
 		switch {
-		case err == nil && l.reachesRoot(at.host, true):
+		case err == nil && (l.reachesRoot(at.host, true) || l.treeHoldsRoot(at.host)):
+			// Refused before anything is removed: the tree holds a root
+			// or an alias of one (a bind mount), which os would empty.
 			return pathErr("unlinkat", name, errRootBusy)
 		case err == nil:
-			return fixErr("", name, os.RemoveAll(at.host))
+			return fixErr("", name, entryOutside(at.host, os.RemoveAll))
 		case errno(err) == errNoEnt:
 			return nil
 		case errno(err) != 0:

@@ -89,12 +89,15 @@ func (l *layer) renameOutsideLocked(lo, ln loc) error {
 		return errXDev
 	case lo.other != 0 || ln.other != 0:
 		return errOtherRoot
-	case l.reachesRoot(lo.host, true):
+	case l.reachesRoot(lo.host, true) || l.treeHoldsRoot(lo.host):
 		// As a target, a root or a directory holding one is refused
-		// already: os.Rename never replaces a directory (EEXIST).
+		// already: os.Rename never replaces a directory (EEXIST). A tree
+		// holding an alias of a root is refused too.
 		return errRootBusy
 	}
-	return os.Rename(lo.host, ln.host)
+	return entryOutside(lo.host, func(from string) error {
+		return entryOutside(ln.host, func(to string) error { return os.Rename(from, to) })
+	})
 }
 
 // renameRuleLocked applies POSIX's rules to moving node no at lo onto ln,
