@@ -179,7 +179,7 @@ func (l *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint
 		l.paths.Set(rel, entry{kind: kindFile, ino: ino})
 		return ino, b, nil
 	}
-	e, err := l.copyUpLocked(rel, n)
+	e, err := l.copyUpForLocked(rel, n, flag&os.O_TRUNC != 0) // WithQuota: O_TRUNC copies no data up
 	if err != nil {
 		return 0, nil, err
 	}
