@@ -24,6 +24,9 @@ func (l *layer) copyUpLocked(rel string, n node) (entry, error) {
 		// Not a lazy regular file: the layer cannot hold a device node.
 		return entry{}, pathErr("copyup", rel, errDeviceNode)
 	}
+	if err := l.copyUpQuotaLocked(rel, n.kind, n.fi.Size()); err != nil {
+		return entry{}, err
+	}
 	m := metaOf(n.fi)
 	var e entry
 	switch n.kind {

@@ -50,8 +50,8 @@ package overlayfs_test
 // os removed root/al (the mount holds the deleted directory; the overlay's
 // alias names the path).
 //
-// COWFS_DIFF_SEQS sets the number of sequences (default 300; 100 for the
-// generator's self-check) and COWFS_DIFF_SEED the first seed (default 1);
+// COWFS_DIFF_SEQS sets the number of sequences (default 100, and 1,000
+// with COWFS_LONG=1; 30 and 100 for the generator's self-check) and COWFS_DIFF_SEED the first seed (default 1);
 // COWFS_DIFF_TRACE=1 prints every step. go test (and so .ci/run) runs the
 // default slice; a long run: COWFS_DIFF_SEQS=10000 go test -run
 // TestRandomDifferential -timeout 1h ./overlayfs. Not parallel: it changes
@@ -60,6 +60,7 @@ package overlayfs_test
 import (
 	"errors"
 	"fmt"
+	"github.com/cowfs/cowfs/internal/longtest"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -347,7 +348,7 @@ func (g *randGen) op1() op {
 	case 17:
 		dst, src := g.slot(), g.slot()
 		g.opens = fmt.Sprintf("\x03%d%d", dst, src)
-		return copyOp(dst, src)
+		return copyOpKind(dst, src, g.r.IntN(5), int64(g.r.IntN(6)))
 	case 18:
 		return readFromOp(g.slot(), g.pick(randData))
 	case 19:
@@ -477,6 +478,49 @@ func copyOp(dst, src int) op {
 		}
 		n, err := io.Copy(d, s)
 		return e.res(e.dirReadErr(s, err), "n=%d", n)
+	}}
+}
+
+// copyOpKind is a copy from #src into #dst the way kind says: io.Copy,
+// io.CopyN(n), #dst.ReadFrom(io.LimitReader(#src, n)) (n may be 0: os
+// copies and reads nothing), io.Copy into a buffer (#src's WriteTo), or
+// #dst.ReadFrom(#src) itself. Each reaches os's copy_file_range path,
+// which checks both handles (closed, directory, read-only) before
+// reading a byte.
+func copyOpKind(dst, src, kind int, n int64) op {
+	if kind == 0 {
+		return copyOp(dst, src)
+	}
+	desc := []string{"", "io.CopyN(#%d, #%d, %d)", "#%d.ReadFrom(io.LimitReader(#%d, %d))", "io.Copy(buffer #%d, #%d)", "#%d.ReadFrom(#%d)"}[kind]
+	if kind >= 3 {
+		desc = fmt.Sprintf(desc, dst, src)
+	} else {
+		desc = fmt.Sprintf(desc, dst, src, n)
+	}
+	return op{desc, func(e *env) string {
+		d, s := e.handles[dst], e.handles[src]
+		if d == nil || s == nil {
+			return noHandle
+		}
+		var (
+			k    int64
+			err  error
+			left int64 = -1
+			buf  strings.Builder
+		)
+		switch kind {
+		case 1:
+			k, err = io.CopyN(d, s, n)
+		case 2:
+			lr := &io.LimitedReader{R: s, N: n}
+			k, err = d.(io.ReaderFrom).ReadFrom(lr)
+			left = lr.N
+		case 3:
+			k, err = io.Copy(&buf, s)
+		case 4:
+			k, err = d.(io.ReaderFrom).ReadFrom(s)
+		}
+		return e.res(e.dirReadErr(s, err), "n=%d left=%d copied=%q", k, left, buf.String())
 	}}
 }
 
@@ -895,7 +939,7 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// TestRandomDifferential runs COWFS_DIFF_SEQS sequences (default 300) from
+// TestRandomDifferential runs COWFS_DIFF_SEQS sequences (default 100, 1,000 with COWFS_LONG=1) from
 // seed COWFS_DIFF_SEED (default 1) on cowfs and on os, and reports every
 // diverging seed (at most five in full).
 func TestRandomDifferential(t *testing.T) {
@@ -974,9 +1018,9 @@ func runRandom(t *testing.T, baseA, baseB string, oracle bool) {
 		t.Fatal(err)
 	}
 	t.Chdir(wd) // restores the working directory at the end
-	def := 300
+	def := longtest.N(100, 1000)
 	if oracle {
-		def = 100 // the generator's own check, on three pairs of file systems
+		def = longtest.N(30, 100) // the generator's own check, on three pairs of file systems
 	}
 	n, first := envInt("COWFS_DIFF_SEQS", def), envInt("COWFS_DIFF_SEED", 1)
 	failed := 0
