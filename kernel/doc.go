@@ -40,8 +40,16 @@
 // bookkeeping xattrs (origin, impure, uuid, nlink, ...) are skipped. An
 // upper that uses redirect_dir or metacopy cannot be expressed as a layer
 // and is refused, before anything changes, with [ErrRedirect] or
-// [ErrMetacopy]. The upper root's own metadata is not imported: a layer has
-// no entry for the root.
+// [ErrMetacopy]; Run's own import follows directory redirects (see
+// Directory renames below). The upper root's own metadata is not
+// imported: a layer has no entry for the root.
+//
+// Content the layer keeps by reference never changes afterwards: a file of
+// 1 MiB or more is imported as a private copy (a reflink where the
+// filesystem can, else a sparse copy into an unlinked file), unless it is
+// Run's own (its upper or copy, the command gone) and has one link. A
+// command's output hard-linked into a [WithWritable] directory has two,
+// and is copied: writing the linked name later leaves the layer as it was.
 //
 // # Mounting
 //
@@ -59,6 +67,24 @@
 //
 // The lower must not change while it is mounted: the kernel's behaviour is
 // then undefined.
+//
+// # Directory renames
+//
+// A command that renames a directory the root already has (rename(2) of a
+// lower or merged directory: python's os.rename, Go's os.Rename, mv) works
+// in overlay mode when Run mounts as root in the initial user namespace:
+// Run's own mount (not [Mount], whose default stays as above) uses
+// redirect_dir=on, the kernel records the rename as a
+// trusted.overlay.redirect xattr on the renamed directory's upper copy,
+// and Run's import follows it as the kernel's lookup does: it moves the
+// lower subtree to the new name in the layer (the overlayfs Rename, file
+// contents stay lazy references to the lower), then stacks the upper's
+// own changes on it. The layer is the same as the copy mode's and the
+// in-process Fs's for the same command. The kernel refuses redirect_dir=on
+// together with userxattr, so in an unprivileged user namespace
+// ([ModeOverlayUserNS]) such a rename still fails with EXDEV, as it does
+// across filesystems: mv copes by copying, os.Rename does not; use the
+// copy mode ([WithCopyFallback]) for such commands there.
 //
 // # Running commands
 //
@@ -87,6 +113,30 @@
 // difference. The layer ends up the same. The environment variable
 // COWFS_ROOT tells the command where the root is (in both modes); in copy
 // mode the root's real path is not redirected, and writes to it fail.
+//
+// An Fs made with [overlayfs.WithQuota] bounds the command too: in overlay
+// mode the upper and work directories go on a tmpfs mounted with the
+// quota's size= and nr_inodes= (plus the few inodes and the page Run keeps
+// there itself), so a command that fills it sees ENOSPC and short writes
+// as on a full disk, and the layer imports what it managed to write
+// (TestRunQuota compares it with a plain run in a real tmpfs). The upper
+// holds the whole layer, as the quota counts it; whiteouts are inodes on
+// the tmpfs (the quota does not count them). Mounting the tmpfs needs
+// CAP_SYS_ADMIN: without it Run with a quota fails rather than run the
+// command unbounded. The copy fallback does not bound the command; the
+// layer counts what it imported.
+//
+// A read-only command leaves no change in either mode, with one limit in
+// the copy fallback: its files have new inode numbers and ctimes, which
+// tools that record them in the tree take for touched files. Git's index
+// is the common case: git status refreshes the index's stat cache and
+// rewrites .git/index (different bytes: a real change). The copy fallback
+// therefore runs the command with GIT_OPTIONAL_LOCKS=0 (unless its
+// environment sets it), which makes git skip such opportunistic writes, as
+// a plain run has none to make; an explicit refresh (git update-index
+// --refresh, git add of unchanged files) still rewrites the index there.
+// The overlay modes keep the lower's inodes and ctimes and have no such
+// limit; Run uses them whenever it can mount.
 //
 // # Confinement
 //
@@ -209,6 +259,11 @@
 // import everything else first, then return an error wrapping
 // [ErrUnsupportedType] that names each skipped path.
 //
+// The root's ".cowfs-commit", the name overlayfs's Commit keeps for its
+// journal, is skipped the same way (a layer holding it could never be
+// committed): Import and Run import everything else and return an error
+// wrapping [ErrReservedName]; ReadOCILayer refuses such a tar.
+//
 // Two more things a layer does not hold, which Import and Run leave out
 // without an error: extended attributes (other than the overlay's own,
 // which are read as above) and hard links (each name of a hard-linked
@@ -281,6 +336,12 @@
 // on the layers below only, never on entries of the same tar. ReadOCILayer
 // also takes what tools write when they tar an upper directly: 0/0
 // character devices and PAX xattrs (SCHILY.xattr.trusted.overlay.opaque).
+// A hard link's target must be a file or symlink of the same tar or of
+// the view below (the layers read before), looked up one component at a
+// time without following any symlink: a link never reads through a
+// symlink out of the root (a rootfs's etc/localtime -> /usr/share/...
+// stays a symlink); anything else is refused with [ErrLinkTarget].
+// ReadOCILayer is all or nothing: on any error the layer is as it was.
 //
 // # Privileges
 //
@@ -314,13 +375,14 @@
 // [RunOption]s (how Run behaves) and the environment variables Run reads
 // or sets; mode.go: [Mode], how Run ran a command; errors.go: the
 // sentinels. materialize_linux.go with plan_linux.go: [Materialize];
-// import_linux.go: [Import]; special_linux.go: FIFOs, sockets and devices
-// in a layer; mount_linux.go: [Mount]; oci_linux.go: the OCI layer tar;
-// run_linux.go: [Run] and its re-executed helper (the mount, dropped
-// capabilities); runcopy_linux.go: Run's copy fallback; landlock_linux.go:
-// confinement; seccomp_linux.go: chown's EPERM in a user namespace;
-// lifecycle_linux.go (also the sandbox's namespaces, read-only host and
-// descriptors) and
+// import_linux.go: [Import]; redirect_linux.go: Run's import of directory
+// renames; private_linux.go: content kept by reference; special_linux.go:
+// FIFOs, sockets and devices in a layer; mount_linux.go: [Mount];
+// oci_linux.go: the OCI layer tar; run_linux.go: [Run] and its re-executed
+// helper (the mount, dropped capabilities); runcopy_linux.go: Run's copy
+// fallback; landlock_linux.go: confinement; seccomp_linux.go: chown's EPERM
+// in a user namespace; lifecycle_linux.go (also the sandbox's namespaces,
+// read-only host and descriptors) and
 // owner_linux.go: the supervisors and owner records that let [Cleanup]
 // (cleanup_linux.go) tell abandoned temporary directories and mounts from
 // live ones; userns_linux.go, workdir_linux.go and readable_linux.go:

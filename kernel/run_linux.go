@@ -138,7 +138,8 @@ func runHook(reqEnv string) {
 	}
 	syscall.CloseOnExec(req.StatusFD)
 	if !req.NoMount {
-		if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
+		// redirect_dir=on (directory renames) where the kernel allows it.
+		if _, err := mountOverlay(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr); err != nil {
 			fail("mount", err)
 		}
 		// No device node made or brought into the root is usable, no
@@ -202,7 +203,8 @@ func hookInInit(reqEnv string, c *exec.Cmd) (*os.File, *runStatus) {
 		return status, &s
 	}
 	if !req.NoMount {
-		if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
+		// redirect_dir=on (directory renames) where the kernel allows it.
+		if _, err := mountOverlay(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr); err != nil {
 			return fail("mount", err)
 		}
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
@@ -552,7 +554,13 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		return err
 	}
 	defer done() // removes it, though the kernel leaves work/work with mode 0
-	upper, work := filepath.Join(tmp, "upper"), filepath.Join(tmp, "work")
+	// WithQuota: the upper on a tmpfs of the quota's size (quota_linux.go).
+	base, release, err := quotaDir(f, tmp)
+	if err != nil {
+		return err
+	}
+	defer release()
+	upper, work := filepath.Join(base, "upper"), filepath.Join(base, "work")
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return err
 	}
@@ -691,7 +699,7 @@ func asProgram(err error, cmd *exec.Cmd) error {
 func importUpper(upper string, f *overlayfs.Fs, opts Options, runErr error) error {
 	snap := f.Snapshot()
 	f.ResetLayer()
-	if err := importAs(upper, f.Root(), f, opts, makeReadable(upper)); err != nil {
+	if err := importAs(upper, f.Root(), f, opts, makeReadable(upper), true); err != nil {
 		// Skipped device nodes only: the layer keeps the rest.
 		if sk := (*skippedError)(nil); !errors.As(err, &sk) {
 			f.Restore(snap)

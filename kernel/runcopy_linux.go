@@ -72,6 +72,7 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 		}
 	}
 	c.Env = append(c.Env, RootEnv+"="+cp, "TMPDIR="+tmpDir)
+	c.Env = withoutOptionalLocks(c.Env)
 	mode.Root, mode.Dir = cp, c.Dir
 	var sup *supervised
 	var hookErr *runStatus
@@ -113,8 +114,10 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	}
 	defer root.Close()
 	snap := f.Snapshot()
+	apply := newUpperApplier(root, cp, f, true)
+	defer apply.close()
 	for _, e := range entries {
-		if err := applyUpperEntry(root, cp, f, e); err != nil {
+		if err := apply.apply(e); err != nil {
 			f.Restore(snap)
 			return errors.Join(runErr, err)
 		}
@@ -140,6 +143,21 @@ func realRootChanged(before *overlayfs.LowerState, how string) error {
 	}
 	return fmt.Errorf("kernel: Run: the real root changed while the command ran %s, nothing imported: %s: %w",
 		how, strings.Join(changed, ", "), overlayfs.ErrConflict)
+}
+
+// withoutOptionalLocks adds GIT_OPTIONAL_LOCKS=0 to env unless env sets
+// it: git then skips the writes it makes only opportunistically, chiefly
+// git status refreshing the index's stat cache. In a copy every file has
+// a new inode and ctime, so a read-only git status would otherwise rewrite
+// .git/index (a change with different bytes); a plain run, or the overlay
+// mode, which keeps the lower's inodes and ctimes, writes nothing.
+func withoutOptionalLocks(env []string) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GIT_OPTIONAL_LOCKS=") {
+			return env
+		}
+	}
+	return append(env, "GIT_OPTIONAL_LOCKS=0")
 }
 
 // viewCopy is a real directory copy of an overlay view.
@@ -315,7 +333,9 @@ func (vc *viewCopy) diffDir(rel string, viewDir, replaced bool, out *[]upperEntr
 	for i < len(copyNames) || j < len(viewNames) {
 		switch {
 		case j == len(viewNames) || (i < len(copyNames) && copyNames[i] < viewNames[j]):
-			if err := vc.diffEntry(joinRel(rel, copyNames[i]), false, out); err != nil {
+			if r := joinRel(rel, copyNames[i]); r == commitJournal {
+				vc.skips = append(vc.skips, reservedError(vc.view(r)))
+			} else if err := vc.diffEntry(r, false, out); err != nil {
 				return err
 			}
 			i++

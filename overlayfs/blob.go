@@ -71,6 +71,7 @@ func (l *layer) newBlobLocked(b *blob) uint64 {
 	ino := l.fam.ino.Add(1)
 	b.gen = l.gen
 	l.blobs.Set(ino, b)
+	l.newFileQuotaLocked(b.len())
 	return ino
 }
 
@@ -105,6 +106,7 @@ func (b *blob) clone(gen uint64) *blob {
 // dropBlobLocked forgets the content of an unlinked file, or marks it as an
 // orphan while handles still use it.
 func (l *layer) dropBlobLocked(ino uint64) {
+	l.dropFileQuotaLocked(ino)
 	l.hmu.Lock()
 	defer l.hmu.Unlock()
 	// A read handle opened on the lower file before its copy-up reads this

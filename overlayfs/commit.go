@@ -129,7 +129,6 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 	// before the locks are released (see layer.lower).
 	defer f.fam.lowerChanged()
 	plans := make([]plan, len(roots))
-	var conflicts, escapes []string
 	for i, g := range roots {
 		rels, ok := sel[g]
 		if sel != nil && !ok {
@@ -142,23 +141,21 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 					Err: pathErr("commit", k, fmt.Errorf("the name is reserved for the commit journal: %w", fs.ErrInvalid))}
 			}
 		}
-		cs, err := g.conflictsLocked(plans[i])
-		if err != nil {
-			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
-		}
-		for _, c := range cs {
-			p := c.path
-			if len(roots) > 1 {
-				p = filepath.Join(g.root, p)
-			}
-			conflicts = append(conflicts, p)
-			if c.escape {
-				escapes = append(escapes, p)
-			}
-		}
 	}
-	if len(conflicts) > 0 {
-		return &CommitError{Conflicts: conflicts, Escapes: escapes}
+	// The commit lock of every root written, from the conflict check to
+	// the journal's removal: a commit that waited for another checks the
+	// tree that one left.
+	locks, err := lockRoots(roots, plans)
+	if err != nil {
+		return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
+	}
+	defer func() {
+		for _, l := range locks {
+			l.unlock()
+		}
+	}()
+	if err := conflictsOfLocked(roots, plans, sel); err != nil {
+		return err
 	}
 	journals := make([]*journal, len(roots))
 	abortAll := func() {
@@ -217,6 +214,61 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 		return &CommitError{Applied: applied, NotApplied: notApplied, Interrupted: true, Err: firstErr}
 	}
 	return nil
+}
+
+// conflictsOfLocked is Commit's check: every selected root's plan against
+// the disk, under the commit locks; a *CommitError naming every conflict,
+// or nil.
+func conflictsOfLocked(roots []*layer, plans []plan, sel map[*layer][]string) error {
+	var conflicts, escapes []string
+	for i, g := range roots {
+		if _, ok := sel[g]; sel != nil && !ok {
+			continue
+		}
+		cs, err := g.conflictsLocked(plans[i])
+		if err != nil {
+			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
+		}
+		for _, c := range cs {
+			p := c.path
+			if len(roots) > 1 {
+				p = filepath.Join(g.root, p)
+			}
+			conflicts = append(conflicts, p)
+			if c.escape {
+				escapes = append(escapes, p)
+			}
+		}
+	}
+	if len(conflicts) > 0 {
+		return &CommitError{Conflicts: conflicts, Escapes: escapes}
+	}
+	return nil
+}
+
+// lockRoots takes the commit lock of each root with something to write,
+// in the order of their paths (two commits over the same roots cannot
+// wait for each other).
+func lockRoots(roots []*layer, plans []plan) ([]*rootLock, error) {
+	var order []*layer
+	for i, g := range roots {
+		if len(plans[i].keys) > 0 {
+			order = append(order, g)
+		}
+	}
+	slices.SortFunc(order, func(a, b *layer) int { return strings.Compare(a.root, b.root) })
+	locks := make([]*rootLock, 0, len(order))
+	for _, g := range order {
+		l, err := lockRoot(g.root, true, true)
+		if err != nil {
+			for _, l := range locks {
+				l.unlock()
+			}
+			return nil, pathErr("commit", g.root, err)
+		}
+		locks = append(locks, l)
+	}
+	return locks, nil
 }
 
 // allKeys lists the keys of the plans, prefixed with their roots when
@@ -536,7 +588,7 @@ func (l *layer) settleLocked(k string, e entry) {
 		l.recordDepLocked(k)
 		return
 	}
-	l.paths.Delete(k)
+	l.deleteEntry(k)
 	// The lower at and below k is now what the layer said: nothing there is
 	// a dependency any more.
 	var stale []string

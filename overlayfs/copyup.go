@@ -11,6 +11,13 @@ import (
 // change it (Chmod, Chown, Chtimes, an open for writing, a Rename of it
 // or of a directory holding it) fails, and the device stays as it is.
 func (l *layer) copyUpLocked(rel string, n node) (entry, error) {
+	return l.copyUpForLocked(rel, n, false)
+}
+
+// copyUpForLocked is copyUpLocked; with trunc the copy is about to be
+// emptied (an O_TRUNC open), so its data need not fit WithQuota's limit:
+// the kernel's overlay copies none up then.
+func (l *layer) copyUpForLocked(rel string, n node, trunc bool) (entry, error) {
 	if n.layer {
 		return n.e, nil
 	}
@@ -23,6 +30,9 @@ func (l *layer) copyUpLocked(rel string, n node) (entry, error) {
 	if n.fi.Mode()&fs.ModeDevice != 0 {
 		// Not a lazy regular file: the layer cannot hold a device node.
 		return entry{}, pathErr("copyup", rel, errDeviceNode)
+	}
+	if err := l.copyUpQuotaLocked(rel, n.kind, n.fi.Size(), trunc); err != nil {
+		return entry{}, err
 	}
 	m := metaOf(n.fi)
 	var e entry

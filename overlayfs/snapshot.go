@@ -19,6 +19,7 @@ type savedLayer struct {
 	paths *btree.Map[string, entry]
 	blobs *btree.Map[uint64, *blob]
 	deps  *btree.Map[string, dep]
+	q     quotaState
 }
 
 // Snapshot returns the current state of the layer in O(1).
@@ -33,7 +34,7 @@ func (f *Fs) Snapshot() *Snapshot {
 func (l *layer) snapshot() *savedLayer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy()}
+	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), q: l.q.saved()}
 	l.gen = l.fam.gen.Add(1)
 	return s
 }
@@ -84,6 +85,9 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 		for i, k := range keys {
 			l.paths.Set(k, ents[i])
 		}
+		l.q = s.q.remapped(remap)
+	} else {
+		l.q = s.q.saved()
 	}
 	l.gen = l.fam.gen.Add(1)
 	l.hmu.Lock()
@@ -114,6 +118,7 @@ func (l *layer) fork() *layer {
 		blobs:  l.blobs.Copy(),
 		deps:   l.deps.Copy(),
 		gen:    l.fam.gen.Add(1),
+		q:      l.q.saved(),
 	}
 	nf.paths = newPathMap(l.paths.Copy())
 	l.gen = l.fam.gen.Add(1)

@@ -12,9 +12,13 @@ import (
 const (
 	FormatName = "cowfs-tape" // header "format"
 	Version    = 1            // header "version": major; a reader rejects a larger one
-	Minor      = 2            // header "minor": 1.1 added command records, 1.2 the running chain hash
+	Minor      = 3            // header "minor": 1.1 added command records, 1.2 the running chain hash, 1.3 any byte string as a name
 	HashAlgo   = "blake3"     // header "hash": the only algorithm of version 1
 )
+
+// wireMinor is the minor version from which a string member starting
+// with '"' is Go-quoted (see wireString).
+const wireMinor = 3
 
 // EnvDir names the environment variable that switches recording on for a
 // whole `go test` run: when set to a directory, package helpers writes one

@@ -26,6 +26,17 @@ Linux the overlay is a real kernel overlayfs in a private mount namespace
 mounted, or with -copy, the command runs in a temporary copy of the tree
 instead, with the same result.
 
+A read-only command leaves no change in either mode, with one limit in
+the copy: its files have new inode numbers and ctimes, so a tool that
+records those in the tree (git's index) takes them for touched. There run
+sets GIT_OPTIONAL_LOCKS=0 (unless already set), so that git status writes
+nothing, as in a plain run; an explicit refresh (git update-index
+--refresh) still rewrites .git/index. The kernel overlay keeps the tree's
+inodes and ctimes, and is used whenever it can be mounted. Renaming a
+directory the tree has works in the copy and, as root, in the kernel
+overlay; in a user namespace the kernel refuses it (EXDEV: mv copes by
+copying, a program's rename(2) fails), so use -copy for such commands.
+
 The command runs in the current directory when that lies inside the root
 (in the copy, the same directory of the copy), and otherwise in the root
 itself, so relative names always land in the tree. COWFS_ROOT names the
@@ -68,7 +79,8 @@ ones. The kernel overlay, chosen whenever it can be, has no such effect.
 Afterwards run prints what the command changed under the root, one line
 per path as git's name-status does ("A path", "M path", "D path"), and
 with -patch the changes as a git patch after the list; git apply skips the
-list and applies the patch, so
+list and applies the patch (paths in a .git directory, which git apply
+refuses, are left out of it and named in a line before the first diff), so
 
 	replay run -patch -- make generate | git apply
 

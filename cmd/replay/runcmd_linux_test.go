@@ -114,6 +114,7 @@ func TestRunConfinedFlags(t *testing.T) {
 		script := `echo c > "$0/entry"`
 		args := append(append([]string{}, mode...), "--", "sh", "-c", script, cache)
 		code, _, stderr = runReplayRun(t, tree, args...)
+		// The host is read-only in the command's mount namespace.
 		if code != exitDiffers || !strings.Contains(stderr, "Read-only file system") {
 			t.Errorf("%v: write outside the root: exit %d, stderr %q", mode, code, stderr)
 		}
