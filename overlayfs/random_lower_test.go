@@ -171,8 +171,8 @@ func randChangedLower(t *testing.T, seed uint64) {
 // TestChangedLowerListedThenOpened is issue 23's case: after New, failed
 // Removes of missing names in X (which list X's names for later misses)
 // and a directory X/sub made on disk, Open("X") lists sub, and
-// Open("X/sub") opens it, as os does after the change, rather than say
-// ENOENT, as before it.
+// Open("X/sub"), Stat and Lstat find it, as os does after the change,
+// rather than say ENOENT, as before it.
 func TestChangedLowerListedThenOpened(t *testing.T) {
 	root := t.TempDir()
 	must(t, os.Mkdir(filepath.Join(root, "X"), 0o755))
@@ -192,4 +192,9 @@ func TestChangedLowerListedThenOpened(t *testing.T) {
 		t.Fatalf("Open(X/sub) after a listing showed sub: %v (os: the directory)", err)
 	}
 	h.Close()
+	for _, stat := range []func(string) (fs.FileInfo, error){c.Stat, c.Lstat} {
+		if fi, err := stat(filepath.Join(root, "X", "sub")); err != nil || !fi.IsDir() {
+			t.Fatalf("Stat/Lstat(X/sub) after a listing showed sub: %v, %v (os: the directory)", fi, err)
+		}
+	}
 }
