@@ -422,3 +422,42 @@ func TestFailedCommitKeepsRootMtime(t *testing.T) {
 		t.Errorf("x after a failed commit: %v", err)
 	}
 }
+
+// TestCommitLockTwoFsValues is TestCommitLockTwoProcesses within one
+// process: two goroutines, each with Fs values of its own over one root
+// (the lock is taken per open description of the root, so they exclude
+// each other as two processes do).
+func TestCommitLockTwoFsValues(t *testing.T) {
+	rounds := 30
+	if os.Getenv("COWFS_LONG") == "1" {
+		rounds = 200
+	}
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := map[string]string{}
+	for _, n := range lockNames {
+		if strings.HasPrefix(n, "f") {
+			base[n] = "base " + n + "\n"
+			if err := os.WriteFile(filepath.Join(root, n), []byte(base[n]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all := make([][]lockRound, 2)
+	var wg sync.WaitGroup
+	for id := range all {
+		wg.Go(func() {
+			s := lockSpec{Root: root, ID: id, Rounds: rounds}
+			r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(id)))
+			for round := range rounds {
+				all[id] = append(all[id], lockOneRound(s, r, round))
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range checkLockRounds(root, base, append(all[0], all[1]...)) {
+		t.Error(err)
+	}
+}

@@ -465,7 +465,10 @@ func (l *layer) remove(name, abs string) error {
 }
 
 // RemoveAll removes name and everything below it, as os.RemoveAll: a
-// missing name is not an error.
+// missing name is not an error. Outside the root (with
+// AllowOutsideWrites), a tree that holds a root, or a bind mount of a root
+// or of one of its directories, is refused with EBUSY before anything is
+// removed; finding out costs a walk of the tree's directories.
 func (f *Fs) RemoveAll(name string) error {
 	if err := f.fault("remove", name); err != nil {
 		return err

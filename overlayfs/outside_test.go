@@ -4,6 +4,7 @@ package overlayfs_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -205,5 +206,33 @@ func TestOutsideTreeWithAlias(t *testing.T) {
 			checkUnchanged(t, root, sum)
 			checkUnchanged(t, out, outSum)
 		})
+	}
+}
+
+// TestOutsideAppendHandle: a handle on an outside file opened with
+// O_APPEND (through the race-free open) refuses WriteAt as os's does, and
+// appends as os's does.
+func TestOutsideAppendHandle(t *testing.T) {
+	parent := t.TempDir()
+	root, out := outsideIntoRoot(t, parent)
+	c := newCow(t, root, overlayfs.AllowOutsideWrites())
+	var res [2]string
+	for i, side := range []struct {
+		fsys target
+		name string
+	}{{osTarget{}, filepath.Join(out, "os-append")}, {c, filepath.Join(out, "cow-append")}} {
+		f, err := side.fsys.OpenFile(side.name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("ab")
+		_, werr := f.WriteAt([]byte("X"), 0)
+		f.WriteString("cd")
+		f.Close()
+		data, _ := os.ReadFile(side.name)
+		res[i] = fmt.Sprintf("%v %q", werr, data)
+	}
+	if res[0] != res[1] {
+		t.Errorf("os: %s, cowfs: %s", res[0], res[1])
 	}
 }
