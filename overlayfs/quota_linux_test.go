@@ -14,6 +14,7 @@ package overlayfs_test
 // a Fork counts on its own.
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -173,7 +174,7 @@ func TestQuotaTmpfsDifferential(t *testing.T) {
 		n = first + 1
 	}
 	for seed := first; seed < n; seed++ {
-		if err := quotaSequence(t, uint64(seed), &tally); err != nil {
+		if err := quotaSequence(t, rand.New(rand.NewPCG(uint64(seed), 25)), &tally); err != nil {
 			divergences++
 			if divergences <= 5 {
 				t.Errorf("seed %d: %v", seed, err)
@@ -186,8 +187,9 @@ func TestQuotaTmpfsDifferential(t *testing.T) {
 // quotaTally counts what the sequences exercised.
 type quotaTally struct{ ops, full, short int }
 
-func quotaSequence(t *testing.T, seed uint64, tally *quotaTally) error {
-	r := rand.New(rand.NewPCG(seed, 25))
+// quotaSequence runs one sequence drawn from r (limits, then operations)
+// on a fresh overlay and a fresh tmpfs, and returns the first divergence.
+func quotaSequence(t *testing.T, r *rand.Rand, tally *quotaTally) error {
 	pages := 1 + r.Int64N(12)
 	bytes := pages*4096 - r.Int64N(4096) // tmpfs rounds size= up to pages
 	inodes := 2 + r.Int64N(8)
@@ -248,6 +250,45 @@ func quotaSequence(t *testing.T, seed uint64, tally *quotaTally) error {
 		return fmt.Errorf("reset: overlay counts %+v", got)
 	}
 	return nil
+}
+
+// bytesSource is a rand.Source reading the fuzzer's bytes, 8 at a time,
+// so that mutations of the input change the limits and the operations
+// drawn; once they run out, a PCG seeded by their length goes on (a
+// constant would make rand's bounded draws loop for ever).
+type bytesSource struct {
+	data []byte
+	rest *rand.PCG
+}
+
+func (s *bytesSource) Uint64() uint64 {
+	if len(s.data) == 0 {
+		return s.rest.Uint64()
+	}
+	var b [8]byte
+	n := copy(b[:], s.data)
+	s.data = s.data[n:]
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// FuzzQuota runs the quota differential on sequences decoded from the
+// fuzzer's bytes (see TestQuotaTmpfsDifferential).
+func FuzzQuota(f *testing.F) {
+	for seed := range 4 {
+		r := rand.New(rand.NewPCG(uint64(seed), 25))
+		b := make([]byte, 512)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		mountTmpfs(t, "size=4k") // skips without privileges
+		var tally quotaTally
+		if err := quotaSequence(t, rand.New(&bytesSource{data: data, rest: rand.NewPCG(uint64(len(data)), 25)}), &tally); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestQuotaConcurrent: goroutines append, create and remove under one
