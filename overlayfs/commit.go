@@ -555,9 +555,7 @@ func (l *layer) settleLocked(k string, e entry) {
 	for _, p := range stale {
 		l.deps.Delete(p)
 	}
-	if e.kind == kindFile {
-		l.dropBlobLocked(e.ino)
-	}
+	l.dropNameLocked(e)
 }
 
 // pruneLocked moves to the trash the lower children of an opaque

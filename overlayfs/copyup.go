@@ -24,6 +24,15 @@ func (l *layer) copyUpLocked(rel string, n node) (entry, error) {
 		// Not a lazy regular file: the layer cannot hold a device node.
 		return entry{}, pathErr("copyup", rel, errDeviceNode)
 	}
+	if _, nlink := lowerLinkID(n.fi); nlink > 1 {
+		return l.copyUpLinkedLocked(rel, n)
+	}
+	return l.copyUpOneLocked(rel, n)
+}
+
+// copyUpOneLocked is copyUpLocked of a lower node n (its Lstat known)
+// that is not linked to other names, or the first of them.
+func (l *layer) copyUpOneLocked(rel string, n node) (entry, error) {
 	m := metaOf(n.fi)
 	var e entry
 	switch n.kind {
@@ -43,9 +52,9 @@ func (l *layer) copyUpLocked(rel string, n node) (entry, error) {
 		if err != nil {
 			return entry{}, err
 		}
-		e = withAttrs(kindSymlink, m, t)
+		e = l.withAttrs(kindSymlink, m, t)
 	default:
-		e = withAttrs(n.kind, m, "")
+		e = l.withAttrs(n.kind, m, "")
 	}
 	return e, nil
 }

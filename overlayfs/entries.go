@@ -152,7 +152,7 @@ func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 	if rel == "." && e.Type == EntryDir && !e.Opaque {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		l.paths.Set("", withAttrs(kindDir, meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}, ""))
+		l.paths.Set("", l.withAttrs(kindDir, meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}, ""))
 		return nil
 	}
 	if !validEntryPath(rel) {
@@ -189,7 +189,7 @@ func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 			l.unlinkLocked(rel, visible, cur)
 		}
 	case EntryDir:
-		ne := withAttrs(kindDir, m, "")
+		ne := l.withAttrs(kindDir, m, "")
 		ne.opaque = true
 		if cur.kind == kindDir && !e.Opaque {
 			ne.opaque = cur.layer && cur.e.opaque
@@ -209,14 +209,14 @@ func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 	case EntrySymlink:
 		l.dependReplacedLocked(rel, visible)
 		l.deleteTreeLocked(rel)
-		l.paths.Set(rel, withAttrs(kindSymlink, m, e.Target))
+		l.paths.Set(rel, l.withAttrs(kindSymlink, m, e.Target))
 	case EntryFIFO, EntrySocket:
 		k := kindFIFO
 		if e.Type == EntrySocket {
 			k = kindSocket
 		}
 		l.deleteTreeLocked(rel)
-		l.paths.Set(rel, withAttrs(k, m, ""))
+		l.paths.Set(rel, l.withAttrs(k, m, ""))
 	default:
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}

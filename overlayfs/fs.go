@@ -56,6 +56,7 @@ type layer struct {
 	copyIno map[uint64]bool           // the identities in copied: kept while early read handles may need them
 	copies  atomic.Int64              // copy-ups ever made: read handles' cheap check
 	commits atomic.Uint64             // Commit's starts and ends: see lowerStat
+	links   linkState                 // hard links (link.go)
 
 	hmu    sync.Mutex
 	opened map[uint64]int  // open handle count per file identity
@@ -83,6 +84,7 @@ func (l *layer) dropCaches() {
 	l.misses.Clear()
 	l.lowerDirs.Clear()
 	l.paths.clean.clear()
+	l.links.lower = nil
 }
 
 // family is shared by an Fs, its forks and its extra roots: generations
@@ -256,6 +258,7 @@ func (l *layer) resetLocked() {
 	l.blobs = btree.NewMap[uint64, *blob](32)
 	l.gen = l.fam.gen.Add(1)
 	l.deps = btree.NewMap[string, dep](32)
+	l.links.names = btree.NewMap[uint64, uint32](32)
 	l.copied, l.copyIno = nil, nil // made at the first copy-up
 	l.hmu.Lock()
 	l.bound, l.opened, l.orphan = bindings{}, nil, nil // made at the first use

@@ -198,7 +198,7 @@ func (l *layer) mkdir(name, abs string, perm fs.FileMode) error {
 	}
 	m := l.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ l.creator().umask)
 	l.inheritLocked(at.rel, &m, true)
-	e := withAttrs(kindDir, m, "")
+	e := l.withAttrs(kindDir, m, "")
 	e.opaque = true
 	l.paths.Set(at.rel, e)
 	return nil
@@ -308,7 +308,7 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 	}
 	m := l.newMeta(fs.ModePerm)
 	l.inheritLocked(at.rel, &m, false)
-	l.paths.Set(at.rel, withAttrs(kindSymlink, m, oldname))
+	l.paths.Set(at.rel, l.withAttrs(kindSymlink, m, oldname))
 	return nil
 }
 
@@ -633,13 +633,15 @@ func splitPath(name string) (dir, base string) {
 // unlinkLocked removes rel and its subtree from the view: layer entries go,
 // and a whiteout hides the lower where it has something there.
 func (l *layer) unlinkLocked(rel string, visible bool, n node) {
+	walked := l.keepLinksLocked(rel, visible, n)
 	l.goneLocked(rel)
 	l.deleteTreeLocked(rel)
-	l.whiteoutLocked(rel, visible, n)
+	l.whiteoutLocked(rel, visible, n, walked)
 }
 
-// whiteoutLocked hides the lower at rel if it shows something there.
-func (l *layer) whiteoutLocked(rel string, visible bool, n node) {
+// whiteoutLocked hides the lower at rel if it shows something there;
+// walked says the lower's subtree there is recorded already.
+func (l *layer) whiteoutLocked(rel string, visible bool, n node, walked bool) {
 	if !visible {
 		return
 	}
@@ -653,7 +655,7 @@ func (l *layer) whiteoutLocked(rel string, visible bool, n node) {
 	if low.fi != nil {
 		l.dependLocked(rel, low.fi)
 	}
-	if low.kind == kindDir {
+	if low.kind == kindDir && !walked {
 		l.dependBelowLocked(rel)
 	}
 	l.paths.Set(rel, entry{kind: kindWhiteout})

@@ -19,6 +19,7 @@ type savedLayer struct {
 	paths *btree.Map[string, entry]
 	blobs *btree.Map[uint64, *blob]
 	deps  *btree.Map[string, dep]
+	links *btree.Map[uint64, uint32] // linkState.names
 }
 
 // Snapshot returns the current state of the layer in O(1).
@@ -33,7 +34,7 @@ func (f *Fs) Snapshot() *Snapshot {
 func (l *layer) snapshot() *savedLayer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy()}
+	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), links: l.links.names.Copy()}
 	l.gen = l.fam.gen.Add(1)
 	return s
 }
@@ -60,7 +61,7 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.setPaths(newPathMap(s.paths.Copy()))
-	l.blobs, l.deps = s.blobs.Copy(), s.deps.Copy()
+	l.blobs, l.deps, l.links.names = s.blobs.Copy(), s.deps.Copy(), s.links.Copy()
 	if fam != l.fam {
 		// Identities and generations of another family may collide with ours.
 		old := l.blobs
@@ -83,6 +84,7 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 		for i, k := range keys {
 			l.paths.Set(k, ents[i])
 		}
+		l.links.names = remapLinks(l.links.names, remap)
 	}
 	l.gen = l.fam.gen.Add(1)
 	l.hmu.Lock()
@@ -113,6 +115,7 @@ func (l *layer) fork() *layer {
 		blobs:  l.blobs.Copy(),
 		deps:   l.deps.Copy(),
 		gen:    l.fam.gen.Add(1),
+		links:  linkState{names: l.links.names.Copy()},
 	}
 	nf.setPaths(newPathMap(l.paths.Copy()))
 	l.gen = l.fam.gen.Add(1)

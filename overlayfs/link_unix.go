@@ -1,0 +1,20 @@
+//go:build unix
+
+package overlayfs
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// errPerm is link's error for a directory.
+const errPerm = syscall.EPERM
+
+// lowerLinkID returns a lower file's device and inode, and its link count.
+func lowerLinkID(fi fs.FileInfo) (devIno, uint64) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return devIno{}, 0
+	}
+	return devIno{dev: uint64(st.Dev), ino: uint64(st.Ino)}, uint64(st.Nlink)
+}
