@@ -356,3 +356,34 @@ func remapLinks(m *btree.Map[uint64, uint32], remap map[uint64]uint64) *btree.Ma
 	})
 	return out
 }
+
+// stageLinkLocked stages the slot s of an entry whose identity has a name
+// staged already (or left in place) as a hard link to it, in the stage: the
+// apply renames it into place, and a rename keeps the inode. It reports
+// whether it did.
+func (l *layer) stageLinkLocked(st *stage, s slot, e entry) (bool, error) {
+	from, ok := st.links[e.identity()]
+	if !ok {
+		return false, nil
+	}
+	if s.lowDir() {
+		st.trash(s)
+	}
+	return true, st.j.stageLink(from, st.place(s))
+}
+
+// linkedLocked records where the first name of a linked identity is, in
+// the stage or in the tree (rel, root-relative), for its other names.
+func (st *stage) linkedLocked(l *layer, e entry, rel string) {
+	if l.namesLocked(e.identity()) > 1 {
+		st.links[e.identity()] = rel
+	}
+}
+
+// stageLink makes rel inside the stage a hard link to from.
+func (j *journal) stageLink(from, rel string) error {
+	if err := j.fault("stage", rel); err != nil {
+		return err
+	}
+	return j.rt.Link(osName(from), osName(rel))
+}
