@@ -220,16 +220,23 @@ func (l *layer) handleNlinkLocked(h *file) uint32 {
 	return l.namesLocked(h.ino)
 }
 
-// sameLinked reports whether two nodes of the view are names of one
-// non-directory (rename then does nothing, as POSIX says).
-func sameLinked(a, b node) bool {
+// sameLinkedLocked reports whether the nodes at two paths of the view are
+// names of one non-directory (rename then does nothing, as POSIX says).
+func (l *layer) sameLinkedLocked(ra string, a node, rb string, b node) bool {
 	switch {
 	case !a.exists() || !b.exists() || a.kind == kindDir || a.layer != b.layer:
 		return false
 	case a.layer:
 		return a.e.identity() != 0 && a.e.identity() == b.e.identity()
 	}
-	return os.SameFile(a.fi, b.fi)
+	var err error
+	if a.fi == nil {
+		a, err = l.lookup(ra, true)
+	}
+	if b.fi == nil && err == nil {
+		b, err = l.lookup(rb, true)
+	}
+	return err == nil && a.fi != nil && b.fi != nil && os.SameFile(a.fi, b.fi)
 }
 
 // copyUpLinkedLocked copies up a lower non-directory that has several
@@ -301,6 +308,9 @@ func (l *layer) lowerNamesLocked(key devIno) []string {
 // reports so: the walk is the one a removal pays anyway.
 func (l *layer) keepLinksLocked(rel string, visible bool, n node) (walked bool) {
 	if !n.layer && n.exists() && n.kind != kindDir {
+		if n.fi == nil { // a listing's node
+			n, _ = l.lookup(rel, true)
+		}
 		if _, nlink := lowerLinkID(n.fi); nlink > 1 {
 			l.copyUpLocked(rel, n) // a device node is left to the lower: it stays linked there
 		}
@@ -386,4 +396,29 @@ func (j *journal) stageLink(from, rel string) error {
 		return err
 	}
 	return j.rt.Link(osName(from), osName(rel))
+}
+
+// linkToLocked returns the first name in path order, other than k, of the
+// linked entry e at k ("" when e has no other name). names maps the
+// identities of linked entries to their names: it is made at the first
+// linked entry, in one scan of the layer.
+func (l *layer) linkToLocked(k string, e entry, names *map[uint64][]string) string {
+	if l.namesLocked(e.identity()) < 2 {
+		return ""
+	}
+	if *names == nil {
+		*names = make(map[uint64][]string)
+		l.paths.Scan(func(p string, pe entry) bool {
+			if id := pe.identity(); pe.kind != kindDir && pe.kind != kindWhiteout && l.namesLocked(id) > 1 {
+				(*names)[id] = append((*names)[id], p)
+			}
+			return true
+		})
+	}
+	for _, p := range (*names)[e.identity()] {
+		if p != k {
+			return p
+		}
+	}
+	return ""
 }

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
+
 	"github.com/cowfs/cowfs/overlayfs"
 )
 
@@ -370,4 +372,255 @@ func runLinkSequence(t *testing.T, ops []linkOp, commit bool) []string {
 		}
 	}
 	return errs
+}
+
+// linkPair returns an os copy of the link fixture and an overlay of
+// another copy.
+func linkPair(t *testing.T, opts ...overlayfs.Option) (osRoot string, c *overlayfs.Fs) {
+	t.Helper()
+	osRoot, lower := t.TempDir(), t.TempDir()
+	linkFixture(t, osRoot)
+	linkFixture(t, lower)
+	c, err := overlayfs.New(lower, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return osRoot, c
+}
+
+// TestLinkErrors: Link's errors are os.Link's on Linux: the same errno in
+// an *os.LinkError naming the names passed.
+func TestLinkErrors(t *testing.T) {
+	osRoot, c := linkPair(t)
+	for _, l := range []string{"loop1:loop2", "loop2:loop1", "sd:d"} {
+		n := strings.Split(l, ":")
+		for _, root := range []string{osRoot, c.Root()} {
+			if err := os.Symlink(n[1], filepath.Join(root, n[0])); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cases := [][2]string{
+		{"a", "b"}, {"a", "new"}, {"missing", "new"}, {"a", "missing/new"}, {"a/x", "new"},
+		{"a/", "new"}, {"d", "new"}, {"d/", "new"}, {"sd", "new"}, {"sd/", "new"}, {"s", "new"},
+		{"loop1", "new"}, {"loop1/x", "new"}, {"a", "loop1/x"}, {"a", "new/"}, {"a", "d/"},
+		{"a", "."}, {"a", "d/.."}, {".", "new"}, {"d/..", "new"}, {"a", "d/e"}, {"a", "s"},
+		{"a", "a"}, {"empty", "empty/x"}, {"a", "a/x"}, {"sd/e", "sd/new"},
+	}
+	for _, tc := range cases {
+		old, new := tc[0], tc[1]
+		want := os.Link(filepath.Join(osRoot, old), filepath.Join(osRoot, new))
+		got := c.Link(filepath.Join(c.Root(), old), filepath.Join(c.Root(), new))
+		if linkErrClass(want) != linkErrClass(got) {
+			t.Errorf("Link(%q, %q): got %v, want %v", old, new, got, want)
+			continue
+		}
+		if got == nil {
+			continue
+		}
+		var le *os.LinkError
+		if !errors.As(got, &le) || le.Op != "link" || le.Old != filepath.Join(c.Root(), old) || le.New != filepath.Join(c.Root(), new) {
+			t.Errorf("Link(%q, %q): error %#v, want an *os.LinkError naming both", old, new, got)
+		}
+	}
+	if diffs := diffLinkTrees(walkLinkTree(t, osLinkFS{}, osRoot), walkLinkTree(t, cowLinkFS{c}, c.Root())); len(diffs) > 0 {
+		t.Errorf("trees differ:\n%s", strings.Join(diffs, "\n"))
+	}
+}
+
+// TestLinkAcrossRoots: a link between two roots of one Fs is EXDEV, as
+// between two mounts; a new name outside the root is refused as any write
+// outside, and a link from outside into the root is EXDEV.
+func TestLinkAcrossRoots(t *testing.T) {
+	lower, other, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	linkFixture(t, lower)
+	linkFixture(t, other)
+	if err := os.WriteFile(filepath.Join(outside, "o"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := overlayfs.New(lower, overlayfs.WithRoot(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var le *os.LinkError
+	err = c.Link(filepath.Join(lower, "a"), filepath.Join(other, "new"))
+	if !errors.Is(err, syscall.EXDEV) || !errors.As(err, &le) {
+		t.Errorf("link across roots: %v, want an *os.LinkError wrapping EXDEV", err)
+	}
+	if err := c.Link(filepath.Join(lower, "missing"), filepath.Join(other, "new")); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("link of a missing name across roots: %v, want ENOENT first", err)
+	}
+	if err := c.Link(filepath.Join(lower, "a"), filepath.Join(outside, "new")); !errors.Is(err, overlayfs.ErrOutsideRoot) || !errors.As(err, &le) {
+		t.Errorf("link to outside: %v, want ErrOutsideRoot", err)
+	}
+	if err := c.Link(filepath.Join(outside, "o"), filepath.Join(lower, "new")); !errors.Is(err, syscall.EXDEV) {
+		t.Errorf("link from outside: %v, want EXDEV", err)
+	}
+	if _, err := os.Lstat(filepath.Join(outside, "new")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a link was made outside: %v", err)
+	}
+	// Within the second root it works as in the first.
+	if err := c.Link(filepath.Join(other, "f"), filepath.Join(other, "n")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := c.Stat(filepath.Join(other, "d/g")); err != nil || fi.Sys().(*syscall.Stat_t).Nlink != 3 {
+		t.Errorf("Stat(other/d/g) after a link in the second root: %v, nlink %v, want 3", err, fi)
+	}
+}
+
+// TestLinkOpenHandleNlink: a handle's Stat counts the names its file has
+// left, 0 after the last is removed, as os's File.Stat (fstat) does.
+func TestLinkOpenHandleNlink(t *testing.T) {
+	osRoot, c := linkPair(t)
+	nlinks := func(f interface{ Stat() (fs.FileInfo, error) }) uint64 {
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uint64(fi.Sys().(*syscall.Stat_t).Nlink)
+	}
+	for _, name := range []string{"a", "lone", "fresh"} {
+		var want, got []uint64
+		for _, side := range []struct {
+			root string
+			fs   linkFS
+			out  *[]uint64
+		}{{osRoot, osLinkFS{}, &want}, {c.Root(), cowLinkFS{c}, &got}} {
+			p := func(n string) string { return filepath.Join(side.root, n) }
+			flag := os.O_RDWR
+			if name == "fresh" {
+				flag |= os.O_CREATE
+			}
+			var h interface {
+				Stat() (fs.FileInfo, error)
+				Close() error
+			}
+			if side.fs == (osLinkFS{}) {
+				f, err := os.OpenFile(p(name), flag, 0o644)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h = f
+			} else {
+				f, err := c.OpenFile(p(name), flag, 0o644)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h = f
+			}
+			*side.out = append(*side.out, nlinks(h))
+			if err := side.fs.Link(p(name), p(name+".2")); err != nil {
+				t.Fatal(err)
+			}
+			*side.out = append(*side.out, nlinks(h))
+			for _, n := range []string{name, "b", "d/c", name + ".2"} {
+				side.fs.Remove(p(n))
+				*side.out = append(*side.out, nlinks(h))
+			}
+			h.Close()
+		}
+		if !slices.Equal(want, got) {
+			t.Errorf("%s: handle nlink along link, removes: got %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestLinkInodes: every name of the view has an inode (device and number)
+// of its own but for the names of one file: directories, symlinks and
+// files, new, copied up and lower, checked against the classes os gives.
+func TestLinkInodes(t *testing.T) {
+	osRoot, c := linkPair(t)
+	for _, side := range []struct {
+		root string
+		fs   linkFS
+	}{{osRoot, osLinkFS{}}, {c.Root(), cowLinkFS{c}}} {
+		p := func(n string) string { return filepath.Join(side.root, n) }
+		side.fs.Mkdir(p("n1"), 0o755)
+		side.fs.Mkdir(p("n2"), 0o755)
+		side.fs.Symlink("a", p("n1/s1"))
+		side.fs.Symlink("a", p("n1/s2"))
+		linkWrite(side.fs, p("n2/f"), os.O_CREATE|os.O_WRONLY, "x")
+		linkWrite(side.fs, p("n2/g"), os.O_CREATE|os.O_WRONLY, "x")
+		side.fs.Chmod(p("d"), 0o700)
+		side.fs.Chmod(p("lone"), 0o600)
+		side.fs.Link(p("n2/f"), p("n2/f2"))
+	}
+	class := func(root string) []string {
+		byIno := map[[2]uint64][]string{}
+		filepath.WalkDir(root, func(string, fs.DirEntry, error) error { return nil })
+		var walk func(rel string)
+		walk = func(rel string) {
+			names, _ := cowLinkFS{c}.ReadDirNames(filepath.Join(root, rel))
+			if root == osRoot {
+				names, _ = osLinkFS{}.ReadDirNames(filepath.Join(root, rel))
+			}
+			for _, n := range names {
+				q := linkPath(rel, n)
+				var fi fs.FileInfo
+				if root == osRoot {
+					fi, _ = os.Lstat(filepath.Join(root, q))
+				} else {
+					fi, _ = c.Lstat(filepath.Join(root, q))
+				}
+				st := fi.Sys().(*syscall.Stat_t)
+				byIno[[2]uint64{st.Dev, st.Ino}] = append(byIno[[2]uint64{st.Dev, st.Ino}], q)
+				if fi.IsDir() {
+					walk(q)
+				}
+			}
+		}
+		walk("")
+		var out []string
+		for _, g := range byIno {
+			slices.Sort(g)
+			out = append(out, strings.Join(g, " "))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if want, got := class(osRoot), class(c.Root()); !slices.Equal(want, got) {
+		t.Errorf("names by inode:\ngot  %q\nwant %q", got, want)
+	}
+}
+
+// TestLinkSnapshotFork: links made in a fork stay there; Restore brings
+// back the link counts of its snapshot; Reset the lower's.
+func TestLinkSnapshotFork(t *testing.T) {
+	_, c := linkPair(t)
+	p := func(n string) string { return filepath.Join(c.Root(), n) }
+	nlink := func(f *overlayfs.Fs, n string) uint64 {
+		fi, err := f.Lstat(p(n))
+		if err != nil {
+			return 0
+		}
+		return uint64(fi.Sys().(*syscall.Stat_t).Nlink)
+	}
+	snap := c.Snapshot()
+	fork := c.Fork()
+	if err := fork.Link(p("a"), p("n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := afero.WriteFile(fork, p("n"), []byte("forked"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := [2]uint64{nlink(fork, "b"), nlink(c, "b")}; got != [2]uint64{4, 3} {
+		t.Errorf("nlink of b in fork, parent: %v, want [4 3]", got)
+	}
+	if data, _ := afero.ReadFile(c, p("a")); string(data) != "alpha\n" {
+		t.Errorf("parent sees the fork's write through a link: %q", data)
+	}
+	c.Restore(fork.Snapshot())
+	if data, _ := afero.ReadFile(c, p("d/c")); nlink(c, "d/c") != 4 || string(data) != "forked" {
+		t.Errorf("after Restore of the fork's snapshot: d/c nlink %d, %q", nlink(c, "d/c"), data)
+	}
+	if err := c.Remove(p("a")); err != nil {
+		t.Fatal(err)
+	}
+	if nlink(c, "b") != 3 || nlink(fork, "b") != 4 {
+		t.Errorf("remove in the parent: nlink %d (fork %d), want 3 (4)", nlink(c, "b"), nlink(fork, "b"))
+	}
+	c.Restore(snap)
+	if nlink(c, "b") != 3 || nlink(c, "n") != 0 {
+		t.Errorf("after Restore: b nlink %d, n %d, want 3, 0", nlink(c, "b"), nlink(c, "n"))
+	}
 }

@@ -12,6 +12,9 @@ const errPerm = syscall.EPERM
 
 // lowerLinkID returns a lower file's device and inode, and its link count.
 func lowerLinkID(fi fs.FileInfo) (devIno, uint64) {
+	if fi == nil {
+		return devIno{}, 0
+	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return devIno{}, 0

@@ -107,7 +107,7 @@ func (l *layer) renameRuleLocked(lo, ln loc, no, nn node) (same bool, err error)
 		return false, errInval // a directory into its own subtree
 	case nn.exists() && strings.HasPrefix(lo.rel, ln.rel+"/"):
 		return false, errNotEmpty // onto an ancestor
-	case lo.rel == ln.rel || sameLinked(no, nn):
+	case lo.rel == ln.rel || l.sameLinkedLocked(lo.rel, no, ln.rel, nn):
 		return true, nil
 	case no.kind == kindDir && nn.exists() && nn.kind != kindDir:
 		return false, errNotDir
