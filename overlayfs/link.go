@@ -422,3 +422,23 @@ func (l *layer) linkToLocked(k string, e entry, names *map[uint64][]string) stri
 	}
 	return ""
 }
+
+// relinkLocked gives every other name of a linked FIFO or socket e's new
+// attrs (a metadata change through one name): their attrs are shared by
+// pointer, and changed by replacing them. Cost: a scan of the layer, only
+// for a linked entry.
+func (l *layer) relinkLocked(e entry) {
+	if e.kind == kindDir || l.namesLocked(e.identity()) < 2 {
+		return
+	}
+	var keys []string
+	l.paths.Scan(func(k string, pe entry) bool {
+		if pe.kind == e.kind && pe.identity() == e.identity() {
+			keys = append(keys, k)
+		}
+		return true
+	})
+	for _, k := range keys {
+		l.paths.Set(k, e)
+	}
+}

@@ -9,11 +9,13 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/spf13/afero"
@@ -622,5 +624,119 @@ func TestLinkSnapshotFork(t *testing.T) {
 	c.Restore(snap)
 	if nlink(c, "b") != 3 || nlink(c, "n") != 0 {
 		t.Errorf("after Restore: b nlink %d, n %d, want 3, 0", nlink(c, "b"), nlink(c, "n"))
+	}
+}
+
+// TestLinkFIFO: a linked FIFO's names share its metadata, as on os.
+func TestLinkFIFO(t *testing.T) {
+	osRoot, c := linkPair(t)
+	var want, got []string
+	for _, side := range []struct {
+		root string
+		fs   linkFS
+		out  *[]string
+	}{{osRoot, osLinkFS{}, &want}, {c.Root(), cowLinkFS{c}, &got}} {
+		p := func(n string) string { return filepath.Join(side.root, n) }
+		if err := syscall.Mkfifo(p("lowfifo"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range []func() error{
+			func() error { return side.fs.Link(p("lowfifo"), p("p2")) },
+			func() error { return side.fs.Chmod(p("p2"), 0o600) },
+			func() error { return side.fs.Link(p("p2"), p("d/p3")) },
+			func() error { return side.fs.Chmod(p("lowfifo"), 0o640) },
+			func() error { return side.fs.Remove(p("p2")) },
+		} {
+			err := step()
+			line := linkErrClass(err)
+			for _, n := range []string{"lowfifo", "p2", "d/p3"} {
+				if fi, err := side.fs.Lstat(p(n)); err == nil {
+					line += fmt.Sprintf(" %s=%v/%d", n, fi.Mode(), fi.Sys().(*syscall.Stat_t).Nlink)
+				}
+			}
+			*side.out = append(*side.out, line)
+		}
+	}
+	if !slices.Equal(want, got) {
+		t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}
+
+// TestLinkChangesAndDiff: a new name is an addition whose LinkTo names
+// another name of its file, as os's copy says (same inode); git apply of
+// the patch, which has no hard links, writes every name's bytes; the io/fs
+// view passes fstest.TestFS.
+func TestLinkChangesAndDiff(t *testing.T) {
+	osRoot, c := linkPair(t)
+	for _, side := range []struct {
+		root string
+		fs   linkFS
+	}{{osRoot, osLinkFS{}}, {c.Root(), cowLinkFS{c}}} {
+		p := func(n string) string { return filepath.Join(side.root, n) }
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(side.fs.Link(p("a"), p("d2/n")))
+		must(linkWrite(side.fs, p("new"), os.O_CREATE|os.O_WRONLY, "fresh\n"))
+		must(side.fs.Link(p("new"), p("d/new2")))
+		must(linkWrite(side.fs, p("d2/x"), os.O_WRONLY|os.O_APPEND, "more\n"))
+		must(side.fs.Remove(p("lone")))
+	}
+	links := 0
+	for _, ch := range c.Changes() {
+		if ch.LinkTo == "" {
+			continue
+		}
+		links++
+		a, errA := os.Stat(filepath.Join(osRoot, ch.Path))
+		b, errB := os.Stat(filepath.Join(osRoot, ch.LinkTo))
+		if errA != nil || errB != nil || !os.SameFile(a, b) {
+			t.Errorf("%v: LinkTo %q, which os does not link to it", ch, ch.LinkTo)
+		}
+	}
+	// d2/n, new, d/new2, and y and d2/x (one file, modified).
+	if links != 5 {
+		t.Errorf("%d changes with LinkTo, want 5: %v", links, c.Changes())
+	}
+	var patch strings.Builder
+	if err := c.WriteDiff(&patch); err != nil {
+		t.Fatal(err)
+	}
+	if git, err := exec.LookPath("git"); err != nil {
+		t.Log("git is not installed: the patch is not applied")
+	} else {
+		applied := t.TempDir()
+		linkFixture(t, applied)
+		cmd := exec.Command(git, "apply", "--whitespace=nowarn", "-")
+		cmd.Dir, cmd.Stdin = applied, strings.NewReader(patch.String())
+		cmd.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(applied), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git apply: %v\n%s\n%s", err, out, patch.String())
+		}
+		for _, n := range []string{"a", "b", "d2/n", "new", "d/new2", "y", "d2/x"} {
+			want, _ := os.ReadFile(filepath.Join(osRoot, n))
+			got, err := os.ReadFile(filepath.Join(applied, n))
+			if err != nil || string(got) != string(want) {
+				t.Errorf("after git apply, %s: %q, %v; want %q", n, got, err, want)
+			}
+		}
+	}
+	// fstest.TestFS opens every entry: the fixture's dangling d/s goes.
+	for _, f := range []linkFS{osLinkFS{}, cowLinkFS{c}} {
+		if err := f.Remove(filepath.Join(map[bool]string{true: osRoot, false: c.Root()}[f == osLinkFS{}], "d/s")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var files []string
+	for p, d := range walkLinkTree(t, osLinkFS{}, osRoot).paths {
+		if strings.HasPrefix(d, "-") {
+			files = append(files, p)
+		}
+	}
+	if err := fstest.TestFS(c.IOFS(), files...); err != nil {
+		t.Errorf("fstest.TestFS(IOFS()): %v", err)
 	}
 }

@@ -425,6 +425,7 @@ func (l *layer) setMeta(op, name, abs string, outside func(host string) error, s
 		}
 		set(&a.meta, e.kind == kindDir)
 		e.attrs = &a
+		l.relinkLocked(e)
 	}
 	l.paths.Set(at.rel, e)
 	return nil
