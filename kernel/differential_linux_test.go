@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cowfs/cowfs/internal/longtest"
 	"github.com/cowfs/cowfs/overlayfs"
 )
 
@@ -28,7 +29,6 @@ import (
 
 const (
 	diffEnv     = "COWFS_KERNEL_DIFF_CHILD" // directory to work in
-	diffSeeds   = 300
 	diffOps     = 80
 	diffSeedEnv = "COWFS_KERNEL_DIFF_SEEDS" // "first:count", to reproduce
 )
@@ -48,19 +48,16 @@ func TestKernelDifferential(t *testing.T) {
 		uid   int
 		seeds int
 	}{
-		{"root-trusted", []string{unshare, "-m", "--propagation", "private"}, 0, diffSeeds},
+		{"root-trusted", []string{unshare, "-m", "--propagation", "private"}, 0, longtest.N(40, 300)},
 		// Root in a user namespace: no trusted.* xattrs, so userxattr.
-		{"userns-userxattr", []string{unshare, "-Urm", "--propagation", "private"}, 0, diffSeeds / 3},
+		{"userns-userxattr", []string{unshare, "-Urm", "--propagation", "private"}, 0, longtest.N(15, 100)},
 		// Unprivileged for real: uid 65534 owning its own user namespace.
-		{"uid65534-userns", []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", unshare, "-Urm", "--propagation", "private"}, 65534, diffSeeds},
+		{"uid65534-userns", []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", unshare, "-Urm", "--propagation", "private"}, 65534, longtest.N(40, 300)},
 	}
 	for _, v := range variants {
 		seeds := os.Getenv(diffSeedEnv)
 		if seeds == "" {
 			seeds = "1:" + strconv.Itoa(v.seeds)
-			if testing.Short() {
-				seeds = "1:30"
-			}
 		}
 		t.Run(v.name, func(t *testing.T) {
 			if os.Geteuid() != 0 && v.uid != os.Geteuid() && v.args[0] == "setpriv" {
@@ -132,7 +129,7 @@ func TestKernelDifferentialChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("runs as a child of TestKernelDifferential")
 	}
-	first, count := 1, diffSeeds
+	first, count := 1, longtest.N(40, 300)
 	if s := os.Getenv(diffSeedEnv); s != "" {
 		a, b, _ := strings.Cut(s, ":")
 		first, _ = strconv.Atoi(a)

@@ -243,15 +243,18 @@ func (l *layer) lowerSide(rel string) side {
 // lowerSideOf is lowerSide, also returning the ancestor of rel found not
 // to be a directory in the lower, if that is why it has nothing at rel.
 func (l *layer) lowerSideOf(rel string) (side, string) {
+	c := l.lower()
 	for p := parent(rel); p != ""; p = parent(p) {
-		if _, ok := l.dirs.Load(p); ok {
+		if c.isChain(p) {
 			break
 		}
 		fi, err := os.Lstat(l.host(p))
 		if err != nil || !fi.IsDir() {
 			return side{}, p
 		}
-		l.dirs.Store(p, struct{}{})
+	}
+	for p := parent(rel); p != "" && !c.isChain(p); p = parent(p) {
+		c.sawChain(p) // every directory up to a known chain, checked above
 	}
 	host := l.host(rel)
 	fi, err := os.Lstat(host)

@@ -114,10 +114,6 @@ type plan struct {
 // after checking every root for conflicts. Each root is staged, then each
 // is applied: a crash leaves each root old or new, not all roots alike.
 func (f *Fs) commit(sel map[*layer][]string, hook faultHook) error {
-	// The lower changed under every other layer of the family (the forks
-	// of this Fs, and it of theirs) too: they drop what they saw of it,
-	// once this commit's locks are released.
-	defer f.fam.lowerChanged(f.layers)
 	return f.commitLocked(sel, hook)
 }
 
@@ -127,12 +123,11 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 	for _, g := range roots {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		// Counted as it starts and again before the unlock: a Stat that
-		// lstats the lower outside the lock caches what it saw only when
-		// no Commit began or ended since before its lstat (see lowerStat).
-		g.commits.Add(1)
-		defer g.commits.Add(1)
 	}
+	// The lower changed under every layer of the family (this Fs's, its
+	// forks', and it of theirs): each drops what it saw of it, from
+	// before the locks are released (see layer.lower).
+	defer f.fam.lowerChanged()
 	plans := make([]plan, len(roots))
 	var conflicts, escapes []string
 	for i, g := range roots {
@@ -493,7 +488,7 @@ func (l *layer) stageFileLocked(st *stage, s slot, e entry) error {
 // new state is what later commits compare with.
 func (l *layer) settlePlanLocked(p plan) {
 	defer func() {
-		l.dropCaches()
+		l.fam.lowerChanged()
 		clear(l.copied)
 		clear(l.copyIno)
 	}()

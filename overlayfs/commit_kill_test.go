@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cowfs/cowfs/internal/longtest"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -20,10 +21,6 @@ import (
 
 	"github.com/cowfs/cowfs/overlayfs"
 )
-
-// killTrials is how many times TestCommitKill kills a committing process;
-// COWFS_KILL_TRIALS overrides it.
-const killTrials = 200
 
 // killChildEnv, when set, makes the test binary a committing child of
 // TestCommitKill instead of running tests: it names a JSON file with the
@@ -122,7 +119,9 @@ func TestCommitKill(t *testing.T) {
 	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
 		t.Skip("needs processes and signals")
 	}
-	trials := killTrials
+	// How many times to kill a committing process: 25, or 200 with
+	// COWFS_LONG; COWFS_KILL_TRIALS overrides both.
+	trials := longtest.N(25, 200)
 	if s := os.Getenv("COWFS_KILL_TRIALS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {

@@ -91,12 +91,12 @@ func TestRootModeIsAChange(t *testing.T) {
 	}
 }
 
-// TestCommitKeepsHoles commits a file written with a hole of 64 MiB in the
+// TestCommitKeepsHoles commits a file written with a hole of 16 MiB in the
 // middle and a renamed sparse lower file: read back with os, the bytes are
 // exact, and the file system allocated far less than their size (the
 // kernel's block count is the oracle).
 func TestCommitKeepsHoles(t *testing.T) {
-	const size = 64 << 20
+	const size = 16 << 20
 	root := t.TempDir()
 	lowerSparse := filepath.Join(root, "sparse")
 	if err := os.WriteFile(lowerSparse, []byte("head"), 0o644); err != nil {

@@ -3,6 +3,7 @@ package overlayfs_test
 import (
 	"errors"
 	"fmt"
+	"github.com/cowfs/cowfs/internal/longtest"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -267,7 +268,7 @@ func unlockAll(dir string) {
 // symlink targets, owners, file times. Changes() is empty afterwards, and
 // nothing is left beside or inside the root.
 func TestCommitWorkloadDifferential(t *testing.T) {
-	for seed := range uint64(8) {
+	for seed := range uint64(longtest.N(3, 8)) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			scratch := t.TempDir()
 			base, root := filepath.Join(scratch, "base"), filepath.Join(scratch, "root")

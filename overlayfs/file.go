@@ -39,7 +39,6 @@ type file struct {
 
 	closed bool
 	detach bool // last is private: the layer no longer has ino
-	sticky bool // ino is in the index of files: its open count stays at zero (see release)
 
 	mu   sync.Mutex // guards off, closed, last
 	off  int64
@@ -338,7 +337,7 @@ func (h *file) Close() error {
 		return pathErr("close", h.name, os.ErrClosed)
 	}
 	h.closed = true
-	h.fs.release(h.ino, h.sticky)
+	h.fs.release(h.ino)
 	return nil
 }
 

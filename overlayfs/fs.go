@@ -5,11 +5,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-	"weak"
 
 	"github.com/spf13/afero"
 	"github.com/tidwall/btree"
@@ -47,44 +45,20 @@ type layer struct {
 	root string // canonical absolute root
 
 	mu      sync.RWMutex
-	paths   pathMap                   // root-relative slash path -> entry; set with setPaths
-	clean   atomic.Pointer[cleanDirs] // paths.clean, for Stat without the lock (see lowerOnly)
-	blobs   *btree.Map[uint64, *blob] // file identity -> content
-	gen     uint64                    // blobs with another gen are shared: clone before writing
-	deps    *btree.Map[string, dep]   // lower paths the layer depends on (for Commit)
-	copied  map[string]uint64         // lower file -> identity of its copy-up
-	copyIno map[uint64]bool           // the identities in copied: kept while early read handles may need them
-	copies  atomic.Int64              // copy-ups ever made: read handles' cheap check
-	commits atomic.Uint64             // Commit's starts and ends: see lowerStat
-	links   linkState                 // hard links (link.go)
+	paths   pathMap                    // root-relative slash path -> entry
+	cache   atomic.Pointer[lowerCache] // what the layer knows of the lower: see lower
+	blobs   *btree.Map[uint64, *blob]  // file identity -> content
+	gen     uint64                     // blobs with another gen are shared: clone before writing
+	deps    *btree.Map[string, dep]    // lower paths the layer depends on (for Commit)
+	copied  map[string]uint64          // lower file -> identity of its copy-up
+	copyIno map[uint64]bool            // the identities in copied: kept while early read handles may need them
+	copies  atomic.Int64               // copy-ups ever made: read handles' cheap check
+	links   linkState                  // hard links (link.go)
 
 	hmu    sync.Mutex
 	opened map[uint64]int  // open handle count per file identity
 	bound  bindings        // where open handles are (the strings change under mu)
 	orphan map[uint64]bool // identities unlinked while open
-
-	// dirs caches root-relative paths known to be real lower directories
-	// (not symlinks); names caches the entry names of lower directories in
-	// which a lookup missed, so that creating many new files costs no
-	// system call each. The lower must not change while the Fs is in use,
-	// so the caches are only dropped by Commit.
-	dirs   sync.Map // rel -> struct{}
-	names  sync.Map // rel -> map[string]struct{}
-	misses sync.Map // rel -> *atomic.Int32: lookups that missed in a directory not yet listed
-
-	// lowerDirs caches the metadata of lower directories in which entries
-	// were created (what a new entry inherits from a setgid directory).
-	lowerDirs sync.Map // rel -> meta
-}
-
-// dropCaches forgets what was seen of the lower.
-func (l *layer) dropCaches() {
-	l.dirs.Clear()
-	l.names.Clear()
-	l.misses.Clear()
-	l.lowerDirs.Clear()
-	l.paths.clean.clear()
-	l.links.lower = nil
 }
 
 // family is shared by an Fs, its forks and its extra roots: generations
@@ -94,47 +68,15 @@ type family struct {
 	gen atomic.Uint64
 	ino atomic.Uint64
 
+	// epoch counts the changes of the lower made through the family
+	// (Commit), and Resets and Restores: a layer's cache of the lower is
+	// good for one epoch (see layer.lower).
+	epoch atomic.Uint64
+
 	once sync.Once
 	proc creator // the process's umask and ids, read at the first creation
 
 	clock clock // the times of changes
-
-	lmu    sync.Mutex
-	layers []weak.Pointer[layer] // the family's layers, to tell of a commit (see lowerChanged)
-}
-
-// join makes l one of the family's layers.
-func (fam *family) join(l *layer) {
-	fam.lmu.Lock()
-	defer fam.lmu.Unlock()
-	if len(fam.layers) == cap(fam.layers) {
-		// Forgotten layers leave when the list would grow: a family
-		// forked many times pays O(1) a fork for it.
-		fam.layers = slices.DeleteFunc(fam.layers, func(p weak.Pointer[layer]) bool { return p.Value() == nil })
-	}
-	fam.layers = append(fam.layers, weak.Make(l))
-}
-
-// lowerChanged tells every layer of the family but those of done (which
-// committed, and dropped theirs) that the lower changed under it: each
-// drops what it saw of the lower, under its own lock. Layers are
-// independent, but a commit through one changes the root all overlay.
-func (fam *family) lowerChanged(done []*layer) {
-	fam.lmu.Lock()
-	var others []*layer
-	for _, p := range fam.layers {
-		if l := p.Value(); l != nil && !slices.Contains(done, l) {
-			others = append(others, l)
-		}
-	}
-	fam.lmu.Unlock()
-	for _, l := range others {
-		l.mu.Lock()
-		l.commits.Add(1) // as a commit of its own would (see sawDirSince)
-		l.dropCaches()
-		l.commits.Add(1)
-		l.mu.Unlock()
-	}
 }
 
 type options struct {
@@ -200,7 +142,6 @@ func newLayer(sh *shared, root string) (*layer, error) {
 	}
 	f := &layer{shared: sh, root: canon}
 	f.resetLocked()
-	sh.fam.join(f)
 	return f, nil
 }
 
@@ -246,15 +187,11 @@ func canonRoot(root string) (string, error) {
 	return canon, nil
 }
 
-// setPaths makes p the layer's entries. Callers hold l.mu for writing.
-func (l *layer) setPaths(p pathMap) {
-	l.paths = p
-	l.clean.Store(p.clean)
-}
-
-// resetLocked empties the layer.
+// resetLocked empties the layer. The family's epoch moves: what any layer
+// saw of the lower is seen again.
 func (l *layer) resetLocked() {
-	l.setPaths(newPathMap(btree.NewMap[string, entry](32)))
+	l.fam.lowerChanged()
+	l.paths = newPathMap(btree.NewMap[string, entry](32))
 	l.blobs = btree.NewMap[uint64, *blob](32)
 	l.gen = l.fam.gen.Add(1)
 	l.deps = btree.NewMap[string, dep](32)

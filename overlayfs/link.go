@@ -26,12 +26,11 @@ import (
 // with index=on (a copied-up lower hard link is found again through the
 // index when its other names are looked up), done eagerly: the lower must
 // not change while the Fs uses it, and an eager copy-up of metadata costs
-// no content read. lower caches where the lower's linked names are, found
-// by one walk of the root (an lstat per entry) the first time it is needed
-// after New or a Commit.
+// no content read. Where the lower's linked names are is found by one walk
+// of the root (an lstat per entry) the first time it is needed, and kept
+// in the cache of the lower (lowerCache.links) for its epoch.
 type linkState struct {
 	names *btree.Map[uint64, uint32]
-	lower map[devIno][]string // nil until walked
 }
 
 // devIno identifies a lower inode.
@@ -278,8 +277,9 @@ func (l *layer) copyUpLinkedLocked(rel string, n node) (entry, error) {
 // lowerNamesLocked returns the root-relative names of the lower inode key,
 // which has several, in path order.
 func (l *layer) lowerNamesLocked(key devIno) []string {
-	if l.links.lower == nil {
-		l.links.lower = make(map[devIno][]string)
+	c := l.lower()
+	if c.links == nil {
+		c.links = make(map[devIno][]string)
 		filepath.WalkDir(l.root, func(p string, de fs.DirEntry, err error) error {
 			if err != nil || de.IsDir() {
 				if err == nil && de.Name() == journalName && filepath.Dir(p) == l.root {
@@ -293,12 +293,12 @@ func (l *layer) lowerNamesLocked(key devIno) []string {
 			}
 			if k, nlink := lowerLinkID(fi); nlink > 1 {
 				r, _ := filepath.Rel(l.root, p)
-				l.links.lower[k] = append(l.links.lower[k], filepath.ToSlash(r))
+				c.links[k] = append(c.links[k], filepath.ToSlash(r))
 			}
 			return nil
 		})
 	}
-	return l.links.lower[key]
+	return c.links[key]
 }
 
 // keepLinksLocked copies up, before rel leaves the view, each lower

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/cowfs/cowfs/internal/longtest"
 	"github.com/cowfs/cowfs/overlayfs"
 )
 
@@ -320,10 +321,7 @@ func diffLinkTrees(want, got linkTree) []string {
 // too (every fourth sequence; every one with COWFS_LONG=1). 200
 // sequences; 1,000 with COWFS_LONG=1.
 func TestLinkDifferential(t *testing.T) {
-	seqs, long := 200, os.Getenv("COWFS_LONG") == "1"
-	if long {
-		seqs = 1000
-	}
+	seqs, long := longtest.N(200, 1000), longtest.On()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	divergences := 0

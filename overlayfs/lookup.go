@@ -4,8 +4,68 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 )
+
+// lowerCache is everything a layer knows of the lower besides what it
+// depends on for Commit (deps): the real lower directories it walked
+// through, the names of those it listed after misses, and the metadata
+// of lower directories it created entries in. The lower must not change
+// while the Fs is in use; when it does through the family's own Commit
+// (or the view is reset or restored), the family's epoch moves and every
+// layer of the family starts a new, empty cache at its next lookup (see
+// layer.lower). A cache is filled under its layer's lock, read or write,
+// by many goroutines: its maps are sync.Maps, its records atomics.
+type lowerCache struct {
+	epoch uint64 // the family's epoch it was made in
+
+	// root and chains are the root-relative directories D such that D and
+	// every ancestor of D are real lower directories (not symlinks), as
+	// the resolver found them walking: with the layer's entry-free
+	// directories (dirStates), the resolver's fast path (see fastLoc).
+	root   lowerDir
+	chains sync.Map // rel -> *lowerDir
+
+	// meta holds the metadata of lower directories in which entries were
+	// created (what a new entry inherits from a setgid directory).
+	meta sync.Map // rel -> meta
+
+	// links holds where the lower's names of its files with several are
+	// (see linkState); made and read under l.mu held for writing.
+	links map[devIno][]string
+}
+
+// lowerDir is what the cache knows of one real lower directory: the names
+// in it once listed, so that lookups missing in it (creating many new
+// files) cost no system call each, and the misses until then. A listing
+// of the directory for a reader (readdir) replaces the names: a lookup
+// never denies a name a listing showed (issue 23, a changed lower).
+type lowerDir struct {
+	names  atomic.Pointer[map[string]struct{}]
+	misses atomic.Int32
+}
+
+// lower returns the layer's cache of the lower, a new one when the
+// family's epoch moved since it was made.
+func (l *layer) lower() *lowerCache {
+	e := l.fam.epoch.Load()
+	c := l.cache.Load()
+	if c != nil && c.epoch == e {
+		return c
+	}
+	nc := &lowerCache{epoch: e}
+	if l.cache.CompareAndSwap(c, nc) {
+		return nc
+	}
+	return l.cache.Load()
+}
+
+// lowerChanged moves the family's epoch: every layer of the family drops
+// what it saw of the lower at its next lookup. Commit calls it once the
+// lower is written; Reset and Restore call it too.
+func (fam *family) lowerChanged() { fam.epoch.Add(1) }
 
 // lookup returns the merged-view node at rel without following a final
 // symlink. visible says whether the lower shows through rel's parent.
@@ -26,11 +86,6 @@ func (l *layer) lookupAt(rel, host string, visible bool) (node, error) {
 	if !visible {
 		return node{}, nil
 	}
-	if names, ok := l.names.Load(parent(rel)); ok {
-		if _, ok := names.(map[string]struct{})[base(rel)]; !ok {
-			return node{}, nil
-		}
-	}
 	return l.lowerLookup(rel, host)
 }
 
@@ -38,40 +93,34 @@ func (l *layer) lookupAt(rel, host string, visible bool) (node, error) {
 // entry at and whose parent shows the lower; host is rel's host path, or
 // "" for f.host(rel).
 func (l *layer) lowerLookup(rel, host string) (node, error) {
-	fi, err := l.lowerInfo(rel, host)
-	if fi == nil {
-		return node{}, err
-	}
-	k := kindOfMode(fi.Mode())
-	return node{kind: k, fi: fi, under: k == kindDir}, nil
+	return l.lowerIn(l.lower().dir(parent(rel)), rel, host)
 }
 
-// lowerInfo is the lstat of the lower at rel (host as for lowerLookup):
-// nil when nothing is there. It remembers what it learns of the lower.
-func (l *layer) lowerInfo(rel, host string) (fs.FileInfo, error) {
+// lowerIn is lowerLookup with the record of rel's directory, nil when it
+// is not a known real lower directory chain.
+func (l *layer) lowerIn(d *lowerDir, rel, host string) (node, error) {
+	if d != nil {
+		if names := d.names.Load(); names != nil {
+			if _, ok := (*names)[base(rel)]; !ok {
+				return node{}, nil
+			}
+		}
+	}
 	if host == "" {
 		host = l.host(rel)
 	}
 	fi, err := os.Lstat(host)
 	if err != nil {
 		if isMissing(err) {
-			l.missed(parent(rel))
-			return nil, nil
+			if d != nil {
+				l.missed(d, parent(rel))
+			}
+			return node{}, nil
 		}
-		return nil, err
+		return node{}, err
 	}
-	if fi.IsDir() {
-		l.sawDir(rel)
-	}
-	return fi, nil
-}
-
-// sawDir records that the lower has a real directory at rel. It needs no
-// lock: the lower does not change while the Fs is in use.
-func (l *layer) sawDir(rel string) {
-	if _, ok := l.dirs.Load(rel); !ok {
-		l.dirs.Store(rel, struct{}{})
-	}
+	k := kindOfMode(fi.Mode())
+	return node{kind: k, fi: fi, under: k == kindDir}, nil
 }
 
 // A lower directory's names are listed (see cacheNames) at the second
@@ -87,50 +136,85 @@ const (
 	listAfter = 16
 )
 
-// missed counts a lookup that found nothing in the lower directory dir,
-// and lists dir when it is time (see smallDir).
-func (l *layer) missed(dir string) {
-	if _, ok := l.names.Load(dir); ok {
+// missed counts a lookup that found nothing in the lower directory d, at
+// rel dir, and lists it when it is time (see smallDir).
+func (l *layer) missed(d *lowerDir, dir string) {
+	if d.names.Load() != nil {
 		return
 	}
-	v, ok := l.misses.Load(dir)
-	if !ok {
-		v, _ = l.misses.LoadOrStore(dir, new(atomic.Int32))
-	}
-	switch v.(*atomic.Int32).Add(1) {
+	switch d.misses.Add(1) {
 	case 2:
 		if fi, err := os.Lstat(l.host(dir)); err == nil && fi.Size() <= smallDir {
-			l.cacheNames(dir)
+			l.cacheNames(d, dir)
 		}
 	case listAfter:
-		l.cacheNames(dir)
+		l.cacheNames(d, dir)
 	}
 }
 
-// cacheNames remembers the names in the lower directory dir, once it is
-// known to be a real directory.
-func (l *layer) cacheNames(dir string) {
-	if _, ok := l.names.Load(dir); ok {
-		return
-	}
-	if _, ok := l.dirs.Load(dir); !ok && dir != "" {
-		return
-	}
-	d, err := os.Open(l.host(dir))
+// cacheNames lists the names in the lower directory d, at rel dir.
+func (l *layer) cacheNames(d *lowerDir, dir string) {
+	h, err := os.Open(l.host(dir))
 	if err != nil {
 		return
 	}
-	list, err := d.Readdirnames(-1)
-	d.Close()
+	list, err := h.Readdirnames(-1)
+	h.Close()
 	if err != nil {
 		return
 	}
-	names := make(map[string]struct{}, len(list))
-	for _, n := range list {
-		names[n] = struct{}{}
-	}
-	l.names.Store(dir, names)
+	d.listed(list)
 }
+
+// listed records names, a listing of the directory just read: it
+// replaces what an older listing said, so that no lookup denies what the
+// newest listing shows.
+func (d *lowerDir) listed(list ...[]string) {
+	n := 0
+	for _, l := range list {
+		n += len(l)
+	}
+	names := make(map[string]struct{}, n)
+	for _, l := range list {
+		for _, s := range l {
+			names[s] = struct{}{}
+		}
+	}
+	d.names.Store(&names)
+}
+
+// relisted is for a listing of the lower directory dir read for a reader
+// (readdir), whose names, with the layer's children there, are list: it
+// replaces the names that lookups in dir go by, where they go by any.
+func (c *lowerCache) relisted(dir string, list ...[]string) {
+	if d := c.dir(dir); d != nil && d.names.Load() != nil {
+		d.listed(list...)
+	}
+}
+
+// dir returns the record of rel when rel and every ancestor are known
+// real lower directories, else nil ("" always is).
+func (c *lowerCache) dir(rel string) *lowerDir {
+	if rel == "" {
+		return &c.root
+	}
+	if v, ok := c.chains.Load(rel); ok {
+		return v.(*lowerDir)
+	}
+	return nil
+}
+
+// sawChain records that rel and every ancestor of it are real lower
+// directories.
+func (c *lowerCache) sawChain(rel string) {
+	if c.dir(rel) == nil {
+		c.chains.LoadOrStore(strings.Clone(rel), new(lowerDir)) // rel may be a slice of a whole name
+	}
+}
+
+// isChain reports whether rel and every ancestor are known real lower
+// directories.
+func (c *lowerCache) isChain(rel string) bool { return c.dir(rel) != nil }
 
 // isMissing reports whether a lower lookup error means "nothing there".
 func isMissing(err error) bool {

@@ -54,9 +54,6 @@ func (l *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.Fi
 // openWriteLocked is openFile for an open that may change the layer.
 func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
 	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
-	if h := l.openIndexedLocked(name, abs, flag, excl); h != nil {
-		return h, nil
-	}
 	var at loc
 	var ok bool
 	var err error
@@ -125,94 +122,23 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 	case n.kind == kindFIFO:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	}
-	return l.openNodeLocked(name, abs, at.rel, n, flag, perm)
-}
-
-// openIndexedLocked is the fast path of an open for writing, not
-// exclusive, of a name in the index of files (see indexedFile); nil when
-// it does not apply.
-func (l *layer) openIndexedLocked(name, abs string, flag int, excl bool) *file {
-	if excl {
-		return nil
-	}
-	f, ok := l.indexedFile(name, abs)
-	if !ok {
-		return nil
-	}
-	b := f.b
-	if flag&os.O_TRUNC != 0 {
-		b = l.truncLocked(f.ino, b)
-	}
-	return l.handle(name, f.ino, flag, b, true)
-}
-
-// indexedFile is the fast path of an open for writing (not exclusive) of
-// a name that the index of files has (see cleanDirs.files): a regular
-// file of the layer, at a clean name in a clean directory, so nothing to
-// follow, nothing to create, no rule of the switch above to apply. It
-// returns the file, with its content as the layer has it. abs is as for
-// resolve. Callers hold l.mu.
-func (l *layer) indexedFile(name, abs string) (fileRef, bool) {
-	c := l.paths.clean
-	if c == nil || c.files == nil {
-		return fileRef{}, false
-	}
-	if abs == "" {
-		abs = name
-	}
-	if len(abs) == 0 || abs[0] != '/' {
-		return fileRef{}, false // relative: not the root joined with rel
-	}
-	rel, ok := l.within(abs)
-	if !ok {
-		return fileRef{}, false
-	}
-	f, ok := c.file(rel)
-	if ok && f.b.gen != l.gen {
-		// A snapshot or a fork shares the content last seen: look up the
-		// layer's.
-		f.b = l.blobLocked(f.ino)
-		c.index(rel, f)
-	}
-	return f, ok
-}
-
-// indexFile puts the layer file f at rel in the index of files if name
-// (made absolute: abs, as for resolve) is clean and in a clean directory,
-// so that it is root+"/"+rel (see fastRel), and reports whether it did.
-// Callers hold l.mu for writing.
-func (l *layer) indexFile(name, abs, rel string, f fileRef) bool {
-	if l.paths.clean == nil {
-		return false
-	}
-	if abs == "" {
-		abs = name
-	}
-	if r, _, ok := l.fastRel(abs); ok && r == rel {
-		l.paths.clean.index(rel, f)
-		return true
-	}
-	return false
+	return l.openNodeLocked(name, at.rel, n, flag, perm)
 }
 
 // openNodeLocked opens for writing the file at rel, where the view has n,
-// a regular file or nothing (to create): see fileLocked. A file the layer
-// had already goes in the index of files, so that the next open of its
-// name finds it there (only then: a file written once costs no byte more).
-func (l *layer) openNodeLocked(name, abs, rel string, n node, flag int, perm fs.FileMode) (afero.File, error) {
+// a regular file or nothing (to create): see fileLocked.
+func (l *layer) openNodeLocked(name, rel string, n node, flag int, perm fs.FileMode) (afero.File, error) {
 	ino, b, err := l.fileLocked(rel, n, flag, perm)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
-	indexed := n.layer && n.kind == kindFile && l.indexFile(name, abs, rel, fileRef{ino: ino, b: b})
-	return l.handle(name, ino, flag, b, indexed), nil
+	return l.handle(name, ino, flag, b), nil
 }
 
-// handle returns a new handle on the layer file ino, whose content is b;
-// sticky when ino is in the index of files (see release).
-func (l *layer) handle(name string, ino uint64, flag int, b *blob, sticky bool) *file {
+// handle returns a new handle on the layer file ino, whose content is b.
+func (l *layer) handle(name string, ino uint64, flag int, b *blob) *file {
 	l.hold(ino)
-	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b, sticky: sticky}
+	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b}
 }
 
 // fileLocked returns the identity and content of the file an open for
@@ -256,23 +182,12 @@ func (l *layer) truncLocked(ino uint64, b *blob) *blob {
 	return b
 }
 
-// openRead opens name read-only. Lower files are opened directly with
-// O_NOFOLLOW, so the common case costs one system call more than nothing.
+// openRead opens name read-only. A lower file is opened directly with
+// O_NOFOLLOW, under the read lock, so the common case costs one system
+// call more than nothing.
 func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
-	h, done, link, since, err := l.openLower(name, abs, flag)
-	if done {
-		return h, err
-	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	var seen *known // the lower's symlink openLower met, if the layer did not change since
-	if link {
-		host := abs
-		if host == "" {
-			host = name
-		}
-		seen = l.lowerLink(host, nil, since)
-	}
 	at, err := l.resolve("open", name, abs, false)
 	if err != nil {
 		return nil, err
@@ -287,7 +202,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		}
 		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
-	if !at.have && !at.dirOnly && seen == nil {
+	if !at.have && !at.dirOnly {
 		if at.visible && l.noEntry(at.rel) {
 			fh, err := os.OpenFile(l.hostOf(at), flag|oNoFollow, 0)
 			if err == nil {
@@ -299,7 +214,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		}
 	}
 	// A symlink, a directory, a layer entry or a trailing slash.
-	if at, err = l.resolveName("open", name, abs, true, true, seen); err != nil {
+	if at, err = l.resolve("open", name, abs, true); err != nil {
 		return nil, err
 	}
 	if !at.inside {
@@ -330,7 +245,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	case n.kind == kindFIFO && n.layer:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	case n.layer:
-		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino), false), nil
+		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino)), nil
 	}
 	fh, err := os.OpenFile(l.hostOf(at), flag, 0)
 	if err != nil {
@@ -367,25 +282,17 @@ func (l *layer) hold(ino uint64) {
 
 // release ends a handle; the content of a file unlinked while open goes
 // with its last handle. It takes l.mu only then: ending a handle on a file
-// that is still there changes nothing else. A sticky handle's file is in
-// the index of files, opened again and again: its count stays in opened
-// at zero rather than leave the map and come back at the next open (until
-// the file is unlinked, see dropBlobLocked, or the layer reset), so the
-// layer holds one count more only per file in the index.
-func (l *layer) release(ino uint64, sticky bool) {
+// that is still there changes nothing else.
+func (l *layer) release(ino uint64) {
 	l.hmu.Lock()
 	if n := l.opened[ino] - 1; n > 0 {
 		l.opened[ino] = n
 		l.hmu.Unlock()
 		return
 	}
-	if _, held := l.opened[ino]; sticky && held {
-		l.opened[ino] = 0
-	} else {
-		// Not held: the layer was reset since the handle was made, and
-		// its counts with it (the map may be nil).
-		delete(l.opened, ino)
-	}
+	// Not held at all when the layer was reset since the handle was made,
+	// and its counts with it (the map may be nil).
+	delete(l.opened, ino)
 	orphan := l.orphan[ino]
 	l.hmu.Unlock()
 	if !orphan {

@@ -27,78 +27,18 @@ func (f *Fs) LstatIfPossible(name string) (fs.FileInfo, bool, error) {
 	return fi, true, err
 }
 
-// emptyView reports whether Stat of name can go straight to the lower:
-// the layer has never held an entry (see cleanDirs.full), so the merged
-// view is the lower and the kernel resolves names as we would. It needs
-// no lock, as lowerOnly.
-func (l *layer) emptyView(c *cleanDirs, name string) bool {
-	if c.full.Load() || !l.opts.outsideReads || len(name) == 0 {
-		return false
-	}
-	_, ok := l.within(name)
-	return ok
-}
-
-// stat is Stat (follow) or Lstat. A name the fast path resolves to the
-// lower is stat'ed outside the lock (see lowerStat); so is a name in an
-// empty layer, and one that the states already recorded put in the lower
-// (see emptyView, lowerOnly).
+// stat is Stat (follow) or Lstat: a resolution, under the read lock, and
+// the info of the node it ends at.
 func (l *layer) stat(op, name, abs string, follow bool) (fs.FileInfo, error) {
-	host := abs
-	if host == "" {
-		host = name
-	}
-	if c := l.clean.Load(); c != nil {
-		if follow && l.emptyView(c, name) {
-			return os.Stat(name)
-		}
-		since := l.commits.Load()
-		if rel, ok := l.lowerOnly(c, host); ok {
-			fi, done, err := l.lowerStat(op, name, rel, host, follow, since)
-			if done {
-				return fi, err
-			}
-			l.mu.RLock()
-			defer l.mu.RUnlock()
-			return l.statWalk(op, name, abs, follow, l.lowerLink(host, fi, since))
-		}
-	}
 	l.mu.RLock()
-	return l.statRLocked(op, name, abs, follow)
+	fi, err := l.statRLocked(op, name, abs, follow)
+	l.mu.RUnlock()
+	return fi, err
 }
 
-// statRLocked is stat past the empty layer's shortcut. Callers hold l.mu
-// for reading; it releases it.
+// statRLocked is stat under the read lock.
 func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, error) {
-	host := abs
-	if host == "" {
-		host = name
-	}
-	rel, lower, fast := l.fastEntry(host)
-	var seen *known
-	if fast && lower {
-		since := l.commits.Load()
-		l.mu.RUnlock()
-		fi, done, err := l.lowerStat(op, name, rel, host, follow, since)
-		if done {
-			return fi, err
-		}
-		l.mu.RLock()
-		seen = l.lowerLink(host, fi, since) // a symlink to follow
-	}
-	defer l.mu.RUnlock()
-	if fast && !lower {
-		if fi, done, err := l.layerStat(op, name, rel, host, follow); done {
-			return fi, err
-		}
-	}
-	return l.statWalk(op, name, abs, follow, seen)
-}
-
-// statWalk is stat by a full resolution; seen is as for resolveName.
-// Callers hold l.mu.
-func (l *layer) statWalk(op, name, abs string, follow bool, seen *known) (fs.FileInfo, error) {
-	at, err := l.resolveName(op, name, abs, follow, true, seen)
+	at, err := l.resolve(op, name, abs, follow)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +168,8 @@ func (l *layer) dirMetaLocked(dir string) (meta, bool) {
 	if e, ok := l.paths.Get(dir); ok {
 		return e.meta(), e.kind == kindDir
 	}
-	if v, ok := l.lowerDirs.Load(dir); ok {
+	c := l.lower()
+	if v, ok := c.meta.Load(dir); ok {
 		return v.(meta), true
 	}
 	fi, err := os.Lstat(l.host(dir))
@@ -236,7 +177,7 @@ func (l *layer) dirMetaLocked(dir string) (meta, bool) {
 		return meta{}, false
 	}
 	m := metaOf(fi)
-	l.lowerDirs.Store(dir, m)
+	c.meta.Store(dir, m)
 	return m, true
 }
 

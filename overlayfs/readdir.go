@@ -84,7 +84,13 @@ func (l *layer) listDirLocked(rel string, n node, mode listMode, lower *os.File)
 		defer d.Close()
 		lower = d
 	}
-	return readLower(lower, mode, shown, hidden)
+	out, err := readLower(lower, mode, shown, hidden)
+	if err == nil {
+		// What lookups in rel go by is this listing from now on: a lower
+		// changed since the last one shows the same in both (issue 23).
+		l.lower().relisted(rel, out.names, hidden)
+	}
+	return out, err
 }
 
 // childrenLocked returns the layer's entries directly in the directory

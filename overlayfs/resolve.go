@@ -89,13 +89,7 @@ func (l *layer) dirCheck(at loc) error {
 // abs is name made absolute (see Fs.pick), or "" for resolve to make it.
 // Callers hold l.mu (read or write).
 func (l *layer) resolve(op, name, abs string, follow bool) (loc, error) {
-	return l.resolveName(op, name, abs, follow, true, nil)
-}
-
-// known is a node a caller looked up already, at rel (see lowerLink).
-type known struct {
-	rel string
-	n   node
+	return l.resolveName(op, name, abs, follow, true)
 }
 
 // resolveEntry resolves a name whose last component an operation creates
@@ -103,12 +97,13 @@ type known struct {
 // follow a final symlink, as in Linux; dirOnly still reports the slash.
 // Callers check l.last: the kernel never acts on a last "." or "..".
 func (l *layer) resolveEntry(op, name, abs string) (loc, error) {
-	return l.resolveName(op, name, abs, false, false, nil)
+	return l.resolveName(op, name, abs, false, false)
 }
 
-// resolveName resolves name; seen, when set, is a node on its way already
-// looked up (so the fast path has been tried: it is not tried again).
-func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool, seen *known) (loc, error) {
+// resolveName resolves name: resolve and resolveEntry. It is the only
+// route from a name to a location: a clean name in a known directory takes
+// the fast path (fastLoc), anything else is walked.
+func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool) (loc, error) {
 	if name == "" {
 		return loc{}, pathErr(op, name, errNoEnt)
 	}
@@ -128,10 +123,8 @@ func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool, see
 		}
 		abs = wd + "/" + name
 	}
-	if seen == nil {
-		if at, ok, err := l.fastLoc(op, name, abs, follow); ok {
-			return at, err
-		}
+	if at, ok, err := l.fastLoc(op, name, abs, follow); ok {
+		return at, err
 	}
 	last, slash := lastOf(name)
 	dirOnly := slash || last != lastNorm
@@ -140,7 +133,7 @@ func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool, see
 	var at loc
 	var err error
 	if rest, ok := l.within(lexClean(abs)); ok {
-		at, err = l.walk(op, name, splitRel(rest), exit{}, follow, 0, seen)
+		at, err = l.walk(op, name, splitRel(rest), exit{}, follow, 0)
 	} else {
 		at, err = l.outside(op, name, abs, follow, 0)
 	}
@@ -182,7 +175,7 @@ func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 	host := "" // set when the walk stops before the end
 	for len(pending) > 0 {
 		if rel, ok := l.within(cur); ok {
-			return l.walk(op, name, append(splitRel(rel), pending...), exit{}, follow, hops, nil)
+			return l.walk(op, name, append(splitRel(rel), pending...), exit{}, follow, hops)
 		}
 		c := pending[0]
 		pending = pending[1:]
@@ -207,7 +200,7 @@ func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 					// An alias of the root or of one of its directories: ".."
 					// leaves it for the alias's parent, as in the kernel.
 					ex := exit{depth: len(splitRel(rel)), up: filepath.Dir(cur)}
-					return l.walk(op, name, append(splitRel(rel), pending...), ex, follow, hops, nil)
+					return l.walk(op, name, append(splitRel(rel), pending...), ex, follow, hops)
 				}
 				continue
 			case len(pending) == 0:
@@ -237,7 +230,7 @@ func (l *layer) outside(op, name, abs string, follow bool, hops int) (loc, error
 	}
 	if host == "" {
 		if rel, ok := l.within(cur); ok {
-			return l.walk(op, name, splitRel(rel), exit{}, follow, hops, nil)
+			return l.walk(op, name, splitRel(rel), exit{}, follow, hops)
 		}
 		host = cur
 	}
@@ -265,14 +258,15 @@ func (e exit) dir(l *layer) string {
 type frame struct {
 	rel   string
 	under bool // the lower shows through this directory
+	chain bool // it and its ancestors are real lower directories (see lowerCache.chains)
 }
 
 // walk resolves root-relative components in the merged view.
-// seen, when set, is the node at a path the walk meets, looked up already.
 // ex is where ".." leaves the walk's tree.
-func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, hops int, seen *known) (loc, error) {
+func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, hops int) (loc, error) {
+	lc := l.lower()
 	var frames [16]frame
-	stack := append(frames[:0], frame{"", true}) // the root is never opaque
+	stack := append(frames[:0], frame{"", true, true}) // the root is never opaque
 	// mustDir: the name resolved through a symlink whose target ends in a
 	// slash, as its last component: the result must be a directory.
 	mustDir := false
@@ -298,13 +292,7 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 		if last && !follow {
 			return loc{inside: true, rel: rel, visible: top.under, dirOnly: mustDir}, nil
 		}
-		var n node
-		var err error
-		if seen != nil && rel == seen.rel {
-			n = seen.n
-		} else {
-			n, err = l.step(rel, top.under, last)
-		}
+		n, err := l.step(lc, top, rel, last)
 		if err != nil {
 			return loc{}, fixErr(op, name, err)
 		}
@@ -341,7 +329,7 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 			if last {
 				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
 			}
-			stack = append(stack, frame{rel, n.under})
+			stack = append(stack, frame{rel, n.under, !n.layer && top.chain})
 		default:
 			if last {
 				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
@@ -366,18 +354,21 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 	return at, nil
 }
 
-// step looks up one component. Intermediate lower directories are served
-// from the cache of known real directories, so a deep path costs no system
-// calls beyond the first visit.
-func (l *layer) step(rel string, visible, last bool) (node, error) {
-	if !last && visible {
+// step looks up the component rel in the directory top. Intermediate
+// lower directories are served from the cache of real lower directory
+// chains, so a deep path costs no system calls beyond the first visit; a
+// lower directory met in a chain extends it.
+func (l *layer) step(c *lowerCache, top frame, rel string, last bool) (node, error) {
+	if !last && top.under && top.chain && c.isChain(rel) {
 		if _, ok := l.paths.Get(rel); !ok {
-			if _, ok := l.dirs.Load(rel); ok {
-				return node{kind: kindDir, under: true}, nil
-			}
+			return node{kind: kindDir, under: true}, nil
 		}
 	}
-	return l.lookup(rel, visible)
+	n, err := l.lookup(rel, top.under)
+	if err == nil && top.chain && n.kind == kindDir && !n.layer {
+		c.sawChain(rel)
+	}
+	return n, err
 }
 
 // rootNode returns the node of the root directory itself.

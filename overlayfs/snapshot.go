@@ -60,7 +60,8 @@ func (f *Fs) Restore(s *Snapshot) {
 func (l *layer) restore(s *savedLayer, fam *family) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.setPaths(newPathMap(s.paths.Copy()))
+	l.fam.lowerChanged()
+	l.paths = newPathMap(s.paths.Copy())
 	l.blobs, l.deps, l.links.names = s.blobs.Copy(), s.deps.Copy(), s.links.Copy()
 	if fam != l.fam {
 		// Identities and generations of another family may collide with ours.
@@ -117,8 +118,7 @@ func (l *layer) fork() *layer {
 		gen:    l.fam.gen.Add(1),
 		links:  linkState{names: l.links.names.Copy()},
 	}
-	nf.setPaths(newPathMap(l.paths.Copy()))
+	nf.paths = newPathMap(l.paths.Copy())
 	l.gen = l.fam.gen.Add(1)
-	l.fam.join(nf)
 	return nf
 }

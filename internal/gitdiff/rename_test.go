@@ -3,6 +3,7 @@ package gitdiff
 import (
 	"bytes"
 	"fmt"
+	"github.com/cowfs/cowfs/internal/longtest"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -144,7 +145,7 @@ func TestRenamesLikeGit(t *testing.T) {
 			compareWithGit(t, git, tc.old, tc.new)
 		})
 	}
-	n := 200
+	n := longtest.N(60, 200)
 	if testing.Short() {
 		n = 30
 	}

@@ -3,6 +3,7 @@ package gitdiff
 import (
 	"bytes"
 	"fmt"
+	"github.com/cowfs/cowfs/internal/longtest"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
@@ -208,7 +209,7 @@ func shuffled(r *rand.Rand, cs []Change) []Change {
 // executable bit. The same patches are applied with go-gitdiff.
 func TestRoundTripGit(t *testing.T) {
 	git := gitPath(t)
-	n := 150
+	n := longtest.N(50, 150)
 	if testing.Short() {
 		n = 20
 	}
@@ -263,7 +264,7 @@ func TestRoundTripGit(t *testing.T) {
 // TestRoundTripGoGitdiff is the in-process second opinion: more cases than
 // the git test can afford, applied with bluekeyes/go-gitdiff.
 func TestRoundTripGoGitdiff(t *testing.T) {
-	for i := range 2000 {
+	for i := range longtest.N(500, 2000) {
 		r := rand.New(rand.NewPCG(uint64(i), 4))
 		old := genTree(r)
 		new := mutate(r, old)
