@@ -101,6 +101,7 @@ type upperEntry struct {
 	size     int64
 	target   string
 	opaque   bool
+	linkTo   string // an earlier entry of the same inode (see importLinks)
 }
 
 // scanUpper walks upper parent-first, in bytewise order within each
@@ -109,6 +110,7 @@ type upperEntry struct {
 func scanUpper(upper, shown string, opts Options, modes map[string]fs.FileMode) (out []upperEntry, skips []error, err error) {
 	prefix := opts.xattrPrefix()
 	xbuf := make([]byte, 1024)
+	links := importLinks{}
 	err = filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -160,6 +162,9 @@ func scanUpper(upper, shown string, opts Options, modes map[string]fs.FileMode) 
 				return nil
 			}
 			e.typ = t
+		}
+		if e.typ != overlayfs.EntryDir {
+			e.linkTo = links.linkTo(e.rel, st.Dev, st.Ino, uint64(st.Nlink))
 		}
 		names, err := listXattrs(p, &xbuf)
 		if err != nil {
@@ -250,7 +255,10 @@ func applyUpperEntry(root *os.Root, upper string, f *overlayfs.Fs, e upperEntry)
 	cur, curErr := f.Lstat(abs)
 	le := overlayfs.LayerEntry{
 		Path: e.rel, Type: e.typ, Mode: e.mode, ModTime: e.mtime,
-		Uid: e.uid, Gid: e.gid, Target: e.target, Size: e.size,
+		Uid: e.uid, Gid: e.gid, Target: e.target, Size: e.size, LinkTo: e.linkTo,
+	}
+	if e.linkTo != "" {
+		return f.PutEntry(le, nil)
 	}
 	switch e.typ {
 	case overlayfs.EntryWhiteout:

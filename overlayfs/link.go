@@ -1,6 +1,7 @@
 package overlayfs
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -441,4 +442,64 @@ func (l *layer) relinkLocked(e entry) {
 	for _, k := range keys {
 		l.paths.Set(k, e)
 	}
+}
+
+// linkFirstLocked returns, for the entry e at k, the first of its names
+// met so far in path order when that is another one; first maps the
+// identities of linked entries to their first names (nil until one is
+// met).
+func (l *layer) linkFirstLocked(k string, e entry, first *map[uint64]string) string {
+	if e.kind == kindDir || e.kind == kindWhiteout || l.namesLocked(e.identity()) < 2 {
+		return ""
+	}
+	if *first == nil {
+		*first = make(map[uint64]string)
+	}
+	if p, ok := (*first)[e.identity()]; ok {
+		return p
+	}
+	(*first)[e.identity()] = k
+	return ""
+}
+
+// putLink is PutEntry of an entry with LinkTo: Path becomes one more name
+// of the non-directory at LinkTo, literally (no symlink followed), which
+// must be of the entry's type.
+func (l *layer) putLink(e LayerEntry) error {
+	rel := e.Path
+	if !validEntryPath(e.LinkTo) || e.LinkTo == rel {
+		return pathErr("put", e.Path, fs.ErrInvalid)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pn := l.nodeAtLocked(parent(rel))
+	if pn.kind != kindDir {
+		if pn.exists() {
+			return pathErr("put", e.Path, errNotDir)
+		}
+		return pathErr("put", e.Path, errNoEnt)
+	}
+	src := l.nodeAtLocked(e.LinkTo)
+	want := map[EntryType]kind{EntryFile: kindFile, EntrySymlink: kindSymlink, EntryFIFO: kindFIFO, EntrySocket: kindSocket}[e.Type]
+	if !src.exists() || src.kind != want {
+		return pathErr("put", e.Path, fmt.Errorf("link to %s: %w", e.LinkTo, fs.ErrInvalid))
+	}
+	se, err := l.copyUpLocked(e.LinkTo, src)
+	if err != nil {
+		return pathErr("put", e.Path, err)
+	}
+	l.paths.Set(e.LinkTo, se)
+	cur, err := l.lookup(rel, pn.under)
+	if err != nil {
+		return pathErr("put", e.Path, err)
+	}
+	if cur.layer && cur.e.identity() == se.identity() {
+		return nil // already a name of it
+	}
+	if cur.exists() {
+		l.unlinkLocked(rel, pn.under, cur)
+	}
+	l.paths.Set(rel, se)
+	l.addNameLocked(se)
+	return nil
 }
