@@ -153,7 +153,7 @@ func (e entry) identity() uint64 {
 
 // namesLocked returns the number of layer names of the identity id.
 func (l *layer) namesLocked(id uint64) uint32 {
-	if l.links.names.Len() == 0 {
+	if l.links.names == nil || l.links.names.Len() == 0 {
 		return 1
 	}
 	if n, ok := l.links.names.Get(id); ok {
@@ -165,7 +165,23 @@ func (l *layer) namesLocked(id uint64) uint32 {
 // addNameLocked counts a new name of e's identity.
 func (l *layer) addNameLocked(e entry) {
 	id := e.identity()
-	l.links.names.Set(id, l.namesLocked(id)+1)
+	l.setNamesLocked(id, l.namesLocked(id)+1)
+}
+
+// setNamesLocked records that id has n > 1 names.
+func (l *layer) setNamesLocked(id uint64, n uint32) {
+	if l.links.names == nil {
+		l.links.names = btree.NewMap[uint64, uint32](32)
+	}
+	l.links.names.Set(id, n)
+}
+
+// copyNames clones link counts for a snapshot or a fork (nil: none).
+func copyNames(m *btree.Map[uint64, uint32]) *btree.Map[uint64, uint32] {
+	if m == nil {
+		return nil
+	}
+	return m.Copy()
 }
 
 // unlinkNameLocked counts a name of id gone, and reports whether the
@@ -270,7 +286,7 @@ func (l *layer) copyUpLinkedLocked(rel string, n node) (entry, error) {
 		names++
 	}
 	if names > 1 {
-		l.links.names.Set(e.identity(), names)
+		l.setNamesLocked(e.identity(), names)
 	}
 	return e, nil
 }
@@ -357,6 +373,9 @@ func (l *layer) keepLinksLocked(rel string, visible bool, n node) (walked bool) 
 // remap says (Restore of another family's snapshot); identities remap
 // does not know keep theirs.
 func remapLinks(m *btree.Map[uint64, uint32], remap map[uint64]uint64) *btree.Map[uint64, uint32] {
+	if m == nil {
+		return nil
+	}
 	out := btree.NewMap[uint64, uint32](32)
 	m.Scan(func(id uint64, n uint32) bool {
 		if to, ok := remap[id]; ok {

@@ -34,7 +34,7 @@ func (f *Fs) Snapshot() *Snapshot {
 func (l *layer) snapshot() *savedLayer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), links: l.links.names.Copy()}
+	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), links: copyNames(l.links.names)}
 	l.gen = l.fam.gen.Add(1)
 	return s
 }
@@ -62,7 +62,7 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 	defer l.mu.Unlock()
 	l.fam.lowerChanged()
 	l.paths = newPathMap(s.paths.Copy())
-	l.blobs, l.deps, l.links.names = s.blobs.Copy(), s.deps.Copy(), s.links.Copy()
+	l.blobs, l.deps, l.links.names = s.blobs.Copy(), s.deps.Copy(), copyNames(s.links)
 	if fam != l.fam {
 		// Identities and generations of another family may collide with ours.
 		old := l.blobs
@@ -116,7 +116,7 @@ func (l *layer) fork() *layer {
 		blobs:  l.blobs.Copy(),
 		deps:   l.deps.Copy(),
 		gen:    l.fam.gen.Add(1),
-		links:  linkState{names: l.links.names.Copy()},
+		links:  linkState{names: copyNames(l.links.names)},
 	}
 	nf.paths = newPathMap(l.paths.Copy())
 	l.gen = l.fam.gen.Add(1)
