@@ -195,7 +195,7 @@ func (l *layer) resetLocked() {
 	l.blobs = btree.NewMap[uint64, *blob](32)
 	l.gen = l.fam.gen.Add(1)
 	l.deps = btree.NewMap[string, dep](32)
-	l.links.names = nil // made at the first link
+	l.links.names = nil            // made at the first link
 	l.copied, l.copyIno = nil, nil // made at the first copy-up
 	l.hmu.Lock()
 	l.bound, l.opened, l.orphan = bindings{}, nil, nil // made at the first use
