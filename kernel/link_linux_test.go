@@ -180,3 +180,48 @@ func TestImportKernelLinks(t *testing.T) {
 		t.Errorf("imported view differs from the kernel's:\ngot\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestRunLinks: ln and cp -al run through Run, in every mode, leave the
+// links a plain run on a real copy leaves; a link the layer had before the
+// run holds through it (a write through one name shows through the other).
+func TestRunLinks(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	const script = "echo more >> lone && ln lone lone2 && echo new > x && ln x d/y && mkdir c && cp -al d c/ && echo more >> c/d/y && ln -s lone s && ln s s2"
+	oracle := t.TempDir()
+	linkLower(t, oracle)
+	if err := os.Link(filepath.Join(oracle, "lone"), filepath.Join(oracle, "l3")); err != nil {
+		t.Fatal(err)
+	}
+	sh := exec.Command("sh", "-c", script)
+	sh.Dir = oracle
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("oracle run: %v\n%s", err, out)
+	}
+	want := linkView(t, afero.NewOsFs(), oracle)
+	for _, mode := range runModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.require(t)
+			root := t.TempDir()
+			linkLower(t, root)
+			f, err := overlayfs.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Link(filepath.Join(root, "lone"), filepath.Join(root, "l3")); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", script)
+			cmd.Dir = root
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := mode.run(context.Background(), f, cmd); err != nil {
+				t.Fatalf("run: %v\n%s", err, out.String())
+			}
+			if got := linkView(t, f, root); got != want {
+				t.Errorf("view differs from the plain run on a copy:\ngot\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
