@@ -154,8 +154,8 @@
 // names of one upper inode (a regular file, symlink, FIFO or socket with
 // a link count above one; whiteouts aside) names of one layer file, so a
 // command's ln or cp -al run through Run comes back as links. Run's copy
-// fallback does not: there each new name becomes a file of its own, with
-// the same content and metadata.
+// fallback does too: its copy of the view links the names the view shows
+// as one file, and the names of one inode in the copy come back as links.
 //
 // One more thing a layer does not hold, which Import and Run leave out
 // without an error: extended attributes (other than the overlay's own,
