@@ -321,8 +321,9 @@ func (l *layer) lowerNamesLocked(key devIno) []string {
 // keepLinksLocked copies up, before rel leaves the view, each lower
 // non-directory at or below rel whose other names stay, so that they keep
 // their file with one name fewer. Below a lower directory it records the
-// subtree as Commit's dependencies on the way (as dependBelowLocked) and
-// reports so: the walk is the one a removal pays anyway.
+// subtree as Commit's dependencies on the way (dependBelowLocked, which
+// names the linked files it meets) and reports so: the walk is the one a
+// removal pays anyway.
 func (l *layer) keepLinksLocked(rel string, visible bool, n node) (walked bool) {
 	if !n.layer && n.exists() && n.kind != kindDir {
 		if n.fi == nil { // a listing's node
@@ -343,24 +344,7 @@ func (l *layer) keepLinksLocked(rel string, visible bool, n node) (walked bool) 
 	if low.kind != kindDir {
 		return false
 	}
-	var linked []string
-	top := l.host(rel)
-	filepath.WalkDir(top, func(p string, de fs.DirEntry, err error) error {
-		if err != nil || p == top {
-			return nil
-		}
-		fi, err := de.Info()
-		if err != nil {
-			return nil
-		}
-		r, _ := filepath.Rel(l.root, p)
-		r = filepath.ToSlash(r)
-		l.dependLocked(r, fi)
-		if _, nlink := lowerLinkID(fi); nlink > 1 && !fi.IsDir() {
-			linked = append(linked, r)
-		}
-		return nil
-	})
+	linked := l.dependBelowLocked(rel)
 	for _, p := range linked {
 		if pn := l.nodeAtLocked(p); pn.exists() && !pn.layer && pn.kind != kindDir {
 			l.copyUpLocked(p, pn)
