@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/fstest"
@@ -766,5 +767,47 @@ func TestLinkChangesAndDiff(t *testing.T) {
 	}
 	if err := fstest.TestFS(c.IOFS(), files...); err != nil {
 		t.Errorf("fstest.TestFS(IOFS()): %v", err)
+	}
+}
+
+// TestLinkConcurrent: links, removals, renames, writes and stats from
+// several goroutines at once (run it with -race); at the end each file's
+// link count is the number of names that share its inode.
+func TestLinkConcurrent(t *testing.T) {
+	_, c := linkPair(t)
+	names := []string{"a", "b", "d/c", "lone", "n1", "n2", "d/n3", "d2/x", "y"}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 7))
+			for range 300 {
+				p := filepath.Join(c.Root(), names[r.IntN(len(names))])
+				q := filepath.Join(c.Root(), names[r.IntN(len(names))])
+				switch r.IntN(5) {
+				case 0:
+					c.Link(p, q)
+				case 1:
+					c.Remove(p)
+				case 2:
+					c.Rename(p, q)
+				case 3:
+					afero.WriteFile(c, p, []byte("w"), 0o644)
+				case 4:
+					c.Stat(p)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	tree := walkLinkTree(t, cowLinkFS{c}, c.Root())
+	for _, class := range tree.classes {
+		members := strings.Split(class, " ")
+		for _, m := range members {
+			if want := fmt.Sprintf("nlink=%d", len(members)); !strings.HasSuffix(tree.paths[m], want) {
+				t.Errorf("%s: %s, in a class of %d names", m, tree.paths[m], len(members))
+			}
+		}
 	}
 }
