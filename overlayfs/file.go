@@ -796,6 +796,9 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 			return lfi, nil
 		}
 	}
+	if o.fs != nil && !fi.IsDir() && o.fs.goneHandle(o) {
+		fi = unlinkedInfo(fi)
+	}
 	return renameInfo(fi, infoName(o.name)), nil
 }
 

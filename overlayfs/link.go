@@ -506,3 +506,20 @@ func (l *layer) putLink(e LayerEntry) error {
 	l.addNameLocked(se)
 	return nil
 }
+
+// goneHandle reports whether the view removed the name of the lower file
+// o has open (and so its last: a lower file with other names is copied up
+// with them before, and o then reads the layer's).
+func (l *layer) goneHandle(o *osFile) bool {
+	l.hmu.Lock() // goneLocked changes o.at under it too
+	defer l.hmu.Unlock()
+	return o.at == goneRel
+}
+
+// sysInfo is a FileInfo with another Sys.
+type sysInfo struct {
+	fs.FileInfo
+	sys any
+}
+
+func (fi sysInfo) Sys() any { return fi.sys }

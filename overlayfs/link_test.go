@@ -502,7 +502,6 @@ func TestLinkAcrossRoots(t *testing.T) {
 // TestLinkOpenHandleNlink: a handle's Stat counts the names its file has
 // left, 0 after the last is removed, as os's File.Stat (fstat) does.
 func TestLinkOpenHandleNlink(t *testing.T) {
-	osRoot, c := linkPair(t)
 	nlinks := func(f interface{ Stat() (fs.FileInfo, error) }) uint64 {
 		fi, err := f.Stat()
 		if err != nil {
@@ -510,7 +509,10 @@ func TestLinkOpenHandleNlink(t *testing.T) {
 		}
 		return uint64(fi.Sys().(*syscall.Stat_t).Nlink)
 	}
-	for _, name := range []string{"a", "lone", "fresh"} {
+	for _, tc := range []string{"a", "lone", "fresh", "a:ro", "lone:ro", "d/e:ro", "d/e:ro:nolink", "a:ro:nolink"} {
+		name, nolink := strings.CutSuffix(tc, ":nolink")
+		name, ro := strings.CutSuffix(name, ":ro")
+		osRoot, c := linkPair(t)
 		var want, got []uint64
 		for _, side := range []struct {
 			root string
@@ -519,6 +521,9 @@ func TestLinkOpenHandleNlink(t *testing.T) {
 		}{{osRoot, osLinkFS{}, &want}, {c.Root(), cowLinkFS{c}, &got}} {
 			p := func(n string) string { return filepath.Join(side.root, n) }
 			flag := os.O_RDWR
+			if ro {
+				flag = os.O_RDONLY
+			}
 			if name == "fresh" {
 				flag |= os.O_CREATE
 			}
@@ -540,8 +545,10 @@ func TestLinkOpenHandleNlink(t *testing.T) {
 				h = f
 			}
 			*side.out = append(*side.out, nlinks(h))
-			if err := side.fs.Link(p(name), p(name+".2")); err != nil {
-				t.Fatal(err)
+			if !nolink {
+				if err := side.fs.Link(p(name), p(name+".2")); err != nil {
+					t.Fatal(err)
+				}
 			}
 			*side.out = append(*side.out, nlinks(h))
 			for _, n := range []string{name, "b", "d/c", name + ".2"} {
@@ -551,7 +558,7 @@ func TestLinkOpenHandleNlink(t *testing.T) {
 			h.Close()
 		}
 		if !slices.Equal(want, got) {
-			t.Errorf("%s: handle nlink along link, removes: got %v, want %v", name, got, want)
+			t.Errorf("%s: handle nlink along link, removes: got %v, want %v", tc, got, want)
 		}
 	}
 }
