@@ -33,12 +33,16 @@ func chaosSeed(c config) (uint64, error) {
 }
 
 // chaosFs hands out directory handles whose listings come in a shuffled
-// order. Every other call goes to the inner file system as it is.
+// order (listing) and file handles whose Read returns fewer bytes than
+// asked (shortRead). Every other call goes to the inner file system as it
+// is; its optional methods are reached through Unwrap (see [As]).
 type chaosFs struct {
 	afero.Fs
-	seed  uint64
-	lower afero.Fs // where entries are Lstat'ed unrecorded: the overlay
-	roots []string // spellings of the root: listings are keyed relative to it
+	seed      uint64
+	listing   bool     // shuffle listings
+	shortRead bool     // cut reads short
+	lower     afero.Fs // where entries are Lstat'ed unrecorded: the overlay
+	roots     []string // spellings of the root: listings are keyed relative to it
 
 	mu    sync.Mutex
 	count map[string]uint64 // listings made per cleaned name
@@ -54,8 +58,11 @@ var (
 // below any recording wrapper of inner, used to Lstat entries the caller
 // asks for after reading their names only.
 func newChaosFs(inner afero.Fs, seed uint64, lower afero.Fs, roots ...string) *chaosFs {
-	return &chaosFs{Fs: inner, seed: seed, lower: lower, roots: roots, count: map[string]uint64{}}
+	return &chaosFs{Fs: inner, seed: seed, listing: true, lower: lower, roots: roots, count: map[string]uint64{}}
 }
+
+// Unwrap returns the file system chaosFs wraps, for [As].
+func (c *chaosFs) Unwrap() afero.Fs { return c.Fs }
 
 func (c *chaosFs) lstat(name string) (fs.FileInfo, error) {
 	if l, ok := c.lower.(afero.Lstater); ok {
@@ -100,15 +107,20 @@ func (c *chaosFs) wrap(name string) func(afero.File, error) (afero.File, error) 
 		if err != nil {
 			return f, err
 		}
-		return &chaosFile{File: f, fs: c, name: name, key: c.key(name)}, nil
+		cf := &chaosFile{File: f, fs: c, name: name, key: c.key(name)}
+		if c.shortRead {
+			cf.short = c.rand("\x00read:" + cf.key) // apart from the listings: -vary=listing alone replays their order
+		}
+		return cf, nil
 	}
 }
 
-// LstatIfPossible, SymlinkIfPossible and ReadlinkIfPossible behave as
-// afero's own wrappers when the inner file system lacks them.
+// LstatIfPossible, SymlinkIfPossible and ReadlinkIfPossible go to the
+// first file system down the chain that has them ([As]), and behave as
+// afero's own wrappers when none does.
 
 func (c *chaosFs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
-	if l, ok := c.Fs.(afero.Lstater); ok {
+	if l, ok := As[afero.Lstater](c.Fs); ok {
 		return l.LstatIfPossible(name)
 	}
 	fi, err := c.Fs.Stat(name)
@@ -116,17 +128,29 @@ func (c *chaosFs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 }
 
 func (c *chaosFs) SymlinkIfPossible(oldname, newname string) error {
-	if l, ok := c.Fs.(afero.Linker); ok {
+	if l, ok := As[afero.Linker](c.Fs); ok {
 		return l.SymlinkIfPossible(oldname, newname)
 	}
 	return &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: afero.ErrNoSymlink}
 }
 
 func (c *chaosFs) ReadlinkIfPossible(name string) (string, error) {
-	if l, ok := c.Fs.(afero.LinkReader); ok {
+	if l, ok := As[afero.LinkReader](c.Fs); ok {
 		return l.ReadlinkIfPossible(name)
 	}
 	return "", &os.PathError{Op: "readlink", Path: name, Err: afero.ErrNoReadlink}
+}
+
+// rand returns the source of the next handle of key: a function of the
+// seed, key and how many handles or listings of key came before.
+func (c *chaosFs) rand(key string) *rand.Rand {
+	c.mu.Lock()
+	k := c.count[key]
+	c.count[key] = k + 1
+	c.mu.Unlock()
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return rand.New(rand.NewPCG(c.seed, h.Sum64()^(k*0x9e3779b97f4a7c15)))
 }
 
 // permutation returns a random order of n elements for the next listing of
@@ -134,13 +158,7 @@ func (c *chaosFs) ReadlinkIfPossible(name string) (string, error) {
 // before. For n >= 2 it is never the identity, so an order-dependent caller
 // never sees the inner order by luck.
 func (c *chaosFs) permutation(key string, n int) []int {
-	c.mu.Lock()
-	k := c.count[key]
-	c.count[key] = k + 1
-	c.mu.Unlock()
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	r := rand.New(rand.NewPCG(c.seed, h.Sum64()^(k*0x9e3779b97f4a7c15)))
+	r := c.rand(key)
 	p := make([]int, n)
 	for i := range p {
 		p[i] = i
@@ -169,6 +187,7 @@ type chaosFile struct {
 	key  string
 
 	mu     sync.Mutex
+	short  *rand.Rand // shortRead: the lengths of reads
 	loaded bool
 	names  []string      // the listing, shuffled
 	infos  []fs.FileInfo // the same order; nil until a call needs them
@@ -194,6 +213,9 @@ func (f *chaosFile) load(infos bool) error {
 			return err
 		}
 		p := f.fs.permutation(f.key, n)
+		if !f.fs.listing {
+			p = identity(n)
+		}
 		f.names = make([]string, n)
 		if infos {
 			f.infos = make([]fs.FileInfo, n)
@@ -247,6 +269,24 @@ func (f *chaosFile) next(n int, infos bool) (lo, hi int, err error) {
 	return lo, hi, nil
 }
 
+// maxShortRead bounds a cut-short Read: small enough that a read of a
+// small file comes back short too.
+const maxShortRead = 512
+
+// Read asks the inner handle for fewer bytes than p holds (at least one,
+// at most maxShortRead) when reads are cut short: io.Reader allows it,
+// and callers that take one Read for the whole file break. The tape records the bytes read as
+// spans, whatever the buffer sizes, so it does not change.
+func (f *chaosFile) Read(p []byte) (int, error) {
+	if f.short != nil && len(p) > 1 {
+		f.mu.Lock()
+		n := 1 + f.short.IntN(min(len(p)-1, maxShortRead))
+		f.mu.Unlock()
+		p = p[:n]
+	}
+	return f.File.Read(p)
+}
+
 func (f *chaosFile) Readdir(n int) ([]fs.FileInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -290,4 +330,12 @@ func (f *chaosFile) Seek(offset int64, whence int) (int64, error) {
 		f.mu.Unlock()
 	}
 	return pos, err
+}
+
+func identity(n int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	return p
 }

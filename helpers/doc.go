@@ -38,7 +38,11 @@
 // run's); for a tape, with the first divergent record. Setting the
 // environment variable COWFS_UPDATE_GOLDEN=1 ([EnvUpdateGolden]) rewrites
 // goldens that are missing or differ, and leaves equal ones untouched
-// (a tape's header, with its pid and times, does not take part). It is an
+// (a tape's header, with its pid and times, does not take part). Beside a
+// golden tape it writes <name>.content, the versions (up to
+// [EnvTapeContent] bytes each) of the files the tape records, so that a
+// later mismatch also prints a text diff of each file whose bytes differ,
+// golden against this run (replay diff finds them there too). It is an
 // environment variable and not a flag because a custom test flag breaks
 // `go test ./...` in every package that does not define it.
 //
@@ -127,6 +131,32 @@
 // not affected. Tapes are recorded below the shuffling and are the same
 // with and without it.
 //
+// # Injected failures
+//
+// The error paths a test rarely reaches, one line each, as
+// [overlayfs.Option]s for [OverlayOptions]: [FailWrite] (the nth write to
+// a name fails with EIO), [FailSync] (every fsync of a name fails with
+// EIO), [FailRename] (renames onto a name fail with EIO) and
+// [DiskFullAfter] (a quota: short writes, then ENOSPC). They combine with
+// each other and with [overlayfs.WithFaults]. A failure injected through
+// [Env.Fs] is recorded on the test's tape like any outcome.
+//
+// # Variations
+//
+// `replay check -vary` sets [EnvVary] and [EnvVarySeed] in the runs it
+// perturbs. Every Env then applies those only the helpers can make:
+// "listing" shuffles listings as [Chaos] does, "shortread" makes
+// File.Read of [Env.Fs] return 1 to 512 bytes (io.Reader allows it; the
+// tape records spans and does not change), "rootpath" copies the root
+// into a directory of t.TempDir() at another absolute path before
+// overlaying it. The list and the seed are written in the tape header's
+// info ("vary", "vary-seed").
+//
+// [As] finds an optional method (Lstat, SymlinkIfPossible, a method of
+// [overlayfs.Fs]) through the wrappers of [Env.Fs], as errors.As does
+// through wrapped errors: each wrapper has Unwrap (or Inner) returning
+// what it wraps.
+//
 // # Concurrency
 //
 // The file systems of an Env are safe for concurrent use, as
@@ -141,8 +171,11 @@
 // [Extract], a pure fixture parser (parseFixture) and a writer through an
 // [os.Root]; assert.go: the assertions on changes and contents;
 // golden.go and goldendiff.go: golden patches and how a mismatch is
-// explained; record.go: the tape of an Env (files, golden tapes, the
+// explained; goldencontent.go: the file versions kept beside a golden
+// tape; record.go: the tape of an Env (files, golden tapes, the
 // online check); report.go: what a failing test logs and the artifacts;
-// chaos.go: the listing shuffler; pkgpath.go: the package path of the
+// chaos.go: the listing shuffler and short reads; faults.go: the injected
+// failures; vary.go: [EnvVary], the moved root and [As]; pkgpath.go: the
+// package path of the
 // test; times_*.go: setting a symlink's times per platform.
 package helpers

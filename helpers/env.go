@@ -26,6 +26,7 @@ type Env struct {
 	pkg  string   // the test's package import path
 	gold string   // absolute golden directory, fixed before any Chdir
 	rec  *recording
+	vary variation // what replay check -vary asks of this run (EnvVary)
 }
 
 // New returns the hermetic file system of t over the directory root: an
@@ -75,13 +76,22 @@ func NewArchive(t testing.TB, ar *txtar.Archive, opts ...Option) *Env {
 
 func newEnv(t testing.TB, root string, cfg config) *Env {
 	t.Helper()
+	vary, err := readVary()
+	if err != nil {
+		t.Fatalf("helpers: %v", err)
+	}
+	if vary.rootPath {
+		if root, err = relocate(t.TempDir(), root, vary.seed); err != nil {
+			t.Fatalf("helpers: %v", err)
+		}
+	}
 	ov, err := overlayfs.New(root, cfg.overlay...)
 	if err != nil {
 		// overlayfs.New names itself and the root; an empty root fails
 		// there too (fs.ErrInvalid), most often an unset variable.
 		t.Fatalf("helpers: %v", err)
 	}
-	e := &Env{t: t, cfg: cfg, ov: ov, fsys: ov, name: t.Name()}
+	e := &Env{t: t, cfg: cfg, ov: ov, fsys: ov, name: t.Name(), vary: vary}
 	e.pkg = cfg.pkg
 	if e.pkg == "" {
 		e.pkg = testPackage()
@@ -101,14 +111,18 @@ func newEnv(t testing.TB, root string, cfg config) *Env {
 	if e.rec != nil {
 		e.fsys = e.rec.wrap(e.fsys, ov.Root())
 	}
-	if cfg.chaos {
-		seed, err := chaosSeed(cfg)
-		if err != nil {
-			t.Fatalf("helpers: %v", err)
+	if cfg.chaos || vary.listing || vary.shortRead {
+		seed := vary.seed
+		if cfg.chaos {
+			if seed, err = chaosSeed(cfg); err != nil {
+				t.Fatalf("helpers: %v", err)
+			}
+			t.Logf("helpers: chaos: directory listings shuffled with seed %d (reproduce with %s=%d)", seed, EnvChaosSeed, seed)
 		}
-		t.Logf("helpers: chaos: directory listings shuffled with seed %d (reproduce with %s=%d)", seed, EnvChaosSeed, seed)
 		given, _ := filepath.Abs(root)
-		e.fsys = newChaosFs(e.fsys, seed, ov, ov.Root(), given)
+		c := newChaosFs(e.fsys, seed, ov, ov.Root(), given)
+		c.listing, c.shortRead = cfg.chaos || vary.listing, vary.shortRead
+		e.fsys = c
 	}
 	// Registered after the fixture's TempDir (which is removed after this
 	// runs) and before the test's own cleanups (which run before it).

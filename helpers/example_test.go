@@ -161,3 +161,25 @@ func ExampleGoldenName() {
 	// TestRender
 	// TestRender__case__1
 }
+
+// As reaches a method of the overlay through whatever wraps it in
+// Env.Fs (the tape recorder, the chaos shuffler).
+func ExampleAs() {
+	runExample("TestLstat", func(t testing.TB) {
+		env := helpers.NewArchive(t, txtar.Parse([]byte("symlink link target\n-- target --\nx\n")), helpers.ChaosSeed(1))
+		l, ok := helpers.As[interface {
+			Lstat(string) (fs.FileInfo, error)
+		}](env.Fs())
+		if !ok {
+			t.Fatal("no Lstat below Env.Fs")
+		}
+		fi, err := l.Lstat(env.Path("link"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println(fi.Mode().Type() == fs.ModeSymlink)
+	})
+	// Output:
+	// helpers: chaos: directory listings shuffled with seed 1 (reproduce with COWFS_CHAOS_SEED=1)
+	// true
+}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/cowfs/cowfs/helpers"
+	"github.com/cowfs/cowfs/overlayfs"
 	"github.com/cowfs/cowfs/tape"
 )
 
@@ -82,4 +83,30 @@ func TestMessagesSayThingsOnce(t *testing.T) {
 	t.Setenv(helpers.EnvTapeContent, "lots")
 	msg = fatalOf(t, func(tb testing.TB) { helpers.New(tb, t.TempDir()) })
 	assert.Equal(t, `helpers: COWFS_TAPE_CONTENT="lots": not a byte count (want 0 to turn capture off, or N > 0)`, msg)
+}
+
+// A relative name written from the package directory is outside the root:
+// the error says where the name was taken from, the root, and the fix, and
+// still matches ErrOutsideRoot and fs.ErrPermission; nothing lands on disk.
+func TestRelativeOutsideRootMessage(t *testing.T) {
+	env := helpers.New(t, t.TempDir())
+	f, err := env.Fs().Create("gen-outside-root.txt")
+	if err == nil {
+		f.Close()
+		t.Fatal("Create of a relative name outside the root succeeded")
+	}
+	assert.ErrorIs(t, err, overlayfs.ErrOutsideRoot)
+	assert.ErrorIs(t, err, fs.ErrPermission)
+	var pe *fs.PathError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "gen-outside-root.txt", pe.Path)
+	for _, want := range []string{env.Root(), "env.Path(name)", "helpers.Chdir()"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	_, statErr := os.Stat("gen-outside-root.txt")
+	assert.ErrorIs(t, statErr, fs.ErrNotExist, "the refused write left a file in the package directory")
+	// An absolute name outside keeps the short message.
+	_, err = env.Fs().Create(filepath.Join(t.TempDir(), "x"))
+	assert.ErrorIs(t, err, overlayfs.ErrOutsideRoot)
+	assert.NotContains(t, err.Error(), "helpers.Chdir()")
 }

@@ -33,6 +33,9 @@ type recording struct {
 	online   bool        // a reference was given to the recorder
 	noGolden bool        // the missing golden was reported already
 	diverged atomic.Bool // the online check reported a divergence
+
+	contentDir string // where content versions are kept, or ""
+	contentMax int64  // their size bound
 }
 
 // wrap returns fsys with its calls recorded on the tape, paths relative
@@ -50,7 +53,7 @@ func startRecording(e *Env) (*recording, error) {
 		return nil, nil
 	}
 	r := &recording{mode: e.cfg.tapeMode}
-	opts := []tape.Option{tape.WithTest(e.pkg, e.name)}
+	opts := append([]tape.Option{tape.WithTest(e.pkg, e.name)}, e.vary.tapeInfo()...)
 	var ws []io.Writer
 	if e.cfg.goldenTape {
 		r.golden = e.goldenFile(".tape")
@@ -74,18 +77,25 @@ func startRecording(e *Env) (*recording, error) {
 			}
 		}
 	}
+	limit, err := contentLimit()
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" && limit > 0 {
+		// A golden tape alone: this run's versions go to a temporary
+		// directory, for the text diff of a mismatch (goldenContentDiffs).
+		r.contentDir, r.contentMax = filepath.Join(e.t.TempDir(), ContentDir), limit
+		opts = append(opts, tape.WithContent(r.contentDir, limit))
+	}
 	if dir != "" {
-		limit, err := contentLimit()
-		if err != nil {
-			return nil, err
-		}
 		f, err := createTape(dir, tape.FileName(e.pkg, e.name))
 		if err != nil {
 			return nil, fmt.Errorf("%s=%s: %w", tape.EnvDir, dir, err)
 		}
 		if limit > 0 {
 			// createTape made dir absolute and created it.
-			opts = append(opts, tape.WithContent(filepath.Join(filepath.Dir(f.Name()), ContentDir), limit))
+			r.contentDir, r.contentMax = filepath.Join(filepath.Dir(f.Name()), ContentDir), limit
+			opts = append(opts, tape.WithContent(r.contentDir, limit))
 		}
 		r.file = f
 		ws = append(ws, f)
@@ -170,6 +180,9 @@ func (r *recording) finish(e *Env) {
 			e.t.Errorf("helpers: %v", err)
 			return
 		}
+		if err := r.keepGoldenContent(got); err != nil {
+			e.t.Errorf("helpers: %v", err)
+		}
 		e.logf("updated golden tape %s", rel(r.golden))
 		return
 	}
@@ -182,8 +195,8 @@ func (r *recording) finish(e *Env) {
 		e.t.Errorf("helpers: %v", werr)
 	default:
 		if d := tape.Compare(want, got, r.mode); d != nil {
-			e.t.Errorf("helpers: the recording differs from the golden tape %s (%s mode; a: golden, b: this run; run with %s=1 to accept):\n%s",
-				rel(r.golden), r.mode, EnvUpdateGolden, d)
+			e.t.Errorf("helpers: the recording differs from the golden tape %s (%s mode; a: golden, b: this run; run with %s=1 to accept):\n%s%s",
+				rel(r.golden), r.mode, EnvUpdateGolden, d, r.goldenContentDiffs(d))
 		}
 	}
 }
@@ -216,4 +229,38 @@ func readTapeFile(name string) (*tape.Tape, error) {
 		return nil, fmt.Errorf("golden tape %s: %w: no trailer", name, tape.ErrFormat)
 	}
 	return t, nil
+}
+
+// keepContent stores the bytes of the file name of fsys, whose BLAKE3 is
+// hash, in the content directory beside the tape, as the recorder keeps
+// the versions it sees: the content of a file a subprocess wrote
+// ([Env.Run]), which no handle of the recorder read. Nothing is kept when
+// capture is off, the file is larger than the bound, or it is kept
+// already; errors are ignored (the diff then shows hashes only).
+func (r *recording) keepContent(fsys afero.Fs, name, hash string, size int64) {
+	if r == nil || r.contentDir == "" || size > r.contentMax || hash == "" {
+		return
+	}
+	p := tape.ContentPath(r.contentDir, hash)
+	if _, err := os.Stat(p); err == nil {
+		return
+	}
+	b, err := afero.ReadFile(fsys, name)
+	if err != nil || int64(len(b)) != size {
+		return
+	}
+	if os.MkdirAll(filepath.Dir(p), 0o755) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.Write(b)
+	if err = errors.Join(err, tmp.Close()); err == nil {
+		err = os.Rename(tmp.Name(), p)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
 }

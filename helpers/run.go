@@ -67,6 +67,10 @@ func (e *Env) recordCommand(argv []string, before *overlayfs.Snapshot) error {
 		}
 		if ok {
 			changes = append(changes, cc)
+			if cc.Op == tape.OpCmdWrite {
+				// The bytes too, so that a divergence shows a text diff.
+				e.rec.keepContent(e.ov, filepath.Join(e.ov.Root(), filepath.FromSlash(cc.Path)), cc.Hash, cc.Size)
+			}
 		}
 	}
 	return e.rec.recorder.RecordCommand(e.ov.Root(), argv, changes)

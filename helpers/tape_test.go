@@ -504,3 +504,28 @@ func TestChildProcess(t *testing.T) {
 		t.Fatalf("unknown scenario %q", scenario)
 	}
 }
+
+// A golden tape keeps the versions of the files it records beside it
+// (<name>.content), and a mismatch then shows a text diff of each file
+// whose bytes differ, golden against this run.
+func TestGoldenTapeContentDiff(t *testing.T) {
+	t.Setenv(tape.EnvDir, "")
+	dir := t.TempDir()
+	opts := []helpers.Option{helpers.GoldenDir(dir), helpers.GoldenTape()}
+	t.Setenv(helpers.EnvUpdateGolden, "1")
+	tapeRun(t, greet("hello"), opts...).wantClean(t)
+	kept := filepath.Join(dir, "TestTape.content")
+	if b, err := os.ReadFile(tape.ContentPath(kept, tape.HashBytes([]byte("hello\n")))); err != nil || string(b) != "hello\n" {
+		t.Fatalf("the golden's version of out/greeting.txt was not kept in %s: %q, %v", kept, b, err)
+	}
+	t.Setenv(helpers.EnvUpdateGolden, "")
+	f := tapeRun(t, greet("bye"), opts...)
+	f.wantErrors(t, "the contents (a: golden, b: this run):", "diff --git a/out/greeting.txt b/out/greeting.txt", "\n-hello\n", "\n+bye\n")
+	// Capture off: hashes only, no diff.
+	t.Setenv(helpers.EnvTapeContent, "0")
+	f = tapeRun(t, greet("bye"), opts...)
+	f.wantErrors(t, "out/greeting.txt")
+	if strings.Contains(f.Errors(), "diff --git") {
+		t.Errorf("a text diff without captured contents:\n%s", f.Errors())
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,6 +45,12 @@ const runDirPrefix, copyDirPrefix = "cowfs-run-", "cowfs-copy-"
 // mounts of its own mount namespace only; mounts in a namespace of their
 // own (those of Run) die with the namespace. Unmounting needs the
 // privilege to mount.
+//
+// It never follows a symlink and never changes a mode by path: it
+// removes through directory descriptors opened with O_NOFOLLOW (see
+// removeTree), so a directory swapped for a symlink meanwhile redirects
+// nothing. Run's own cleanup, as it starts, removes only directories of
+// its user's uid.
 //
 // Errors name the path involved and are joined; Cleanup goes on with the
 // rest after one.
@@ -82,7 +89,7 @@ func cleanup(dir string, mounts bool) (removed []string, err error) {
 			}
 		}
 	}
-	dirs, err := cleanupTempDirs(dir, abs, infos)
+	dirs, err := cleanupTempDirs(dir, abs, infos, !mounts)
 	removed = append(removed, dirs...)
 	errs = append(errs, err)
 	return removed, errors.Join(errs...)
@@ -162,7 +169,9 @@ func cleanupMounts(dir string, mounts []mountInfo) ([]string, error) {
 
 // cleanupTempDirs removes Run's abandoned temporary directories in dir,
 // which is real as the caller named it.
-func cleanupTempDirs(dir, real string, mounts []mountInfo) ([]string, error) {
+// With ownOnly (Run's own cleanup as it starts) only those of this
+// process's uid are removed.
+func cleanupTempDirs(dir, real string, mounts []mountInfo, ownOnly bool) ([]string, error) {
 	ents, err := os.ReadDir(real)
 	if err != nil {
 		return nil, err
@@ -171,6 +180,12 @@ func cleanupTempDirs(dir, real string, mounts []mountInfo) ([]string, error) {
 	var errs []error
 	for _, e := range ents {
 		if !e.IsDir() || !(strings.HasPrefix(e.Name(), runDirPrefix) || strings.HasPrefix(e.Name(), copyDirPrefix)) {
+			continue
+		}
+		// Run reclaims only its user's own: another user's directory is
+		// not for it to judge, nor to remove. An explicit Cleanup (root's,
+		// typically) reclaims every abandoned one, through descriptors.
+		if info, err := e.Info(); err != nil || ownOnly && !ownedBySelf(info) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
@@ -291,3 +306,115 @@ func unescapeMountinfo(s string) string {
 }
 
 func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
+// removeTree removes dir even where the copy or the command made
+// directories unwritable, or (as root) files and directories immutable or
+// append-only. It never follows a symlink and never changes a mode by
+// path: os.RemoveAll works with unlinkat and openat(O_NOFOLLOW); where it
+// fails, the tree is walked through directory descriptors opened with
+// O_NOFOLLOW, and modes and flags are changed on what those descriptors
+// hold, so a directory swapped for a symlink meanwhile redirects nothing.
+func removeTree(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	parent, err := unix.Open(filepath.Dir(dir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(parent)
+	removeAt(parent, filepath.Base(dir), os.Geteuid(), 0)
+}
+
+// maxRemoveDepth bounds removeAt's recursion (one descriptor per level).
+const maxRemoveDepth = 512
+
+// removeAt removes name in the directory open on parent, with what is
+// below it: directories only where uid owns them (their modes are set to
+// 0700 through a descriptor), immutable and append-only flags cleared
+// through a descriptor opened with O_NOFOLLOW.
+func removeAt(parent int, name string, uid, depth int) {
+	if unix.Unlinkat(parent, name, 0) == nil {
+		return
+	}
+	fd, err := unix.Openat(parent, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		clearNoDeleteAt(parent, name)
+		unix.Unlinkat(parent, name, 0)
+		return
+	case unix.S_IFDIR:
+	default:
+		return
+	}
+	if int(st.Uid) != uid && uid != 0 || depth > maxRemoveDepth {
+		return
+	}
+	// The mode of exactly the directory held: through /proc, which names
+	// the descriptor's inode, never the path.
+	if st.Mode&0o700 != 0o700 {
+		unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), 0o700)
+	}
+	clearNoDeleteAt(parent, name)
+	d, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(d), name)
+	names, _ := f.Readdirnames(-1)
+	for _, n := range names {
+		removeAt(d, n, uid, depth+1)
+	}
+	f.Close()
+	unix.Unlinkat(parent, name, unix.AT_REMOVEDIR)
+}
+
+// clearNoDeleteAt clears the immutable and append-only flags of name (a
+// regular file or directory, never followed) in the directory open on dir.
+func clearNoDeleteAt(dir int, name string) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	clearNoDeleteFD(fd)
+}
+
+// The inode flags (chattr +i, +a) that forbid removing a file or the
+// entries of a directory; linux/fs.h.
+const fsImmutableFl, fsAppendFl = 0x10, 0x20
+
+// clearNoDelete clears p's immutable and append-only flags, where set.
+func clearNoDelete(p string) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	clearNoDeleteFD(fd)
+}
+
+// clearNoDeleteFD clears the immutable and append-only flags of the file
+// open on fd, where set.
+func clearNoDeleteFD(fd int) {
+	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil || flags&(fsImmutableFl|fsAppendFl) == 0 {
+		return
+	}
+	unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^(fsImmutableFl|fsAppendFl)))
+}
+
+// ownedBySelf reports whether info (from Lstat) is owned by this
+// process's effective uid.
+func ownedBySelf(info fs.FileInfo) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}

@@ -40,8 +40,16 @@
 // bookkeeping xattrs (origin, impure, uuid, nlink, ...) are skipped. An
 // upper that uses redirect_dir or metacopy cannot be expressed as a layer
 // and is refused, before anything changes, with [ErrRedirect] or
-// [ErrMetacopy]. The upper root's own metadata is not imported: a layer has
-// no entry for the root.
+// [ErrMetacopy]; Run's own import follows directory redirects (see
+// Directory renames below). The upper root's own metadata is not
+// imported: a layer has no entry for the root.
+//
+// Content the layer keeps by reference never changes afterwards: a file of
+// 1 MiB or more is imported as a private copy (a reflink where the
+// filesystem can, else a sparse copy into an unlinked file), unless it is
+// Run's own (its upper or copy, the command gone) and has one link. A
+// command's output hard-linked into a [WithWritable] directory has two,
+// and is copied: writing the linked name later leaves the layer as it was.
 //
 // # Mounting
 //
@@ -59,6 +67,24 @@
 //
 // The lower must not change while it is mounted: the kernel's behaviour is
 // then undefined.
+//
+// # Directory renames
+//
+// A command that renames a directory the root already has (rename(2) of a
+// lower or merged directory: python's os.rename, Go's os.Rename, mv) works
+// in overlay mode when Run mounts as root in the initial user namespace:
+// Run's own mount (not [Mount], whose default stays as above) uses
+// redirect_dir=on, the kernel records the rename as a
+// trusted.overlay.redirect xattr on the renamed directory's upper copy,
+// and Run's import follows it as the kernel's lookup does: it moves the
+// lower subtree to the new name in the layer (the overlayfs Rename, file
+// contents stay lazy references to the lower), then stacks the upper's
+// own changes on it. The layer is the same as the copy mode's and the
+// in-process Fs's for the same command. The kernel refuses redirect_dir=on
+// together with userxattr, so in an unprivileged user namespace
+// ([ModeOverlayUserNS]) such a rename still fails with EXDEV, as it does
+// across filesystems: mv copes by copying, os.Rename does not; use the
+// copy mode ([WithCopyFallback]) for such commands there.
 //
 // # Running commands
 //
@@ -88,50 +114,134 @@
 // COWFS_ROOT tells the command where the root is (in both modes); in copy
 // mode the root's real path is not redirected, and writes to it fail.
 //
+// An Fs made with [overlayfs.WithQuota] bounds the command too: in overlay
+// mode the upper and work directories go on a tmpfs mounted with the
+// quota's size= and nr_inodes= (plus the few inodes and the page Run keeps
+// there itself), so a command that fills it sees ENOSPC and short writes
+// as on a full disk, and the layer imports what it managed to write
+// (TestRunQuota compares it with a plain run in a real tmpfs). The upper
+// holds the whole layer, as the quota counts it; whiteouts are inodes on
+// the tmpfs (the quota does not count them). Mounting the tmpfs needs
+// CAP_SYS_ADMIN: without it Run with a quota fails rather than run the
+// command unbounded. The copy fallback does not bound the command; the
+// layer counts what it imported.
+//
+// A read-only command leaves no change in either mode, with one limit in
+// the copy fallback: its files have new inode numbers and ctimes, which
+// tools that record them in the tree take for touched files. Git's index
+// is the common case: git status refreshes the index's stat cache and
+// rewrites .git/index (different bytes: a real change). The copy fallback
+// therefore runs the command with GIT_OPTIONAL_LOCKS=0 (unless its
+// environment sets it), which makes git skip such opportunistic writes, as
+// a plain run has none to make; an explicit refresh (git update-index
+// --refresh, git add of unchanged files) still rewrites the index there.
+// The overlay modes keep the lower's inodes and ctimes and have no such
+// limit; Run uses them whenever it can mount.
+//
 // # Confinement
 //
-// In every mode Run confines the command with Landlock (Linux 5.13+, no
-// privileges needed): the helper process applies the ruleset to itself
-// just before it execs the command (after the mount, which Landlock would
-// forbid), and the command and its children inherit it. The command may
-// write only beneath the root as it sees it (the overlay mount, or the
-// copy), a private temporary directory that Run creates, names in TMPDIR
-// and removes afterwards, the standard character devices (/dev/null,
-// /dev/zero, /dev/full, /dev/tty, /dev/pts/*), the files given to it as
-// standard output, standard error or extra files (so that /dev/stdout
-// and /proc/self/fd/N work when those are regular files), and the paths
-// given to [WithWritable]. Any other write (create, remove, rename, truncate,
-// mknod, symlink) fails inside the command with EACCES; reads and
+// Run is a sandbox with bubblewrap's guarantees (as under bwrap --ro-bind
+// / / --dev /dev --proc /proc --unshare-all --die-with-parent
+// --new-session), with cowfs's overlay as the command's root. In both
+// modes, as root and unprivileged:
+//
+//   - The host is read-only in the command's mount namespace, except the
+//     root as it sees it (the overlay, mounted afterwards, or the copy),
+//     Run's temporary directory (its private TMPDIR) and the
+//     [WithWritable] paths: no write, chmod, chown, touch or xattr
+//     reaches the host through any name (a hard link outside the root to
+//     a root file included); they fail with EROFS. This needs
+//     mount_setattr (Linux 5.12); the run fails where it is refused.
+//     Device nodes (/dev/null, /dev/pts/N) stay writable: a read-only
+//     mount does not govern them.
+//   - The root's mount (the overlay, or the copy's directory) is nodev and
+//     nosuid, and no device node can be made: Landlock never grants
+//     LANDLOCK_ACCESS_FS_MAKE_CHAR or MAKE_BLOCK (EACCES), CAP_MKNOD is
+//     dropped (EPERM), a user namespace cannot anyway.
+//   - The command runs in a session of its own without a controlling
+//     terminal (setsid): it cannot push input into the caller's terminal
+//     with TIOCSTI (EPERM; /dev/tty is ENXIO), and kill(0) reaches its own
+//     process group only. With Landlock ABI 5 (Linux 6.10) it may use
+//     device ioctls only on the standard devices and terminals it opens.
+//   - It has its own PID namespace (kill(-1) reaches only its own
+//     processes; with Landlock ABI 6, Linux 6.12, no signal leaves its
+//     Landlock domain), UTS namespace (sethostname is its own), IPC
+//     namespace (System V objects and POSIX message queues are its own)
+//     and network namespace with only a loopback interface, up, unless
+//     [WithNetwork]: no host, no service on the host's loopback, no
+//     abstract unix socket outside (also scoped by Landlock ABI 6).
+//   - Only its standard input, output and error and cmd.ExtraFiles reach
+//     it: every other descriptor of the caller, close-on-exec or not, is
+//     closed (close_range with CLOSE_RANGE_CLOEXEC, Linux 5.11, else one
+//     by one) in the supervisors and before the command starts.
+//   - As root it keeps the capabilities that act on its own files and
+//     namespaces (chown, setuid, binding low ports, its network and
+//     hostname); those that reach the machine are dropped from every set
+//     and the bounding set: CAP_MKNOD, CAP_SYS_ADMIN (mount, TIOCSTI into
+//     any terminal), CAP_SYS_RAWIO, CAP_SYS_MODULE, CAP_SYS_BOOT,
+//     CAP_SYS_TIME, CAP_SYS_PTRACE, CAP_SYSLOG, CAP_BPF, CAP_PERFMON,
+//     CAP_AUDIT_*, CAP_MAC_*, CAP_SYS_RESOURCE, CAP_LINUX_IMMUTABLE and a
+//     few more (see droppedCaps).
+//   - It runs as the caller's own uid and gid. Unprivileged, the overlay
+//     is mounted by uid 0 of a user namespace that maps the caller, and
+//     the command runs in a user namespace nested in it that maps the
+//     caller's ids back, so id -u prints the caller's uid; a chown to
+//     another owner fails with EPERM, as in a plain run, not the user
+//     namespace's EINVAL (a seccomp filter, amd64 and arm64). Owners the
+//     namespace cannot map read as 65534.
+//
+// Landlock (Linux 5.13+, no privileges needed) also confines writes: the
+// command may write only beneath the root as it sees it, its private
+// TMPDIR, the standard character devices (/dev/null, /dev/zero,
+// /dev/full, /dev/tty, /dev/ptmx, /dev/random, /dev/urandom, /dev/pts/*),
+// the files given to it as standard output, standard error or extra files
+// (so that /dev/stdout and /proc/self/fd/N work when those are regular
+// files), and the paths given to [WithWritable]. Any other write fails
+// with EROFS (the read-only host, checked first) or EACCES; reads and
 // execution are not restricted. Renaming or linking across directories
-// needs Landlock ABI 2 (Linux 5.19); with ABI 1 the kernel refuses it
-// with EXDEV, which mv handles by copying. Landlock requires no_new_privs:
-// set-user-ID programs run without their privileges.
+// needs Landlock ABI 2 (Linux 5.19); with ABI 1 the kernel refuses it with
+// EXDEV, which mv handles by copying. Landlock requires no_new_privs:
+// set-user-ID programs run without their privileges. The helper applies
+// the ruleset to the thread that starts the command, after the mount
+// (which Landlock would forbid), so the command and its children inherit
+// it. [Mode] says which protections the kernel lacks (Mode.Missing).
 //
-// Landlock does not govern metadata: chmod, chown, utimes and extended
-// attributes of files outside the writable paths still succeed where the
-// user may make them. (In the overlay modes the root's own files are the
-// overlay's, so this reaches only files outside the root.)
+// What the sandbox does not prevent: reads (the command sees the host's
+// files as its user may); pathname unix sockets of the host (a D-Bus,
+// Docker or ssh-agent socket) stay reachable, as under bubblewrap, since
+// connecting needs no write to the file system and Landlock (up to ABI
+// 7) does not govern it; resource use (CPU, memory, disk in the temporary
+// directory: no cgroup limits); with [WithNetwork], the network; and
+// what an unconfined run ([Unconfined], which also leaves the host
+// writable) or a kernel without Landlock lets through, as below.
 //
-// In the copy fallback the real root is never writable: it is bind-mounted
-// read-only onto itself in the command's mount namespace (so its metadata
-// is out of reach too: EROFS), and a WithWritable path that holds it is
-// refused ([ErrUnconfined]); one inside the root changes nothing in any
-// mode, the root being writable already. Run also takes the identity of
-// every path of the real root (what Commit's conflict check compares)
-// before the copy and checks it afterwards; if anything changed (an unconfined command wrote there),
-// it imports nothing and returns an error wrapping [overlayfs.ErrConflict]
-// that names the paths. The layer never receives an inverted change.
+// In the copy fallback the real root is never writable: read-only in the
+// command's mount namespace like the rest of the host, and a WithWritable
+// path that holds it is refused ([ErrUnconfined]); one inside the root
+// changes nothing in any mode, the root being writable already. Run also
+// takes the identity of every path of the real root (what Commit's
+// conflict check compares) before the copy and checks it afterwards; if
+// anything changed (an unconfined command wrote there), it imports nothing
+// and returns an error wrapping [overlayfs.ErrConflict] that names the
+// paths. The layer never receives an inverted change. A read-only command
+// can still leave changes in copy mode where a tool records inode numbers
+// or ctimes (git's index): the copy has new ones. The overlay, chosen
+// whenever it can be, has no such effect.
 //
 // Where Landlock is missing (or [NoLandlockEnv] is set, for tests), the
-// overlay modes run the command unconfined and say so through
+// overlay modes run the command without it and say so through
 // [WithModeReport]; the copy fallback refuses with [ErrUnconfined].
-// [Unconfined] switches confinement off in every mode. An unconfined
-// command is root of its mount namespace in the overlay modes: the mount
-// hides the real root, but the command can unmount it. Run therefore
-// checks the real root afterwards in every unconfined mode, as the copy
-// fallback does, and refuses to import a run that changed it. What a
-// command writes outside the root (WithWritable paths, or anywhere when
-// unconfined) is neither captured nor undone.
+// [Unconfined] switches Landlock and the read-only host off in every
+// mode. An unconfined command may unmount the overlay where it keeps
+// CAP_SYS_ADMIN of its mount namespace (in a user namespace) and reach the
+// real root. Run therefore checks the real root afterwards in every
+// unconfined mode, as the copy fallback does, and refuses to import a run
+// that changed it. What a command writes outside the root (WithWritable
+// paths, or anywhere when unconfined) is neither captured nor undone.
+//
+// Unprivileged, on a root the caller does not own, the overlay's upper
+// cannot take the root's owner: Run then falls back to the copy and says
+// so (Mode.Fallback).
 //
 // A command whose cmd.Dir is empty runs in the process's working
 // directory when that lies inside the root (in copy mode, the same
@@ -149,6 +259,11 @@
 // import everything else first, then return an error wrapping
 // [ErrUnsupportedType] that names each skipped path.
 //
+// The root's ".cowfs-commit", the name overlayfs's Commit keeps for its
+// journal, is skipped the same way (a layer holding it could never be
+// committed): Import and Run import everything else and return an error
+// wrapping [ErrReservedName]; ReadOCILayer refuses such a tar.
+//
 // Hard links are carried: Materialize makes the names of one layer file
 // ([overlayfs.Fs.Link]) hard links in the upper, and Import makes the
 // names of one upper inode (a regular file, symlink, FIFO or socket with
@@ -165,9 +280,15 @@
 //
 // No process that Run starts outlives it: not when the command returns,
 // not when ctx is cancelled, not when the caller dies, even by SIGKILL.
-// Run starts a supervisor (this program again), which starts an init
-// process in a new PID namespace (inside the user namespace, when there
-// is one), which starts the command. When the command exits, init exits
+// Run starts an init process (this program again) in a new PID namespace
+// (inside the user namespace, when there is one), which starts the
+// command. init reads a pipe from the caller: at end of file (the caller
+// is gone) it exits; ctx kills it; either way the kernel kills the rest
+// of the namespace. init exits with the command's code; when the command
+// died of a signal (which the init of a PID namespace cannot die of
+// itself), Run's *exec.ExitError comes from this program started once
+// more to die of the same signal. Where no PID namespace can be made, a
+// supervisor starts first, as follows. When the command exits, init exits
 // and the kernel kills whatever the command left in the namespace. When
 // ctx is cancelled or the caller dies, the supervisor (which reads a pipe
 // from the caller) kills init, and the kernel does the rest; init and the
@@ -176,9 +297,12 @@
 // returns only when they are all gone. The supervisor then exits as the
 // command did (the same code, or killed by the same signal), so Run's
 // *exec.ExitError reads as the command's own. The supervisors ignore
-// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGPIPE: what a
-// terminal or a kill of the process group sends reaches the command
-// directly, and the supervisors must not die of it first.
+// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGPIPE, so that
+// what a terminal or a kill of the caller's process group sends does not
+// kill them before the caller; the command, in a session of its own, does
+// not get it (the caller's death or ctx then ends it). init also does the
+// helper's work (mount, working directory, Landlock, capabilities) and
+// starts the command itself.
 //
 // The PID namespace gets its own /proc where one can be mounted (a
 // container whose /proc has masked paths refuses; the caller's then
@@ -186,8 +310,7 @@
 // processes outside the namespace are not visible in it.
 //
 // This costs two more starts of the program, and the namespaces, per
-// Run: running /bin/true took 16 ms instead of 7 ms in overlay mode and
-// 10 ms instead of 1.7 ms in copy mode, on a shared two-core machine.
+// Run (see BenchmarkRunVsBwrap for the figures against bubblewrap).
 //
 // The copy fallback does the same, with a mount namespace for the /proc.
 // Without root it makes them inside a user namespace that maps the caller
@@ -207,8 +330,10 @@
 // owner dies. Mount's overlays carry the source "cowfs", so that
 // /proc/self/mountinfo tells them apart. [Cleanup] removes what has no
 // live owner; `replay clean` does the same from a shell. Run, whenever it
-// starts, removes the abandoned temporary directories beside its own
-// (it unmounts nothing: that is left to an explicit Cleanup).
+// starts, removes the abandoned temporary directories of its own uid
+// beside its own (it unmounts nothing: that is left to an explicit
+// Cleanup). Neither follows a symlink nor changes a mode by path: they
+// work through directory descriptors (openat, unlinkat, O_NOFOLLOW).
 //
 // # OCI layers
 //
@@ -217,6 +342,12 @@
 // on the layers below only, never on entries of the same tar. ReadOCILayer
 // also takes what tools write when they tar an upper directly: 0/0
 // character devices and PAX xattrs (SCHILY.xattr.trusted.overlay.opaque).
+// A hard link's target must be a file or symlink of the same tar or of
+// the view below (the layers read before), looked up one component at a
+// time without following any symlink: a link never reads through a
+// symlink out of the root (a rootfs's etc/localtime -> /usr/share/...
+// stays a symlink); anything else is refused with [ErrLinkTarget].
+// ReadOCILayer is all or nothing: on any error the layer is as it was.
 //
 // # Privileges
 //
@@ -250,11 +381,15 @@
 // [RunOption]s (how Run behaves) and the environment variables Run reads
 // or sets; mode.go: [Mode], how Run ran a command; errors.go: the
 // sentinels. materialize_linux.go with plan_linux.go: [Materialize];
-// import_linux.go: [Import]; link_linux.go: hard links in both;
-// special_linux.go: FIFOs, sockets and devices
-// in a layer; mount_linux.go: [Mount]; oci_linux.go: the OCI layer tar;
-// run_linux.go: [Run] and its re-executed helper; runcopy_linux.go: Run's
-// copy fallback; landlock_linux.go: confinement; lifecycle_linux.go and
+// import_linux.go: [Import]; link_linux.go: hard links in Materialize,
+// Import and the copy fallback; redirect_linux.go: Run's import of directory
+// renames; private_linux.go: content kept by reference; special_linux.go:
+// FIFOs, sockets and devices in a layer; mount_linux.go: [Mount];
+// oci_linux.go: the OCI layer tar; run_linux.go: [Run] and its re-executed
+// helper (the mount, dropped capabilities); runcopy_linux.go: Run's copy
+// fallback; landlock_linux.go: confinement; seccomp_linux.go: chown's EPERM
+// in a user namespace; lifecycle_linux.go (also the sandbox's namespaces,
+// read-only host and descriptors) and
 // owner_linux.go: the supervisors and owner records that let [Cleanup]
 // (cleanup_linux.go) tell abandoned temporary directories and mounts from
 // live ones; userns_linux.go, workdir_linux.go and readable_linux.go:

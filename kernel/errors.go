@@ -34,3 +34,14 @@ var (
 	// writable, so Run refuses unless [Unconfined] was given.
 	ErrUnconfined = errors.New("command cannot be confined (Landlock unavailable); pass Unconfined() to run it anyway")
 )
+
+// ErrReservedName means an entry at the root's ".cowfs-commit", the name
+// overlayfs's Commit keeps for its journal: a layer holding it could never
+// be committed. Import and Run skip it (importing everything else) and
+// ReadOCILayer refuses the tar; their errors wrap this one.
+var ErrReservedName = errors.New(`name reserved for Commit's journal (".cowfs-commit")`)
+
+// ErrLinkTarget means a hard link of an OCI layer tar whose target is not
+// a file or symlink of the same tar or of the view below it, reached
+// without following a symlink. ReadOCILayer refuses the tar.
+var ErrLinkTarget = errors.New("hard link target is not a file of this layer or of the layers below")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/cowfs/cowfs/kernel"
 	"github.com/cowfs/cowfs/overlayfs"
@@ -185,4 +186,33 @@ if echo entry 2>/dev/null > "$0/entry"; then echo "cache written"; else echo "ca
 	// cache written
 	// confined: true
 	// A out.txt
+}
+
+func ExampleWithNetwork() {
+	root := exampleRoot()
+	defer os.RemoveAll(root)
+	f, _ := overlayfs.New(root)
+
+	// /proc/net/dev lists the interfaces of the reader's network namespace.
+	const list = `tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort`
+	interfaces := func(opts ...kernel.RunOption) string {
+		var out bytes.Buffer
+		cmd := exec.Command("sh", "-c", list)
+		cmd.Stdout = &out
+		if err := kernel.Run(context.Background(), f, cmd, opts...); err != nil {
+			log.Fatal(err)
+		}
+		return strings.Join(strings.Fields(out.String()), " ")
+	}
+	host, err := exec.Command("sh", "-c", list).Output()
+	if err != nil {
+		log.Fatal(err)
+	}
+	// By default the command has a network namespace of its own, with only
+	// a loopback interface; WithNetwork gives it the host's.
+	fmt.Println("default:", interfaces())
+	fmt.Println("WithNetwork, the host's:", interfaces(kernel.WithNetwork()) == strings.Join(strings.Fields(string(host)), " "))
+	// Output:
+	// default: lo
+	// WithNetwork, the host's: true
 }

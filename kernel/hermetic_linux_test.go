@@ -251,13 +251,9 @@ func runScenario(t *testing.T, s scenario, mode string, wantKind ModeKind) {
 	}
 	runErr := Run(context.Background(), f, cmd, opts...)
 	wantFail := s.outside || s.realRoot && copyMode
-	// Landlock refuses with EACCES; the copy fallback's real root is also
-	// read-only in the command's mount namespace, which the kernel checks
-	// first.
-	refusal := "Permission denied"
-	if s.realRoot && copyMode {
-		refusal = "Read-only file system"
-	}
+	// The host is read-only in the command's mount namespace (which the
+	// kernel checks before Landlock's EACCES).
+	refusal := "Read-only file system"
 	var ee *exec.ExitError
 	switch {
 	case wantFail && !errors.As(runErr, &ee):

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,41 +26,71 @@ import (
 // directory below unless it carries the opaque xattr of the namespace opts
 // selects. Whiteouts of paths the view does not have are skipped. The
 // kernel's bookkeeping xattrs (origin, impure, uuid, nlink, ...) are
-// ignored. Files of 1 MiB or more are kept by reference (see
-// [overlayfs.Fs.PutEntry]), not read: importing a sparse or large file
-// costs memory for the data the layer later reads, not for its size, and
-// the upper may be removed afterwards. The upper root's own mode and owner, where they differ from the
-// view's root, become the layer's entry for the root (".").
+// ignored. Files of 1 MiB or more are not read into memory: Import keeps
+// a private copy of each, an unlinked file (a reflink where the upper's
+// filesystem can, else a sparse copy, beside the upper or in the temporary
+// directory), by reference (see [overlayfs.Fs.PutEntry]). Importing a
+// sparse or large file costs memory for the data the layer later reads,
+// not for its size, and the upper may be changed or removed afterwards
+// without changing the layer. (Run's own import keeps its upper's files
+// themselves where they have one link: nothing else can reach them.) The
+// upper root's own mode and owner, where they differ from the view's
+// root, become the layer's entry for the root (".").
 //
 // Import checks the whole upper before it changes f: an upper that uses
 // redirect_dir or metacopy, which a layer cannot express, is refused with
 // [ErrRedirect] or [ErrMetacopy] inside an *fs.PathError naming the upper
 // path. A device node (other than a whiteout), which a layer cannot hold,
 // is skipped: Import imports everything else, then returns an error
-// wrapping [ErrUnsupportedType] that names each skipped path. An error
+// wrapping [ErrUnsupportedType] that names each skipped path; so is an
+// entry at the root's ".cowfs-commit", the name Commit keeps for its
+// journal ([ErrReservedName]).
+//
+// Import costs the same per entry at any depth: the upper is walked
+// through directory descriptors, and files are opened beneath it with one
+// openat2 each (2,000 nested directories import in 9.5 times the time of
+// 2,000 side by side, down from 270 times; BenchmarkImportNested). An error
 // while applying (a file unreadable halfway) leaves f with part of the
 // upper applied; take an [overlayfs.Fs.Snapshot] first to roll back.
 func Import(upper string, f *overlayfs.Fs, opts Options) error {
-	return importAs(upper, upper, f, opts, nil)
+	return importAs(upper, upper, f, opts, nil, false)
 }
 
 // importAs is Import naming skipped paths under shown instead of upper
 // (Run names them where the command made them, in the root), and taking
-// the modes in modes (see makeReadable) over those it finds.
-func importAs(upper, shown string, f *overlayfs.Fs, opts Options, modes map[string]fs.FileMode) error {
+// the modes in modes (see makeReadable) over those it finds. run says the
+// upper is Run's own (in its private temporary directory, its command
+// gone): directory redirects (Run's redirect_dir=on mount) are followed as
+// the kernel follows them (see redirect_linux.go), and a large file with
+// one link is kept by reference, not copied (see privateContent).
+func importAs(upper, shown string, f *overlayfs.Fs, opts Options, modes map[string]fs.FileMode, run bool) error {
 	root, err := os.OpenRoot(upper)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	entries, skips, err := scanUpper(upper, shown, opts, modes)
+	entries, skips, err := scanUpper(upper, shown, opts, modes, run)
 	if err != nil {
 		return err
 	}
+	staged, err := stageRedirects(upper, f, entries)
+	if err != nil {
+		return err
+	}
+	a := newUpperApplier(root, upper, f, run)
+	defer a.close()
 	for _, e := range entries {
-		if err := applyUpperEntry(root, upper, f, e); err != nil {
+		if e.redirect != "" {
+			if err := staged.place(f, e); err != nil {
+				return err
+			}
+		}
+		if err := a.apply(e); err != nil {
 			return err
 		}
+	}
+	if err := staged.done(); err != nil {
+		return err
 	}
 	if err := importRoot(upper, f, modes); err != nil {
 		return err
@@ -102,98 +135,200 @@ type upperEntry struct {
 	target   string
 	opaque   bool
 	linkTo   string // an earlier entry of the same inode (see importLinks)
+	redirect string // a directory's redirect xattr, where followed
 }
 
 // scanUpper walks upper parent-first, in bytewise order within each
 // directory, checking every entry before anything is applied. Entries a
-// layer cannot hold are left out, each with an error in skips.
-func scanUpper(upper, shown string, opts Options, modes map[string]fs.FileMode) (out []upperEntry, skips []error, err error) {
-	prefix := opts.xattrPrefix()
-	xbuf := make([]byte, 1024)
-	links := importLinks{}
-	err = filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
+// layer cannot hold are left out, each with an error in skips: device
+// nodes, and the root's .cowfs-commit (see reservedEntry). It works
+// through directory descriptors, one per level, so that each entry costs
+// the same at any depth.
+func scanUpper(upper, shown string, opts Options, modes map[string]fs.FileMode, follow bool) (out []upperEntry, skips []error, err error) {
+	fd, err := unix.Open(upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, &fs.PathError{Op: "open", Path: upper, Err: err}
+	}
+	defer unix.Close(fd)
+	s := &upperScan{upper: upper, shown: shown, prefix: opts.xattrPrefix(), modes: modes, follow: follow,
+		xbuf: make([]byte, 1024), procFD: procFDWorks()}
+	err = s.dir(fd, ".")
+	return s.out, s.skips, err
+}
+
+// upperScan is one walk of scanUpper.
+type upperScan struct {
+	upper, shown, prefix string
+	modes                map[string]fs.FileMode
+	follow               bool
+	xbuf                 []byte
+	procFD               bool // /proc/self/fd names the walk's directories
+	out                  []upperEntry
+	skips                []error
+	links                importLinks // the names of one inode (link_linux.go)
+}
+
+// procFDWorks reports whether /proc/self/fd/N/NAME reaches NAME in the
+// directory open as N: then xattrs are read by that short name, not by a
+// path as long as the tree is deep.
+func procFDWorks() bool {
+	_, err := os.Stat("/proc/self/fd")
+	return err == nil
+}
+
+// dir scans the entries of directory fd, the upper's rel.
+func (s *upperScan) dir(fd int, rel string) error {
+	// A descriptor of its own for the *os.File, which closes it.
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return &fs.PathError{Op: "dup", Path: filepath.Join(s.upper, rel), Err: err}
+	}
+	d := os.NewFile(uintptr(dup), filepath.Join(s.upper, rel))
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := s.entry(fd, joinRel(rel, name), name); err != nil {
 			return err
 		}
-		if p == upper {
+	}
+	return nil
+}
+
+// entry scans one entry, name in directory fd, and below it.
+func (s *upperScan) entry(fd int, rel, name string) error {
+	p := filepath.Join(s.upper, filepath.FromSlash(rel))
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &fs.PathError{Op: "lstat", Path: p, Err: err}
+	}
+	e := upperEntry{
+		rel:   rel,
+		mode:  permBits(st.Mode),
+		uid:   int(st.Uid),
+		gid:   int(st.Gid),
+		mtime: time.Unix(st.Mtim.Unix()),
+		size:  st.Size,
+	}
+	if m, ok := s.modes[e.rel]; ok {
+		e.mode = m
+	}
+	shown := filepath.Join(s.shown, filepath.FromSlash(rel))
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFCHR:
+		if st.Rdev != 0 {
+			s.skips = append(s.skips, skipError(shown, st.Mode, st.Rdev))
 			return nil
 		}
-		rel, err := filepath.Rel(upper, p)
-		if err != nil {
-			return err
+		e.typ = overlayfs.EntryWhiteout
+		if rel != commitJournal { // the view never has it: nothing to remove
+			s.out = append(s.out, e)
 		}
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return &fs.PathError{Op: "lstat", Path: p, Err: err}
-		}
-		e := upperEntry{
-			rel:   filepath.ToSlash(rel),
-			mode:  permBits(st.Mode),
-			uid:   int(st.Uid),
-			gid:   int(st.Gid),
-			mtime: time.Unix(st.Mtim.Unix()),
-			size:  st.Size,
-		}
-		if m, ok := modes[e.rel]; ok {
-			e.mode = m
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFCHR:
-			if st.Rdev != 0 {
-				skips = append(skips, skipError(filepath.Join(shown, rel), st.Mode, st.Rdev))
-				return nil
-			}
-			e.typ = overlayfs.EntryWhiteout
-			out = append(out, e)
-			return nil
-		case unix.S_IFDIR:
-			e.typ = overlayfs.EntryDir
-		case unix.S_IFREG:
-			e.typ = overlayfs.EntryFile
-		case unix.S_IFLNK:
-			e.typ = overlayfs.EntrySymlink
-			if e.target, err = os.Readlink(p); err != nil {
-				return err
-			}
-		default:
-			t, ok := specialType(st.Mode)
-			if !ok {
-				skips = append(skips, skipError(filepath.Join(shown, rel), st.Mode, st.Rdev))
-				return nil
-			}
-			e.typ = t
-		}
-		if e.typ != overlayfs.EntryDir {
-			e.linkTo = links.linkTo(e.rel, st.Dev, st.Ino, uint64(st.Nlink))
-		}
-		names, err := listXattrs(p, &xbuf)
-		if err != nil {
-			return err
-		}
-		for _, name := range names {
-			key, ok := strings.CutPrefix(name, prefix)
-			if !ok {
-				continue
-			}
-			switch key {
-			case "redirect":
-				return &fs.PathError{Op: "import", Path: p, Err: ErrRedirect}
-			case "metacopy":
-				return &fs.PathError{Op: "import", Path: p, Err: ErrMetacopy}
-			case "opaque":
-				v, err := getXattr(p, name)
-				if err != nil {
-					return err
-				}
-				// "x" marks a lower dir holding xattr whiteouts; only "y"
-				// hides the lower.
-				e.opaque = e.typ == overlayfs.EntryDir && bytes.Equal(v, []byte("y"))
-			}
-		}
-		out = append(out, e)
 		return nil
-	})
-	return out, skips, err
+	case unix.S_IFDIR:
+		e.typ = overlayfs.EntryDir
+	case unix.S_IFREG:
+		e.typ = overlayfs.EntryFile
+	case unix.S_IFLNK:
+		e.typ = overlayfs.EntrySymlink
+		t, err := readlinkat(fd, name)
+		if err != nil {
+			return &fs.PathError{Op: "readlink", Path: p, Err: err}
+		}
+		e.target = t
+	default:
+		t, ok := specialType(st.Mode)
+		if !ok {
+			s.skips = append(s.skips, skipError(shown, st.Mode, st.Rdev))
+			return nil
+		}
+		e.typ = t
+	}
+	if rel == commitJournal {
+		s.skips = append(s.skips, reservedError(shown))
+		return nil
+	}
+	xp := p
+	if s.procFD {
+		xp = "/proc/self/fd/" + strconv.Itoa(fd) + "/" + name
+	}
+	if err := s.xattrs(&e, xp, p); err != nil {
+		return err
+	}
+	if e.typ != overlayfs.EntryDir {
+		if s.links == nil {
+			s.links = importLinks{}
+		}
+		e.linkTo = s.links.linkTo(e.rel, st.Dev, st.Ino, uint64(st.Nlink))
+	}
+	s.out = append(s.out, e)
+	if e.typ != overlayfs.EntryDir {
+		return nil
+	}
+	cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer unix.Close(cfd)
+	return s.dir(cfd, rel)
+}
+
+// xattrs reads the overlay xattrs of e, by the name xp (p in errors).
+func (s *upperScan) xattrs(e *upperEntry, xp, p string) error {
+	names, err := listXattrs(xp, &s.xbuf)
+	if err != nil {
+		return &fs.PathError{Op: "listxattr", Path: p, Err: errors.Unwrap(err)}
+	}
+	for _, name := range names {
+		key, ok := strings.CutPrefix(name, s.prefix)
+		if !ok {
+			continue
+		}
+		switch key {
+		case "redirect":
+			if !s.follow || e.typ != overlayfs.EntryDir {
+				return &fs.PathError{Op: "import", Path: p, Err: ErrRedirect}
+			}
+			v, err := getXattr(xp, name)
+			if err != nil {
+				return &fs.PathError{Op: "getxattr " + name, Path: p, Err: errors.Unwrap(err)}
+			}
+			if e.redirect = string(v); !validRedirect(e.redirect) {
+				return &fs.PathError{Op: "import", Path: p, Err: fmt.Errorf("%w: invalid redirect %q", ErrRedirect, v)}
+			}
+		case "metacopy":
+			return &fs.PathError{Op: "import", Path: p, Err: ErrMetacopy}
+		case "opaque":
+			v, err := getXattr(xp, name)
+			if err != nil {
+				return &fs.PathError{Op: "getxattr " + name, Path: p, Err: errors.Unwrap(err)}
+			}
+			// "x" marks a lower dir holding xattr whiteouts; only "y"
+			// hides the lower.
+			e.opaque = e.typ == overlayfs.EntryDir && bytes.Equal(v, []byte("y"))
+		}
+	}
+	if e.opaque {
+		e.redirect = "" // the kernel stops at an opaque directory before it reads a redirect
+	}
+	return nil
+}
+
+// readlinkat reads the target of symlink name in directory fd.
+func readlinkat(fd int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(fd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
 }
 
 func permBits(mode uint32) fs.FileMode {
@@ -248,41 +383,113 @@ func getXattr(p, name string) ([]byte, error) {
 	}
 }
 
-// applyUpperEntry stacks one upper entry on f's view, as the kernel would
-// show it.
-func applyUpperEntry(root *os.Root, upper string, f *overlayfs.Fs, e upperEntry) error {
-	abs := filepath.Join(f.Root(), filepath.FromSlash(e.rel))
-	cur, curErr := f.Lstat(abs)
+// upperApplier stacks the entries of an upper (or of Run's copy), parent
+// first, on f's view, as the kernel would show them.
+type upperApplier struct {
+	root   *os.Root
+	rootFD int // root's directory, for openat2; -1 where it cannot be had
+	upper  string
+	f      *overlayfs.Fs
+	owned  bool            // the upper is Run's own (see privateContent)
+	bare   map[string]bool // directories put opaque: nothing of the view below them
+}
+
+func newUpperApplier(root *os.Root, upper string, f *overlayfs.Fs, owned bool) *upperApplier {
+	a := &upperApplier{root: root, rootFD: -1, upper: upper, f: f, owned: owned, bare: map[string]bool{}}
+	if d, err := root.Open("."); err == nil {
+		if fd, err := unix.Dup(int(d.Fd())); err == nil {
+			a.rootFD = fd
+		}
+		d.Close()
+	}
+	return a
+}
+
+// close releases the directory descriptor.
+func (a *upperApplier) close() {
+	if a.rootFD >= 0 {
+		unix.Close(a.rootFD)
+	}
+}
+
+// lstat is f.Lstat of rel, but known absent below a directory put opaque:
+// the view's Lstat walks the whole path, so asking it of every entry of a
+// deep tree costs O(depth) each.
+func (a *upperApplier) lstat(rel string, placed bool) (fs.FileInfo, error) {
+	if !placed && a.bare[path.Dir(rel)] {
+		return nil, fs.ErrNotExist
+	}
+	return a.f.Lstat(filepath.Join(a.f.Root(), filepath.FromSlash(rel)))
+}
+
+// apply stacks e on the view. A redirected directory (e.redirect) has
+// just been given its lower subtree (see redirectStage.place).
+func (a *upperApplier) apply(e upperEntry) error {
 	le := overlayfs.LayerEntry{
 		Path: e.rel, Type: e.typ, Mode: e.mode, ModTime: e.mtime,
 		Uid: e.uid, Gid: e.gid, Target: e.target, Size: e.size, LinkTo: e.linkTo,
 	}
 	if e.linkTo != "" {
-		return f.PutEntry(le, nil)
+		return a.f.PutEntry(le, nil)
 	}
 	switch e.typ {
 	case overlayfs.EntryWhiteout:
-		if curErr != nil {
+		if _, err := a.lstat(e.rel, false); err != nil {
 			return nil
 		}
 		le.Mode, le.Size = 0, 0
-		return f.PutEntry(le, nil)
+		return a.f.PutEntry(le, nil)
 	case overlayfs.EntryDir:
 		// A dir over a non-dir (or over nothing) shows nothing from below.
+		cur, curErr := a.lstat(e.rel, e.redirect != "")
 		le.Opaque = e.opaque || curErr != nil || !cur.IsDir()
-		return f.PutEntry(le, nil)
+		if le.Opaque {
+			a.bare[e.rel] = true
+		}
+		return a.f.PutEntry(le, nil)
 	case overlayfs.EntrySymlink, overlayfs.EntryFIFO, overlayfs.EntrySocket:
-		return f.PutEntry(le, nil)
+		return a.f.PutEntry(le, nil)
 	case overlayfs.EntryFile:
-		r, err := root.OpenFile(filepath.FromSlash(e.rel), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-		if err != nil {
-			return &fs.PathError{Op: "open", Path: filepath.Join(upper, e.rel), Err: underlying(err)}
-		}
-		defer r.Close()
-		if err := f.PutEntry(le, r); err != nil {
-			return fmt.Errorf("import %s: %w", filepath.Join(upper, e.rel), err)
-		}
-		return nil
+		return a.applyFile(e, le)
 	}
 	return errors.ErrUnsupported
+}
+
+func (a *upperApplier) applyFile(e upperEntry, le overlayfs.LayerEntry) error {
+	name := filepath.Join(a.upper, filepath.FromSlash(e.rel))
+	r, err := a.open(e.rel)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: name, Err: underlying(err)}
+	}
+	defer r.Close()
+	content, err := privateContent(r, e.size, a.owned, filepath.Dir(name))
+	if err != nil {
+		return fmt.Errorf("import %s: %w", name, err)
+	}
+	if content != r {
+		defer content.Close()
+	}
+	if err := a.f.PutEntry(le, content); err != nil {
+		return fmt.Errorf("import %s: %w", name, err)
+	}
+	return nil
+}
+
+// open opens the upper's file rel for reading, never through a symlink:
+// one openat2 beneath the upper where the kernel has it (os.Root opens
+// every component in turn, O(depth) system calls per file), else os.Root.
+func (a *upperApplier) open(rel string) (*os.File, error) {
+	if a.rootFD >= 0 {
+		fd, err := unix.Openat2(a.rootFD, rel, &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
+		})
+		if err == nil {
+			return os.NewFile(uintptr(fd), filepath.Join(a.upper, filepath.FromSlash(rel))), nil
+		}
+		if err != unix.ENOSYS && err != unix.ENAMETOOLONG && err != unix.EAGAIN {
+			return nil, err
+		}
+	}
+	return a.root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 }

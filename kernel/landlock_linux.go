@@ -14,7 +14,7 @@ import (
 )
 
 // deviceFiles are the character devices every confined command may write.
-var deviceFiles = [...]string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
+var deviceFiles = [...]string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/random", "/dev/urandom"}
 
 // ptyDir holds the pseudo-terminals a confined command may write.
 const ptyDir = "/dev/pts"
@@ -34,6 +34,9 @@ func landlockWriteRights(abi int) uint64 {
 	}
 	if abi >= 3 {
 		r |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 5 {
+		r |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 	}
 	return r
 }
@@ -78,9 +81,16 @@ func confinement(cfg runConfig, m *Mode) (int, error) {
 			return 0, fmt.Errorf("kernel: Run: copy fallback without Landlock (%v) would leave the real root writable: %w", err, ErrUnconfined)
 		}
 		m.Reason = "Landlock unavailable: " + err.Error()
+		m.Missing = append(m.Missing, "writes confined to the root, TMPDIR and WithWritable paths (Landlock, Linux 5.13)")
 		return 0, nil
 	}
 	m.Confined, m.LandlockABI = true, abi
+	if abi < 5 {
+		m.Missing = append(m.Missing, "device ioctls only on the standard devices and terminals (Landlock ABI 5, Linux 6.10)")
+	}
+	if abi < 6 {
+		m.Missing = append(m.Missing, "signals and abstract unix sockets scoped to the command (Landlock ABI 6, Linux 6.12)")
+	}
 	return abi, nil
 }
 
@@ -147,6 +157,11 @@ func confineSelf(abi int, writable []string, fds []int) error {
 	runtime.LockOSThread()
 	handled := landlockWriteRights(abi)
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: handled}
+	if abi >= 6 {
+		// Signals and abstract unix sockets reach only the command's own
+		// processes (the sandbox's Landlock domain).
+		attr.Scoped = unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+	}
 	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
 	if errno != 0 {
 		return fmt.Errorf("landlock_create_ruleset: %w", errno)
@@ -167,7 +182,7 @@ func confineSelf(abi int, writable []string, fds []int) error {
 			return &fs.PathError{Op: "landlock", Path: p, Err: err}
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			rights &= landlockFileRights
+			rights &= landlockFileRights | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 		}
 		rule := unix.LandlockPathBeneathAttr{Allowed_access: rights & handled, Parent_fd: int32(pfd)}
 		if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(fd), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&rule)), 0, 0, 0); errno != 0 {
@@ -175,17 +190,21 @@ func confineSelf(abi int, writable []string, fds []int) error {
 		}
 		return nil
 	}
+	// No device node is ever made: the rights stay handled, never granted.
+	dirRights := handled &^ (unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV)
 	for _, p := range writable {
-		if err := add(p, handled, false); err != nil {
+		if err := add(p, dirRights, false); err != nil {
 			return err
 		}
 	}
+	// ioctls on devices (ABI 5) only on the standard ones and terminals.
+	devRights := uint64(landlockFileRights | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV)
 	for _, p := range deviceFiles {
-		if err := add(p, landlockFileRights, true); err != nil {
+		if err := add(p, devRights, true); err != nil {
 			return err
 		}
 	}
-	if err := add(ptyDir, landlockFileRights, true); err != nil {
+	if err := add(ptyDir, devRights, true); err != nil {
 		return err
 	}
 	for _, passed := range fds {

@@ -102,6 +102,10 @@ type superviseRequest struct {
 	// "/": a Dir the command cannot enter fails as os/exec fails for it
 	// ("fork/exec PROG"), not as a failure to start a supervisor.
 	Dir string `json:"dir,omitempty"`
+	// Direct: init was started by the caller itself, not by an outer
+	// supervisor. Its control pipe follows the result pipe (Files+2); it
+	// exits as the command did, but for a signal (see supervised.wait).
+	Direct bool `json:"direct,omitempty"`
 }
 
 // nsAttr is the namespace part of a SysProcAttr, applied to init.
@@ -118,6 +122,23 @@ type nsAttr struct {
 	// in its mount namespace (the copy fallback's real root): Landlock
 	// leaves chmod, chown, utimes and xattrs ungoverned.
 	ReadOnly []string `json:"readonly,omitempty"`
+	// HostReadOnly makes every mount of init's mount namespace read-only
+	// except Writable, which are bind-mounted onto themselves first and
+	// stay writable (nodev, nosuid): so no write, metadata included,
+	// reaches the host through any name, as under bwrap --ro-bind / /.
+	HostReadOnly bool     `json:"hostro,omitempty"`
+	Writable     []string `json:"writable,omitempty"`
+	// LoopbackUp brings up lo in a new network namespace.
+	LoopbackUp bool `json:"lo,omitempty"`
+}
+
+// sandboxNS are the namespaces of every sandboxed run besides the mount
+// and PID ones: UTS, IPC and, unless network, the network.
+func sandboxNS(network bool) uintptr {
+	if network {
+		return syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC
+	}
+	return syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNET
 }
 
 // The supervisors report on their status pipe, as runHook does, with a
@@ -140,6 +161,7 @@ type supervised struct {
 	cmd    *exec.Cmd
 	ctl    *os.File // write end of the control pipe
 	status *os.File // read end of the supervisors' status pipe
+	result *os.File // read end of init's result pipe, when started directly
 	path   string
 }
 
@@ -184,8 +206,20 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 			GidMappingsEnableSetgroups: a.GidMappingsEnableSetgroups,
 		}
 		if ns.Cloneflags != 0 || ns.Unshareflags != 0 {
-			// Namespaces asked for are never dropped.
+			// Namespaces asked for are never dropped: with the fallback's
+			// when it has some, else alone.
 			req.Namespaces, req.NSRequired = []nsAttr{ns}, true
+			if len(fallback) > 0 {
+				req.Namespaces = nil
+				for _, fb := range fallback {
+					fb.Cloneflags |= ns.Cloneflags
+					fb.Unshareflags |= ns.Unshareflags
+					if ns.UidMappings != nil {
+						fb.UidMappings, fb.GidMappings, fb.GidMappingsEnableSetgroups = ns.UidMappings, ns.GidMappings, ns.GidMappingsEnableSetgroups
+					}
+					req.Namespaces = append(req.Namespaces, fb)
+				}
+			}
 		}
 		cmdAttr := *a
 		cmdAttr.Cloneflags, cmdAttr.Unshareflags = 0, 0
@@ -196,6 +230,9 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 	}
 	if len(req.Namespaces) == 0 {
 		req.Namespaces = fallback
+	}
+	if sup, err := startInitDirect(c, req, outer); sup != nil || err != nil {
+		return sup, err
 	}
 	reqEnv, err := encodeRequest(req)
 	if err != nil {
@@ -233,6 +270,86 @@ func superviseStart(c *exec.Cmd, fallback []nsAttr, nsRequired bool, fail string
 	return &supervised{cmd: c, ctl: ctlW, status: statusR, path: req.Path}, nil
 }
 
+// startInitDirect starts init itself, in the first of req's namespaces
+// that can be made, with no outer supervisor: one start of this program
+// fewer. init watches a control pipe from the caller (end of file: the
+// caller is gone, and init exits, which kills the namespace), and ctx's
+// cancel kills it. It returns nil and no error where no namespace can be
+// made (then the outer supervisor runs the command directly, as a
+// subreaper) or none was asked for. outer holds the caller-side process
+// attributes (pidfd, cgroup).
+func startInitDirect(c *exec.Cmd, req superviseRequest, outer *syscall.SysProcAttr) (*supervised, error) {
+	if len(req.Namespaces) == 0 {
+		return nil, nil
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	resultR, resultW, err := os.Pipe()
+	if err != nil {
+		statusR.Close()
+		statusW.Close()
+		return nil, err
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		statusR.Close()
+		statusW.Close()
+		resultR.Close()
+		resultW.Close()
+		return nil, err
+	}
+	closeAll := func() {
+		for _, f := range []*os.File{statusR, statusW, resultR, resultW, ctlR, ctlW} {
+			f.Close()
+		}
+	}
+	initReq := req
+	initReq.Stage, initReq.Direct = "init", true
+	args, files, env := slices.Clip(c.Args), slices.Clip(c.ExtraFiles), slices.Clip(c.Env)
+	for _, ns := range req.Namespaces {
+		initReq.Namespaces = []nsAttr{ns}
+		initEnv, err := encodeRequest(initReq)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		// A copy of c, unstarted, keeps its context: cancelling kills init.
+		ic := new(exec.Cmd)
+		*ic = *c
+		ic.Path, ic.Args = req.Exe, append([]string{req.Exe}, args...)
+		ic.Dir, ic.Stdin, ic.Stdout, ic.Stderr = "/", c.Stdin, c.Stdout, c.Stderr
+		ic.ExtraFiles = append(files, statusW, resultW, ctlR)
+		ic.Env = append(env, superviseEnv+"="+initEnv)
+		ic.Cancel = func() error { return ic.Process.Kill() }
+		if ic.WaitDelay == 0 {
+			ic.WaitDelay = supervisorWaitDelay
+		}
+		ic.SysProcAttr = &syscall.SysProcAttr{
+			Cloneflags: ns.Cloneflags | syscall.CLONE_NEWPID, Unshareflags: ns.Unshareflags,
+			UidMappings: ns.UidMappings, GidMappings: ns.GidMappings,
+			GidMappingsEnableSetgroups: ns.GidMappingsEnableSetgroups,
+			AmbientCaps:                ns.AmbientCaps,
+			Pdeathsig:                  syscall.SIGKILL,
+			PidFD:                      outer.PidFD, UseCgroupFD: outer.UseCgroupFD, CgroupFD: outer.CgroupFD,
+		}
+		err = ic.Start()
+		if err == nil {
+			statusW.Close()
+			resultW.Close()
+			ctlR.Close()
+			return &supervised{cmd: ic, ctl: ctlW, status: statusR, result: resultR, path: req.Path}, nil
+		}
+		if !nsStartFailed(err) {
+			closeAll()
+			return nil, &startError{stage: "namespace", path: req.Path, err: fmt.Errorf("cannot start the PID namespace's init: %w", err)}
+		}
+	}
+	closeAll()
+	return nil, nil
+}
+
 // started waits until the command has started (the supervisors closed
 // their status pipe) and returns a *startError if it could not.
 func (s *supervised) started() error {
@@ -265,10 +382,37 @@ func (s *supervised) wait() error {
 	if s.ctl != nil {
 		s.ctl.Close()
 	}
+	if s.result != nil {
+		// init exits as the command did, but cannot die of a signal (the
+		// init of a PID namespace ignores its own): then the caller's
+		// error comes from a process that does.
+		b, _ := io.ReadAll(s.result)
+		s.result.Close()
+		if n, perr := strconv.ParseUint(string(b), 10, 32); perr == nil && startErr == nil {
+			if ws := unix.WaitStatus(n); ws.Signaled() {
+				err = diedOf(ws.Signal())
+			}
+		}
+	}
 	if startErr != nil {
 		return startErr
 	}
 	return err
+}
+
+// dieEnv makes this program die of the signal it names (see diedOf).
+const dieEnv = "COWFS_KERNEL_DIE"
+
+// diedOf is the error of a process killed by sig, as exec's Wait gives
+// it: this program started again to die of it.
+func diedOf(sig unix.Signal) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("kernel: Run: the command was killed by %v", sig)
+	}
+	c := exec.Command(exe)
+	c.Env = []string{dieEnv + "=" + strconv.Itoa(int(sig))}
+	return c.Run()
 }
 
 // superviseHook runs a supervisor stage in a re-executed binary. It never
@@ -279,10 +423,14 @@ func superviseHook(reqEnv string) {
 		fmt.Fprintf(os.Stderr, "cowfs kernel supervisor: bad %s: %v\n", superviseEnv, err)
 		exit(125)
 	}
-	// Signals sent to the whole process group (a terminal's ^C) reach the
-	// command directly; the supervisors must not die of them first. A
-	// caught signal is reset to the default in the command by exec.
+	// Signals sent to the whole process group (a terminal's ^C) must not
+	// kill the supervisors before the caller: the command, in a session
+	// of its own, does not get them. A caught signal is reset to the
+	// default in the command by exec.
 	signal.Notify(make(chan os.Signal, 1), unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE)
+	// Only the descriptors passed on purpose reach the command: whatever
+	// the caller held without close-on-exec stops here.
+	closeOnExecFrom(req.Files + 2)
 	status := os.NewFile(uintptr(req.Files), "cowfs-supervisor-status")
 	syscall.CloseOnExec(req.Files)
 	syscall.CloseOnExec(req.Files + 1)
@@ -338,8 +486,25 @@ func commandCmd(req superviseRequest, files []*os.File) *exec.Cmd {
 		*attr = *req.Attr
 	}
 	attr.Pdeathsig = syscall.SIGKILL
+	// A session of its own, without a controlling terminal: no TIOCSTI
+	// into the caller's terminal, no kill of the caller's process group.
+	attr.Setsid, attr.Setpgid, attr.Setctty, attr.Foreground = true, false, false, false
 	c.SysProcAttr = attr
 	return c
+}
+
+// closeOnExecFrom marks every descriptor from fd on close-on-exec.
+func closeOnExecFrom(fd int) {
+	if unix.CloseRange(uint(fd), ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	// Before Linux 5.11: one by one, as /proc lists them.
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
+			syscall.CloseOnExec(n)
+		}
+	}
 }
 
 // nsStartFailed reports whether a start error means the namespaces could
@@ -432,12 +597,30 @@ func superviseOuter(req superviseRequest, status, ctl *os.File) {
 
 // superviseInit is PID 1 of the command's PID namespace.
 func superviseInit(req superviseRequest, status, result *os.File) {
+	if req.Direct {
+		// Started by the caller itself: end of file on the control pipe
+		// means the caller is gone; exiting kills the namespace.
+		syscall.CloseOnExec(req.Files + 2)
+		ctl := os.NewFile(uintptr(req.Files+2), "cowfs-supervisor-ctl")
+		go func() {
+			ctl.Read(make([]byte, 1))
+			exit(125)
+		}()
+	}
 	// The command's own view of processes: $$ and getpid() name entries of
 	// this /proc. Where the namespace cannot mount one (a container's
 	// /proc with masked paths refuses), the caller's stays.
 	for _, ns := range req.Namespaces {
+		if ns.Cloneflags&syscall.CLONE_NEWNET != 0 && ns.LoopbackUp {
+			loopbackUp()
+		}
 		if ns.Unshareflags&syscall.CLONE_NEWNS == 0 {
 			continue
+		}
+		if ns.HostReadOnly {
+			if err := hostReadOnly(ns.Writable); err != nil {
+				reportStart(status, "namespace", err)
+			}
 		}
 		unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 		// Best effort: where it fails, Landlock still keeps the contents,
@@ -452,14 +635,37 @@ func superviseInit(req superviseRequest, status, result *os.File) {
 	unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	files := passedFiles(req.Files)
 	c := commandCmd(req, files)
+	var hookStatus *os.File
+	if hookEnv, ok := os.LookupEnv(runEnv); ok {
+		// Run's hook, done here: the command starts from this process.
+		var s *runStatus
+		if hookStatus, s = hookInInit(hookEnv, c); s != nil {
+			writeStatus(hookStatus, *s)
+			status.Close()
+			fmt.Fprint(result, uint32(125<<8)) // exited 125, as the hook did
+			exit(125)
+		}
+	}
 	if err := c.Start(); err != nil {
+		if hookStatus != nil {
+			writeStatus(hookStatus, newRunStatus("exec", err))
+			status.Close()
+			fmt.Fprint(result, uint32(125<<8))
+			exit(125)
+		}
 		reportStart(status, req.Fail, err)
+	}
+	if hookStatus != nil {
+		hookStatus.Close()
 	}
 	status.Close()
 	closeFiles(files)
 	ws := reap(c.Process.Pid)
 	fmt.Fprint(result, uint32(ws))
 	// Exiting makes the kernel kill everything else in the namespace.
+	if req.Direct && ws.Exited() {
+		exit(ws.ExitStatus())
+	}
 	exit(0)
 }
 
@@ -573,6 +779,45 @@ func dieOf(sig unix.Signal) {
 	exit(128 + int(sig))
 }
 
+// hostReadOnly makes every mount of this mount namespace read-only except
+// the writable paths, which stay writable, nodev and nosuid. It needs
+// mount_setattr (Linux 5.12).
+func hostReadOnly(writable []string) error {
+	for _, w := range writable {
+		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return &os.PathError{Op: "mount", Path: w, Err: err}
+		}
+	}
+	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &ro); err != nil {
+		return fmt.Errorf("making the host read-only: %w", &os.PathError{Op: "mount_setattr", Path: "/", Err: err})
+	}
+	rw := unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY, Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
+	for _, w := range writable {
+		if err := unix.MountSetattr(unix.AT_FDCWD, w, unix.AT_RECURSIVE, &rw); err != nil {
+			return &os.PathError{Op: "mount_setattr", Path: w, Err: err}
+		}
+	}
+	return nil
+}
+
+// loopbackUp brings up the loopback interface of this network namespace,
+// as bubblewrap does: servers and clients of a test talk over 127.0.0.1.
+// Best effort.
+func loopbackUp() {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil || unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr) != nil {
+		return
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
 // readOnlyBind makes dir read-only in this mount namespace, with what is
 // mounted below it: a bind mount of it onto itself, then read-only.
 func readOnlyBind(dir string) error {
@@ -602,12 +847,14 @@ func readOnlyBind(dir string) error {
 // caller to itself, so that the command keeps its own uid and gid (owners
 // it cannot map read as the overflow id, 65534, inside). The real root is
 // read-only in that mount namespace.
-func copyNamespaces(realRoot string) []nsAttr {
+func copyNamespaces(realRoot string, writable []string, network, hostRO bool) []nsAttr {
 	uid := []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
 	gid := []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
 	ro := []string{realRoot}
+	ns := sandboxNS(network)
 	return []nsAttr{
-		{Unshareflags: syscall.CLONE_NEWNS, ReadOnly: ro},
-		{Cloneflags: syscall.CLONE_NEWUSER, Unshareflags: syscall.CLONE_NEWNS, UidMappings: uid, GidMappings: gid, AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN}, ReadOnly: ro},
+		{Cloneflags: ns, Unshareflags: syscall.CLONE_NEWNS, ReadOnly: ro, HostReadOnly: hostRO, Writable: writable, LoopbackUp: true},
+		{Cloneflags: syscall.CLONE_NEWUSER | ns, Unshareflags: syscall.CLONE_NEWNS, UidMappings: uid, GidMappings: gid,
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}, ReadOnly: ro, HostReadOnly: hostRO, Writable: writable, LoopbackUp: true},
 	}
 }

@@ -1,6 +1,9 @@
 package kernel
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // ModeKind says where [Run] ran a command.
 type ModeKind uint8
@@ -10,7 +13,8 @@ const (
 	// its user namespace (no new user namespace).
 	ModeOverlay ModeKind = iota + 1
 	// ModeOverlayUserNS is a kernel overlay mounted in a new user
-	// namespace (with userxattr), where the command runs as uid 0.
+	// namespace (with userxattr); the command runs as the caller's own
+	// uid and gid, in a user namespace nested in that one.
 	ModeOverlayUserNS
 	// ModeCopy is the copy fallback: the command runs in a temporary copy
 	// of the view.
@@ -43,13 +47,29 @@ type Mode struct {
 	// Root is where the command sees the root: the root itself, or the
 	// copy. Dir is its working directory.
 	Root, Dir string
+	// Fallback says why the kernel overlay was not used, when Run fell
+	// back to the copy by itself (not with [WithCopyFallback]): no
+	// overlay could be mounted, or, unprivileged, the root is not the
+	// caller's.
+	Fallback string
+	// Missing lists the sandbox's protections this kernel could not give
+	// (each with the feature it needs), e.g. "device ioctls only on the
+	// standard devices (Landlock ABI 5, Linux 6.10)".
+	Missing []string
 }
 
 // String describes the mode in one line, e.g. "kernel overlay as root,
 // confined (Landlock ABI 7)".
 func (m Mode) String() string {
+	s := fmt.Sprintf("%s, unconfined (%s)", m.Kind, m.Reason)
 	if m.Confined {
-		return fmt.Sprintf("%s, confined (Landlock ABI %d)", m.Kind, m.LandlockABI)
+		s = fmt.Sprintf("%s, confined (Landlock ABI %d)", m.Kind, m.LandlockABI)
 	}
-	return fmt.Sprintf("%s, unconfined (%s)", m.Kind, m.Reason)
+	if len(m.Missing) > 0 {
+		s += "; missing: " + strings.Join(m.Missing, ", ")
+	}
+	if m.Fallback != "" {
+		s += "; no overlay: " + m.Fallback
+	}
+	return s
 }

@@ -30,6 +30,23 @@ func (m *MountPoint) Target() string { return m.target }
 // keeps state (index) that outlives the mount.
 var pinnedOptions = [...][2]string{{"index", "off"}, {"metacopy", "off"}, {"redirect_dir", "nofollow"}}
 
+// redirectOptions are Run's mount options where it can follow redirects:
+// with redirect_dir=on a command may rename a lower directory (the kernel
+// records a trusted.overlay.redirect xattr, which Run's import turns into
+// a rename in the layer); with nofollow the rename fails with EXDEV. The
+// kernel refuses redirect_dir=on together with userxattr, so an overlay in
+// a user namespace keeps nofollow.
+var redirectOptions = [...][2]string{{"index", "off"}, {"metacopy", "off"}, {"redirect_dir", "on"}}
+
+// mountOptions are the pinned options of a mount, with directory renames
+// (redirect_dir=on) or without.
+func mountOptions(redirect bool) [][2]string {
+	if redirect {
+		return redirectOptions[:]
+	}
+	return pinnedOptions[:]
+}
+
 // Mount mounts an overlay of lower with the given upper and work directories
 // on target. It pins index=off, metacopy=off and redirect_dir=nofollow, adds
 // userxattr when opts.UserXattr is set, uses the new mount API (fsopen,
@@ -47,6 +64,12 @@ var pinnedOptions = [...][2]string{{"index", "off"}, {"metacopy", "off"}, {"redi
 // [ErrReadOnly]; the message carries the kernel's own explanation and a hint
 // (for EPERM: run in a user namespace with opts.UserXattr).
 func Mount(ctx context.Context, lower, upper, work, target string, opts Options) (*MountPoint, error) {
+	return mountOverlay(ctx, lower, upper, work, target, opts, false)
+}
+
+// mountOverlay is Mount, with redirect_dir=on where redirect is set (Run's
+// own mount, whose import follows the redirects; see redirectOptions).
+func mountOverlay(ctx context.Context, lower, upper, work, target string, opts Options, redirect bool) (*MountPoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &fs.PathError{Op: "mount", Path: target, Err: err}
 	}
@@ -68,9 +91,9 @@ func Mount(ctx context.Context, lower, upper, work, target string, opts Options)
 		return nil, &fs.PathError{Op: "mount", Path: target, Err: err}
 	}
 	own := claimMountRecord(upper, work, target)
-	err = mountNewAPI(lower, upper, work, target, opts)
+	err = mountNewAPI(lower, upper, work, target, opts, redirect)
 	if errors.Is(err, errNoNewAPI) {
-		err = mountLegacy(lower, upper, work, target, opts)
+		err = mountLegacy(lower, upper, work, target, opts, redirect)
 	}
 	if err != nil {
 		own.release(true)
@@ -159,7 +182,7 @@ var errNoNewAPI = errors.New("new mount API unavailable")
 // fsconfig string values are copied with strndup_user(value, 256).
 const fsconfigMaxString = 255
 
-func mountNewAPI(lower, upper, work, target string, opts Options) (err error) {
+func mountNewAPI(lower, upper, work, target string, opts Options, redirect bool) (err error) {
 	fd, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		switch err {
@@ -203,7 +226,7 @@ func mountNewAPI(lower, upper, work, target string, opts Options) (err error) {
 	if err := unix.FsconfigSetString(fd, "source", mountSource); err != nil {
 		return explain("fsconfig source", err, drainLog(fd))
 	}
-	for _, kv := range pinnedOptions {
+	for _, kv := range mountOptions(redirect) {
 		if err := unix.FsconfigSetString(fd, kv[0], kv[1]); err != nil {
 			return explain("fsconfig "+kv[0], err, drainLog(fd))
 		}
@@ -256,12 +279,12 @@ func escapeOption(p string) string {
 
 // legacyData builds the mount(2) data string, which must fit in one page
 // including its terminating NUL.
-func legacyData(lower, upper, work string, opts Options) (string, error) {
+func legacyData(lower, upper, work string, opts Options, redirect bool) (string, error) {
 	var b strings.Builder
 	b.WriteString("lowerdir=" + escapeOption(lower))
 	b.WriteString(",upperdir=" + escapeOption(upper))
 	b.WriteString(",workdir=" + escapeOption(work))
-	for _, kv := range pinnedOptions {
+	for _, kv := range mountOptions(redirect) {
 		b.WriteString("," + kv[0] + "=" + kv[1])
 	}
 	if opts.UserXattr {
@@ -273,8 +296,8 @@ func legacyData(lower, upper, work string, opts Options) (string, error) {
 	return b.String(), nil
 }
 
-func mountLegacy(lower, upper, work, target string, opts Options) error {
-	data, err := legacyData(lower, upper, work, opts)
+func mountLegacy(lower, upper, work, target string, opts Options, redirect bool) error {
+	data, err := legacyData(lower, upper, work, opts, redirect)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func TestMountWritesGoToUpper(t *testing.T) {
 			opts := Options{UserXattr: !inInitUserNS()}
 			var m *MountPoint
 			if tc.legacy {
-				if err := mountLegacy(lower, upper, work, target, opts); err != nil {
+				if err := mountLegacy(lower, upper, work, target, opts, false); err != nil {
 					t.Fatal(err)
 				}
 				m = &MountPoint{target: target}
@@ -214,7 +214,7 @@ func TestMountErrors(t *testing.T) {
 		for len(long) < 2000 {
 			long += "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 		}
-		_, err := legacyData(long, long, long, opts)
+		_, err := legacyData(long, long, long, opts, false)
 		if !errors.Is(err, unix.ENAMETOOLONG) {
 			t.Errorf("got %v, want ENAMETOOLONG", err)
 		}

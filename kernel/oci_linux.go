@@ -116,10 +116,15 @@ type ociItem struct {
 // by tools that tar an overlay upper directly: a 0/0 character device as a
 // whiteout and a PAX xattr trusted.overlay.opaque=y or user.overlay.opaque=y;
 // a PAX redirect or metacopy xattr is refused ([ErrRedirect], [ErrMetacopy]).
-// Hard links become copies. FIFOs become FIFO entries; devices are refused with
-// [ErrUnsupportedType]; names that leave the layer ("..", absolute) with
-// fs.ErrInvalid. Everything is read and checked before f changes; file
-// contents are held in memory meanwhile.
+// Hard links become copies: a link's target must be a file or symlink of
+// the same tar, or of f's view (the layers read before), reached without
+// following any symlink; else [ErrLinkTarget]. FIFOs become FIFO entries;
+// devices are refused with [ErrUnsupportedType]; names that leave the
+// layer ("..", absolute) with fs.ErrInvalid; the root's ".cowfs-commit",
+// which Commit keeps for its journal, with [ErrReservedName]. Everything
+// is read and checked before f changes, file contents held in memory
+// meanwhile, and the layer is applied all or nothing: on any error f is
+// as it was.
 func ReadOCILayer(r io.Reader, f *overlayfs.Fs) error {
 	l := &ociLayer{items: map[string]*ociItem{}, whiteouts: map[string]bool{}}
 	if err := l.read(tar.NewReader(r)); err != nil {
@@ -128,7 +133,14 @@ func ReadOCILayer(r io.Reader, f *overlayfs.Fs) error {
 	if err := l.resolveLinks(f); err != nil {
 		return err
 	}
-	return applyOCI(f, l.items, l.whiteouts)
+	// All or nothing: an entry refused while applying (a file where the
+	// view has a file as its parent) takes back those applied before it.
+	snap := f.Snapshot()
+	if err := applyOCI(f, l.items, l.whiteouts); err != nil {
+		f.Restore(snap)
+		return err
+	}
+	return nil
 }
 
 // ociError is the one shape of the OCI reader's and writer's errors: a
@@ -173,6 +185,9 @@ func (l *ociLayer) read(tr *tar.Reader) error {
 		}
 		if name == "." {
 			continue // the layer root: a layer has no entry for it
+		}
+		if name == commitJournal || strings.HasPrefix(name, commitJournal+"/") {
+			return ociError(hdr.Name, ErrReservedName)
 		}
 		marker, err := l.marker(hdr, name)
 		if err != nil {
@@ -290,8 +305,13 @@ func (l *ociLayer) entry(hdr *tar.Header, name string, tr io.Reader) error {
 	return nil
 }
 
-// resolveLinks gives each hard link the content of its target: an earlier
-// file of the tar, or else the file in f's view.
+// resolveLinks gives each hard link what its target is: an entry of the
+// same tar (a file's content, a symlink's target), or else, as the image
+// spec allows, a file or symlink of the layers below, f's view. A target
+// there is looked up one component at a time without following any
+// symlink, so that a link can never read through a symlink out of the
+// root (as a rootfs's etc/localtime -> /usr/share/zoneinfo/... would
+// lead). Anything else is refused with [ErrLinkTarget].
 func (l *ociLayer) resolveLinks(f *overlayfs.Fs) error {
 	for p, it := range l.items {
 		if it.linkTo == "" {
@@ -299,18 +319,53 @@ func (l *ociLayer) resolveLinks(f *overlayfs.Fs) error {
 		}
 		src := l.items[it.linkTo]
 		switch {
-		case src != nil && src.e.Type == overlayfs.EntryFile && src.linkTo == "":
+		case src != nil && src.linkTo == "" && src.e.Type == overlayfs.EntryFile:
 			it.content = src.content
-		case src == nil:
-			b, err := afero.ReadFile(f, filepath.Join(f.Root(), filepath.FromSlash(it.linkTo)))
-			if err != nil {
-				return ociError(p, fmt.Errorf("hard link target: %w", err))
-			}
-			it.content = b
+		case src != nil && src.linkTo == "" && src.e.Type == overlayfs.EntrySymlink:
+			it.e.Type, it.e.Target = overlayfs.EntrySymlink, src.e.Target
+		case src != nil:
+			return ociError(p, fmt.Errorf("hard link to %s, not a file or symlink of the layer: %w", it.linkTo, ErrLinkTarget))
 		default:
-			return ociError(p, fmt.Errorf("hard link to %s, not a plain file: %w", it.linkTo, fs.ErrInvalid))
+			if err := linkFromView(f, it); err != nil {
+				return ociError(p, err)
+			}
 		}
 		it.e.Size = int64(len(it.content))
+	}
+	return nil
+}
+
+// linkFromView resolves hard link it to a file or symlink of f's view,
+// following no symlink on the way.
+func linkFromView(f *overlayfs.Fs, it *ociItem) error {
+	p := f.Root()
+	parts := strings.Split(it.linkTo, "/")
+	for i, c := range parts {
+		p = filepath.Join(p, c)
+		fi, err := f.Lstat(p)
+		if err != nil {
+			return fmt.Errorf("hard link to %s: no such file in this layer or below it: %w", it.linkTo, ErrLinkTarget)
+		}
+		switch {
+		case i < len(parts)-1 && fi.IsDir():
+		case i < len(parts)-1:
+			return fmt.Errorf("hard link to %s: %s is not a directory (links are not followed through symlinks): %w",
+				it.linkTo, strings.Join(parts[:i+1], "/"), ErrLinkTarget)
+		case fi.Mode().IsRegular():
+			b, err := afero.ReadFile(f, p)
+			if err != nil {
+				return fmt.Errorf("hard link target: %w", err)
+			}
+			it.content = b
+		case fi.Mode()&fs.ModeSymlink != 0:
+			t, err := f.ReadlinkIfPossible(p)
+			if err != nil {
+				return fmt.Errorf("hard link target: %w", err)
+			}
+			it.e.Type, it.e.Target = overlayfs.EntrySymlink, t
+		default:
+			return fmt.Errorf("hard link to %s, a %v, not a file or symlink: %w", it.linkTo, fi.Mode().Type(), ErrLinkTarget)
+		}
 	}
 	return nil
 }

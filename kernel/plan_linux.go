@@ -6,10 +6,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cowfs/cowfs/internal/relpath"
 	"github.com/cowfs/cowfs/overlayfs"
 )
 
@@ -94,7 +94,7 @@ func (p *planner) ensureDir(rel string) error {
 }
 
 func (p *planner) add(e overlayfs.LayerEntry) error {
-	if !validRel(e.Path) {
+	if !relpath.Below(e.Path) {
 		return &fs.PathError{Op: "materialize", Path: e.Path, Err: fs.ErrInvalid}
 	}
 	parent := parentOf(e.Path)
@@ -143,13 +143,4 @@ func joinRel(dir, name string) string {
 		return name
 	}
 	return dir + "/" + name
-}
-
-// validRel reports whether rel names a path below the root: clean,
-// relative, not ".." or above it, without NUL. Any other bytes are fine, as
-// they are to the file system and to the overlay (fs.ValidPath would
-// refuse names that are not UTF-8).
-func validRel(rel string) bool {
-	return rel != "" && rel != "." && rel != ".." && !strings.HasPrefix(rel, "/") && !strings.HasPrefix(rel, "../") &&
-		strings.IndexByte(rel, 0) < 0 && path.Clean(rel) == rel
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -45,6 +46,16 @@ type runRequest struct {
 	// Writable lists what it may write then.
 	Landlock int      `json:"landlock,omitempty"`
 	Writable []string `json:"writable,omitempty"`
+	// Nest runs the command in a user namespace nested in the mounting
+	// one, as UID and GID (the caller's): the overlay in a user namespace
+	// is mounted as its uid 0.
+	Nest     bool `json:"nest,omitempty"`
+	UID, GID int
+	// ChownEPERM: a chown to another owner fails with EPERM, as in a
+	// plain run of UID and GID, not EINVAL (see chownAsPlainRun).
+	ChownEPERM bool `json:"chowneperm,omitempty"`
+	// KeepCaps: unconfined, the command keeps every capability.
+	KeepCaps bool `json:"keepcaps,omitempty"`
 }
 
 // runStatus is written to the status pipe when the hook fails; a successful
@@ -102,6 +113,10 @@ func (e *statusError) Unwrap() error { return e.errno }
 // its working directory (which now resolves through the overlay) and execs
 // the command. It never returns to the program's main.
 func init() {
+	if sig, ok := os.LookupEnv(dieEnv); ok {
+		n, _ := strconv.Atoi(sig)
+		dieOf(unix.Signal(n))
+	}
 	if req, ok := os.LookupEnv(superviseEnv); ok {
 		superviseHook(req)
 	}
@@ -123,8 +138,15 @@ func runHook(reqEnv string) {
 	}
 	syscall.CloseOnExec(req.StatusFD)
 	if !req.NoMount {
-		if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
+		// redirect_dir=on (directory renames) where the kernel allows it.
+		if _, err := mountOverlay(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr); err != nil {
 			fail("mount", err)
+		}
+		// No device node made or brought into the root is usable, no
+		// set-user-ID bit honoured.
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
+		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil {
+			fail("mount", &fs.PathError{Op: "mount_setattr", Path: req.Root, Err: err})
 		}
 	}
 	// The command's directory is entered only now: under the overlay it may
@@ -147,10 +169,86 @@ func runHook(reqEnv string) {
 			fail("confine", fmt.Errorf("kernel: Run: confining the command with Landlock: %w", err))
 		}
 	}
+	if req.ChownEPERM {
+		chownAsPlainRun(req.UID, req.GID)
+	}
+	if !req.KeepCaps {
+		dropCapabilities()
+	}
+	closeOnExecFrom(req.StatusFD + 1)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
 	err := syscall.Exec(req.Path, os.Args[1:], env)
 	// As os/exec names a program it cannot start.
 	fail("exec", &fs.PathError{Op: "fork/exec", Path: req.Path, Err: err})
+}
+
+// hookInInit does runHook's work in the PID namespace's init, which then
+// starts the command itself: one start of this program fewer than
+// starting the hook. c is the command as the supervisor request describes
+// it (this program as the hook, its argv the command's after argv[0]);
+// hookInInit turns it into the command. The calling goroutine must be
+// locked to its thread, which starts the command: Landlock and the
+// dropped capabilities are the thread's. On failure it returns the
+// status to write to the hook's status pipe, which it returns open.
+func hookInInit(reqEnv string, c *exec.Cmd) (*os.File, *runStatus) {
+	var req runRequest
+	if err := decodeRequest(reqEnv, &req); err != nil {
+		fmt.Fprintf(os.Stderr, "cowfs kernel hook: bad %s: %v\n", runEnv, err)
+		exit(125)
+	}
+	status := os.NewFile(uintptr(req.StatusFD), "cowfs-status")
+	syscall.CloseOnExec(req.StatusFD)
+	fail := func(stage string, err error) (*os.File, *runStatus) {
+		s := newRunStatus(stage, err)
+		return status, &s
+	}
+	if !req.NoMount {
+		if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
+			return fail("mount", err)
+		}
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
+		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil {
+			return fail("mount", &fs.PathError{Op: "mount_setattr", Path: req.Root, Err: err})
+		}
+	}
+	if req.Dir != "" {
+		if stage, err := enterDir(req.Dir, req.StatDir, req.Caps); err != nil {
+			return fail(stage, err)
+		}
+		c.Dir = "" // this process's, entered through the overlay
+	}
+	// The hook's status pipe is the last descriptor passed to it: the
+	// command's extra files come before.
+	c.Path, c.Args = req.Path, os.Args[2:]
+	c.ExtraFiles = c.ExtraFiles[:req.StatusFD-3]
+	c.Env = slices.DeleteFunc(c.Env, func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
+	writable := req.Writable
+	if req.Nest {
+		// As the caller's own uid and gid, in a user namespace nested in
+		// the one that mounted (where the caller is 0). init writes its
+		// maps under /proc, after Landlock: the rule lets it.
+		c.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
+		c.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: req.UID, HostID: 0, Size: 1}}
+		c.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: req.GID, HostID: 0, Size: 1}}
+		c.SysProcAttr.GidMappingsEnableSetgroups = false
+		writable = append(slices.Clip(writable), "/proc")
+	}
+	if req.Landlock > 0 {
+		var passed []int
+		for fd := 1; fd < req.StatusFD; fd++ {
+			passed = append(passed, fd)
+		}
+		if err := confineSelf(req.Landlock, writable, passed); err != nil {
+			return fail("confine", fmt.Errorf("kernel: Run: confining the command with Landlock: %w", err))
+		}
+	}
+	if req.ChownEPERM {
+		chownAsPlainRun(req.UID, req.GID)
+	}
+	if !req.KeepCaps {
+		dropCapabilities()
+	}
+	return status, nil
 }
 
 // enterDir makes dir the working directory as os/exec's child would with
@@ -171,6 +269,45 @@ func enterDir(dir string, stat bool, caps uint64) (stage string, err error) {
 		return "chdir", err
 	}
 	return "", nil
+}
+
+// droppedCaps are the capabilities a command never gets, even as root:
+// those that reach beyond its namespaces (devices, raw I/O, modules, the
+// clock, rebooting, the kernel log, audit, BPF, tracing other processes,
+// mounting and the rest of CAP_SYS_ADMIN, such as TIOCSTI into any
+// terminal). What it keeps acts on its own files and namespaces: chown,
+// setuid, binding low ports, network administration of its own network
+// namespace, sethostname of its own UTS namespace.
+var droppedCaps = [...]uintptr{
+	unix.CAP_MKNOD, unix.CAP_SYS_ADMIN, unix.CAP_SYS_RAWIO, unix.CAP_SYS_MODULE, unix.CAP_SYS_BOOT,
+	unix.CAP_SYS_TIME, unix.CAP_WAKE_ALARM, unix.CAP_SYSLOG, unix.CAP_SYS_PTRACE, unix.CAP_SYS_PACCT,
+	unix.CAP_SYS_TTY_CONFIG, unix.CAP_MAC_ADMIN, unix.CAP_MAC_OVERRIDE, unix.CAP_AUDIT_CONTROL,
+	unix.CAP_AUDIT_READ, unix.CAP_AUDIT_WRITE, unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_LINUX_IMMUTABLE,
+	unix.CAP_SYS_RESOURCE, unix.CAP_BLOCK_SUSPEND, unix.CAP_CHECKPOINT_RESTORE,
+}
+
+// dropCapabilities removes droppedCaps from this thread's bounding set
+// (so that exec cannot give them back, even to root) and from its
+// effective, permitted and inheritable sets. Best effort: without
+// CAP_SETPCAP there is nothing to drop.
+func dropCapabilities() {
+	runtime.LockOSThread() // capabilities are per thread; exec follows
+	for _, c := range droppedCaps {
+		unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return
+	}
+	for _, c := range droppedCaps {
+		mask := ^(uint32(1) << (c % 32))
+		d := &data[c/32]
+		d.Effective &= mask
+		d.Permitted &= mask
+		d.Inheritable &= mask
+	}
+	unix.Capset(&hdr, &data[0])
 }
 
 // effectiveCaps is this thread's effective capability set, all where it
@@ -214,8 +351,9 @@ func capsAtMost(caps uint64) (restore func()) {
 // executable (which links this package) in a new mount namespace (and,
 // when not root in the initial user namespace, a new user namespace that
 // maps the caller to uid 0, mounting with userxattr), mounts there and
-// execs cmd; afterwards it imports the upper dir. The command therefore
-// runs as root inside the user namespace in that mode.
+// starts cmd; afterwards it imports the upper dir. In that mode the
+// command runs as the caller's own uid and gid, in a user namespace
+// nested in the mounting one.
 //
 // Where no overlay can be mounted (no overlayfs, no privilege, no user
 // namespaces), or with [WithCopyFallback], Run copies the view into a
@@ -223,6 +361,12 @@ func capsAtMost(caps uint64) (restore func()) {
 // difference. Both ways give the same layer. The fallback is decided
 // before the command runs, except when the helper process fails to mount:
 // then a Stdin that is not an *os.File may already have been partly read.
+//
+// Sandbox: in every mode the command sees the host read-only but for the
+// root, its TMPDIR and the WithWritable paths, in a session, PID, UTS, IPC
+// and network namespace of its own (no network unless [WithNetwork]),
+// with nodev,nosuid mounts, no device creation and only its standard
+// descriptors and ExtraFiles (see the package doc, "Confinement").
 //
 // Confinement: in every mode the command runs under Landlock (Linux 5.13+,
 // no privileges needed) and may write only beneath the root as it sees
@@ -260,7 +404,8 @@ func capsAtMost(caps uint64) (restore func()) {
 //
 // Run does not start cmd itself: it runs a copy of cmd's Path, Args, Env,
 // Dir, Stdin, Stdout, Stderr and ExtraFiles; SysProcAttr is kept, with the
-// namespace flags added. When the command fails, its error (an
+// namespace flags added and Setsid forced (Setpgid, Setctty and
+// Foreground cleared: the command has a session of its own). When the command fails, its error (an
 // *exec.ExitError for a non-zero exit) is returned after its changes are
 // imported. ctx kills the command as exec.CommandContext does, and with
 // it everything the command started: no process of it outlives Run, nor
@@ -299,6 +444,7 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 		if !errors.As(err, &me) {
 			return err
 		}
+		cfg.fallback = me.Error()
 	}
 	return runCopy(ctx, f, cmd, cfg)
 }
@@ -407,7 +553,13 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		return err
 	}
 	defer done() // removes it, though the kernel leaves work/work with mode 0
-	upper, work := filepath.Join(tmp, "upper"), filepath.Join(tmp, "work")
+	// WithQuota: the upper on a tmpfs of the quota's size (quota_linux.go).
+	base, release, err := quotaDir(f, tmp)
+	if err != nil {
+		return err
+	}
+	defer release()
+	upper, work := filepath.Join(base, "upper"), filepath.Join(base, "work")
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return err
 	}
@@ -415,13 +567,31 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	if err != nil {
 		return err
 	}
-	var writable []string
-	if abi > 0 {
-		if writable, err = writablePaths(f.Root(), tmpDir, "", cfg.writable); err != nil {
-			return err
-		}
+	writable, err := writablePaths(f.Root(), tmpDir, "", cfg.writable)
+	if err != nil {
+		return err
+	}
+	// The host is read-only in the command's mount namespace but for the
+	// run's directory (upper, work, TMPDIR) and the extra writable paths;
+	// the overlay, mounted afterwards, is writable.
+	ns := nsAttr{
+		Cloneflags: sandboxNS(cfg.network), Unshareflags: syscall.CLONE_NEWNS,
+		HostReadOnly: !cfg.unconfined, Writable: append([]string{tmp}, writable[2:]...), LoopbackUp: true,
+	}
+	if userNS {
+		ns.Cloneflags |= syscall.CLONE_NEWUSER
+		ns.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		ns.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+	}
+	if abi == 0 {
+		writable = nil
 	}
 	if err := Materialize(f, upper, opts); err != nil {
+		if userNS && errors.Is(err, fs.ErrPermission) {
+			// A root the caller does not own: its upper cannot take the
+			// root's owner. The copy can run it.
+			return &mountFailed{fmt.Errorf("the root is not the caller's to mount over in a user namespace: %w", err)}
+		}
 		return err
 	}
 	exe, err := os.Executable()
@@ -441,20 +611,13 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		Root: f.Root(), Upper: upper, Work: work, UserXattr: opts.UserXattr,
 		Dir: dir, Path: path, Landlock: abi, Writable: writable,
 		StatDir: cmd.Dir != "" && cmd.SysProcAttr == nil, Caps: effectiveCaps(),
+		Nest: userNS && !hasCredential(cmd), UID: os.Geteuid(), GID: os.Getegid(),
 	}
+	req.ChownEPERM = req.Nest && os.Geteuid() != 0
+	req.KeepCaps = cfg.unconfined
 	c.Env = append(c.Env, RootEnv+"="+f.Root(), "TMPDIR="+tmpDir)
-	if c.SysProcAttr == nil {
-		c.SysProcAttr = &syscall.SysProcAttr{}
-	}
 	// Go's child makes the new namespace's mounts private (MS_REC|MS_PRIVATE)
 	// after unshare(CLONE_NEWNS), so the overlay never propagates out.
-	c.SysProcAttr.Unshareflags |= syscall.CLONE_NEWNS
-	if userNS {
-		c.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
-		c.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-		c.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-		c.SysProcAttr.GidMappingsEnableSetgroups = false
-	}
 	// Unconfined, the command may unmount the overlay and reach the real
 	// root (as root, or as root of its user namespace): check it afterwards,
 	// as the copy fallback does.
@@ -462,7 +625,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	if abi == 0 {
 		before = f.LowerState()
 	}
-	sup, hookErr, err := startHooked(c, req, nil, true, "mount")
+	sup, hookErr, err := startHooked(c, req, []nsAttr{ns}, true, "mount")
 	if err != nil {
 		var se *startError
 		if errors.As(err, &se) {
@@ -483,6 +646,11 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		}
 	}
 	return importUpper(upper, f, opts, waitErr)
+}
+
+// hasCredential reports whether cmd sets its own user and groups.
+func hasCredential(cmd *exec.Cmd) bool {
+	return cmd.SysProcAttr != nil && cmd.SysProcAttr.Credential != nil
 }
 
 // hookFailure is the error of an overlay run whose hook failed before the
@@ -530,7 +698,7 @@ func asProgram(err error, cmd *exec.Cmd) error {
 func importUpper(upper string, f *overlayfs.Fs, opts Options, runErr error) error {
 	snap := f.Snapshot()
 	f.ResetLayer()
-	if err := importAs(upper, f.Root(), f, opts, makeReadable(upper)); err != nil {
+	if err := importAs(upper, f.Root(), f, opts, makeReadable(upper), true); err != nil {
 		// Skipped device nodes only: the layer keeps the rest.
 		if sk := (*skippedError)(nil); !errors.As(err, &sk) {
 			f.Restore(snap)

@@ -26,7 +26,7 @@ import (
 // Landlock and execs the command; the real root is checked unchanged
 // afterwards in any case.
 func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig) error {
-	mode := Mode{Kind: ModeCopy}
+	mode := Mode{Kind: ModeCopy, Fallback: cfg.fallback}
 	abi, err := confinement(cfg, &mode)
 	if err != nil {
 		return err
@@ -47,11 +47,15 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 		return err
 	}
 	cp := filepath.Join(tmp, "root")
-	var writable []string
-	if abi > 0 {
-		if writable, err = writablePaths(cp, tmpDir, f.Root(), cfg.writable); err != nil {
-			return err
-		}
+	writable, err := writablePaths(cp, tmpDir, f.Root(), cfg.writable)
+	if err != nil {
+		return err
+	}
+	// The host is read-only in the command's mount namespace but for the
+	// run's directory (the copy, TMPDIR) and the extra writable paths.
+	namespaces := copyNamespaces(f.Root(), append([]string{tmp}, writable[2:]...), cfg.network, !cfg.unconfined)
+	if abi == 0 {
+		writable = nil
 	}
 	before := f.LowerState()
 	vc := &viewCopy{f: f, dst: cp, inode: map[string]uint64{}, ownerLost: map[string]bool{}, absent: map[string]bool{}}
@@ -68,14 +72,16 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 		}
 	}
 	c.Env = append(c.Env, RootEnv+"="+cp, "TMPDIR="+tmpDir)
+	c.Env = withoutOptionalLocks(c.Env)
 	mode.Root, mode.Dir = cp, c.Dir
 	var sup *supervised
 	var hookErr *runStatus
 	if abi > 0 {
-		req := runRequest{NoMount: true, Path: c.Path, Landlock: abi, Writable: writable}
+		req := runRequest{NoMount: true, Path: c.Path, Landlock: abi, Writable: writable,
+			UID: os.Geteuid(), GID: os.Getegid(), ChownEPERM: os.Geteuid() != 0}
 		c.Path, c.Args = exe, append([]string{exe}, c.Args...)
-		sup, hookErr, err = startHooked(c, req, copyNamespaces(f.Root()), false, "exec")
-	} else if sup, err = superviseStart(c, copyNamespaces(f.Root()), false, "exec"); err == nil {
+		sup, hookErr, err = startHooked(c, req, namespaces, false, "exec")
+	} else if sup, err = superviseStart(c, namespaces, false, "exec"); err == nil {
 		if err = sup.started(); err != nil {
 			sup.wait()
 		}
@@ -108,8 +114,10 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	}
 	defer root.Close()
 	snap := f.Snapshot()
+	apply := newUpperApplier(root, cp, f, true)
+	defer apply.close()
 	for _, e := range entries {
-		if err := applyUpperEntry(root, cp, f, e); err != nil {
+		if err := apply.apply(e); err != nil {
 			f.Restore(snap)
 			return errors.Join(runErr, err)
 		}
@@ -137,41 +145,19 @@ func realRootChanged(before *overlayfs.LowerState, how string) error {
 		how, strings.Join(changed, ", "), overlayfs.ErrConflict)
 }
 
-// removeTree removes dir even where the copy or the command made
-// directories unwritable, or (as root) files and directories immutable or
-// append-only.
-func removeTree(dir string) {
-	if os.RemoveAll(dir) == nil {
-		return
-	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && (d.IsDir() || d.Type().IsRegular()) {
-			clearNoDelete(p)
+// withoutOptionalLocks adds GIT_OPTIONAL_LOCKS=0 to env unless env sets
+// it: git then skips the writes it makes only opportunistically, chiefly
+// git status refreshing the index's stat cache. In a copy every file has
+// a new inode and ctime, so a read-only git status would otherwise rewrite
+// .git/index (a change with different bytes); a plain run, or the overlay
+// mode, which keeps the lower's inodes and ctimes, writes nothing.
+func withoutOptionalLocks(env []string) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GIT_OPTIONAL_LOCKS=") {
+			return env
 		}
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	os.RemoveAll(dir)
-}
-
-// The inode flags (chattr +i, +a) that forbid removing a file or the
-// entries of a directory; linux/fs.h.
-const fsImmutableFl, fsAppendFl = 0x10, 0x20
-
-// clearNoDelete clears p's immutable and append-only flags, where set.
-func clearNoDelete(p string) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
 	}
-	defer unix.Close(fd)
-	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-	if err != nil || flags&(fsImmutableFl|fsAppendFl) == 0 {
-		return
-	}
-	unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^(fsImmutableFl|fsAppendFl)))
+	return append(env, "GIT_OPTIONAL_LOCKS=0")
 }
 
 // viewCopy is a real directory copy of an overlay view.
@@ -351,7 +337,9 @@ func (vc *viewCopy) diffDir(rel string, viewDir, replaced bool, out *[]upperEntr
 	for i < len(copyNames) || j < len(viewNames) {
 		switch {
 		case j == len(viewNames) || (i < len(copyNames) && copyNames[i] < viewNames[j]):
-			if err := vc.diffEntry(joinRel(rel, copyNames[i]), false, out); err != nil {
+			if r := joinRel(rel, copyNames[i]); r == commitJournal {
+				vc.skips = append(vc.skips, reservedError(vc.view(r)))
+			} else if err := vc.diffEntry(r, false, out); err != nil {
 				return err
 			}
 			i++

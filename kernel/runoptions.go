@@ -22,6 +22,8 @@ type runConfig struct {
 	writable   []string
 	unconfined bool
 	noLandlock bool // act as if the kernel had no Landlock (tests)
+	network    bool
+	fallback   string // why the overlay was not used, for the mode report
 	report     func(Mode)
 }
 
@@ -57,9 +59,12 @@ func WithWritable(paths ...string) RunOption {
 	return func(c *runConfig) { c.writable = append(c.writable, paths...) }
 }
 
-// Unconfined runs the command without Landlock confinement: it may then
-// write anywhere its user may, and what it writes outside the root (as it
-// sees it) is neither captured nor undone. In the copy fallback that
+// Unconfined runs the command without Landlock confinement, with the
+// host writable in its mount namespace and, as root, with every
+// capability (mknod included): it may then write anywhere its user may,
+// and what it writes outside the root (as it sees it) is neither captured
+// nor undone. The namespaces (PID, UTS, IPC, network), the session and
+// the closed descriptors stay. In the copy fallback that
 // includes the real root; Run still detects such a change afterwards and
 // refuses to import the run.
 func Unconfined() RunOption {
@@ -70,4 +75,12 @@ func Unconfined() RunOption {
 // once, just before the command starts.
 func WithModeReport(fn func(Mode)) RunOption {
 	return func(c *runConfig) { c.report = fn }
+}
+
+// WithNetwork lets the command use the host's network. By default it runs
+// in a network namespace of its own, which holds only a loopback
+// interface: it reaches no host, no service listening on the host's
+// loopback and no abstract unix socket outside.
+func WithNetwork() RunOption {
+	return func(c *runConfig) { c.network = true }
 }

@@ -67,3 +67,12 @@ func skipped(errs []error) error {
 	}
 	return &skippedError{errs: errs}
 }
+
+// commitJournal is the name, directly in the root, that overlayfs's Commit
+// keeps for its journal (its journalName).
+const commitJournal = ".cowfs-commit"
+
+// reservedError is the skip error of an entry at the root's commitJournal.
+func reservedError(p string) error {
+	return &fs.PathError{Op: "import", Path: p, Err: fmt.Errorf("skipped: %w", ErrReservedName)}
+}

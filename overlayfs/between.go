@@ -5,8 +5,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-
-	"github.com/cowfs/cowfs/internal/gitdiff"
 )
 
 // ChangesBetween returns every path at which the view of b differs from
@@ -33,7 +31,7 @@ func (f *Fs) WriteDiffBetween(w io.Writer, a, b *Snapshot) error {
 	if err != nil {
 		return err
 	}
-	return gitdiff.Write(w, patchChanges(cs))
+	return writePatch(w, cs)
 }
 
 // viewOf returns a read-only layer over a snapshot's layer. Snapshot trees

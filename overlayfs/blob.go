@@ -71,6 +71,7 @@ func (l *layer) newBlobLocked(b *blob) uint64 {
 	ino := l.fam.ino.Add(1)
 	b.gen = l.gen
 	l.blobs.Set(ino, b)
+	l.newFileQuotaLocked(b.len())
 	return ino
 }
 
@@ -108,6 +109,7 @@ func (l *layer) dropBlobLocked(ino uint64) {
 	if l.unlinkNameLocked(ino) {
 		return // the file keeps other names
 	}
+	l.dropFileQuotaLocked(ino)
 	l.hmu.Lock()
 	defer l.hmu.Unlock()
 	// A read handle opened on the lower file before its copy-up reads this

@@ -79,17 +79,33 @@ func (p pathMap) Delete(k string) (entry, bool) { return p.m.Delete(k) }
 //     one is itself clear, and inserting it forgets every state.
 //   - dirKnown: whether the layer has an entry directly in D is known,
 //     and dirBare says it has none: then D/c needs no look at the layer.
-//     The root ("") has only these bits.
+//     Where D has entries, the slot's kids, when set, are their names (a
+//     removal leaves a name there, which costs a search only): a name not
+//     there needs no look at the layer either. The root ("")
+//     has only these bits.
 //
-// States are filled under the layer's read lock, by many goroutines (a
-// state lost to a racing fill is only knowledge lost), and changed under
-// its write lock by an insertion, so a state read under either lock is
-// true of the entries. A removal never makes one wrong: it only makes a
-// directory barer than recorded.
+// States are filled under the layer's read lock, by many goroutines, by
+// adding bits atomically, and changed under its write lock by an
+// insertion, so a state read under either lock is true of the entries. A
+// removal never makes one wrong: it only makes a directory barer than
+// recorded.
 type dirStates struct {
-	root atomic.Uint32 // the root's: names at the top cost no map lookup
-	m    sync.Map      // rel -> dirState, for the other directories
+	root dirSlot                 // the root's: names at the top cost no map lookup
+	m    sync.Map                // rel -> *dirSlot, for the other directories
+	last atomic.Pointer[dirSlot] // the slot last found in m: a run of names in one directory costs no hashing
 }
+
+// dirSlot holds the state of one directory, until an insertion forgets
+// them all.
+type dirSlot struct {
+	dir  string
+	st   atomic.Uint32                       // a dirState
+	kids atomic.Pointer[map[string]struct{}] // with dirKnown and not dirBare: the names of the entries directly in dir, when at most maxKids
+}
+
+// maxKids is the most entries a directory's set of names is made for:
+// past it a look at the layer is a B-tree search.
+const maxKids = 1024
 
 // dirState is what is known of a directory: see dirStates.
 type dirState uint8
@@ -100,32 +116,43 @@ const (
 	dirBare
 )
 
-// get returns dir's state.
-func (s *dirStates) get(dir string) dirState {
+// find returns dir's slot, or nil.
+func (s *dirStates) find(dir string) *dirSlot {
 	if dir == "" {
-		return dirState(s.root.Load())
+		return &s.root
+	}
+	if d := s.last.Load(); d != nil && d.dir == dir {
+		return d
 	}
 	v, ok := s.m.Load(dir)
 	if !ok {
-		return 0
+		return nil
 	}
-	return v.(dirState)
+	d := v.(*dirSlot)
+	s.last.Store(d)
+	return d
 }
 
-// set sets dir's state.
-func (s *dirStates) set(dir string, st dirState) {
-	if dir == "" {
-		s.root.Store(uint32(st))
-		return
+// get returns dir's state.
+func (s *dirStates) get(dir string) dirState {
+	if d := s.find(dir); d != nil {
+		return dirState(d.st.Load())
 	}
-	s.m.Store(strings.Clone(dir), st) // dir may be a slice of a whole name
+	return 0
+}
+
+// slot returns dir's slot, made if need be.
+func (s *dirStates) slot(dir string) *dirSlot {
+	if d := s.find(dir); d != nil {
+		return d
+	}
+	v, _ := s.m.LoadOrStore(dir, &dirSlot{dir: strings.Clone(dir)}) // dir may be a slice of a whole name
+	return v.(*dirSlot)
 }
 
 // add adds bits to dir's state.
 func (s *dirStates) add(dir string, bits dirState) {
-	if st := s.get(dir); st&bits != bits {
-		s.set(dir, st|bits)
-	}
+	s.slot(dir).st.Or(uint32(bits))
 }
 
 // inserted updates the states for a new layer entry at k. Callers hold
@@ -133,12 +160,27 @@ func (s *dirStates) add(dir string, bits dirState) {
 func (s *dirStates) inserted(k string) {
 	if k == "" || s.get(k)&dirClear != 0 {
 		s.m.Clear()
-		s.root.Store(0)
+		s.last.Store(nil)
+		s.root.st.Store(0)
 		return
 	}
-	dir := parent(k)
-	if st := s.get(dir); st&dirBare != 0 {
-		s.set(dir, st&^dirBare)
+	d := s.find(parent(k))
+	if d == nil {
+		return
+	}
+	st := dirState(d.st.Load())
+	if st&dirKnown == 0 {
+		return
+	}
+	kids := d.kids.Load()
+	switch {
+	case st&dirBare != 0:
+		d.kids.Store(&map[string]struct{}{base(k): {}})
+		d.st.Store(uint32(st &^ dirBare))
+	case kids != nil && len(*kids) < maxKids:
+		(*kids)[base(k)] = struct{}{} // no reader holds the lock: no one reads it now
+	case kids != nil:
+		d.kids.Store(nil) // full: a B-tree search from now on
 	}
 }
 
@@ -165,54 +207,64 @@ func (l *layer) clearDir(dir string) bool {
 }
 
 // noEntry reports whether the layer has no entry at rel, searching the
-// B-tree only when rel's directory is not known bare, and recording what
-// it finds of the directory when it is not known.
+// B-tree only when what is known of rel's directory does not settle it,
+// and learning what it can of the directory when nothing is known.
 // Callers hold l.mu (read or write).
 func (l *layer) noEntry(rel string) bool {
 	dir := parent(rel)
-	s := l.paths.st
-	st := s.get(dir)
+	d := l.paths.st.slot(dir)
+	st := dirState(d.st.Load())
+	if st&dirKnown == 0 {
+		st = l.learn(d)
+	}
 	if st&dirBare != 0 {
 		return true
 	}
-	if _, ok := l.paths.Get(rel); ok {
-		return false
+	if kids := d.kids.Load(); kids != nil {
+		_, ok := (*kids)[base(rel)]
+		return !ok
 	}
-	if st&dirKnown == 0 {
-		if l.bare(dir) {
-			s.add(dir, dirKnown|dirBare)
-		} else {
-			s.add(dir, dirKnown)
-		}
-	}
-	return true
+	_, ok := l.paths.Get(rel)
+	return !ok
 }
 
-// bare reports whether the layer has no entry directly in dir. It seeks
-// past each subtree under dir, so it costs a B-tree search per subtree.
-func (l *layer) bare(dir string) bool {
-	prefix := dir + "/"
-	if dir == "" {
+// learn records whether the layer has entries directly in d's directory
+// and, up to maxKids of them, their names, and returns its new state. It
+// visits each entry directly in the directory and seeks past each subtree
+// under it: a B-tree step per entry, a search per subtree.
+// Callers hold l.mu (read or write).
+func (l *layer) learn(d *dirSlot) dirState {
+	prefix := d.dir + "/"
+	if d.dir == "" {
 		prefix = ""
 	}
+	kids := map[string]struct{}{}
 	it := l.paths.Iter()
-	for ok := it.Seek(prefix); ok; {
+	for ok := it.Seek(prefix); ok && len(kids) <= maxKids; {
 		k := it.Key()
 		if !strings.HasPrefix(k, prefix) {
-			return true
+			break
 		}
 		name := k[len(prefix):]
 		i := strings.IndexByte(name, '/')
 		switch {
 		case name == "":
-			ok = it.Next() // dir's own entry
+			ok = it.Next() // the directory's own entry
 		case i >= 0:
 			ok = it.Seek(prefix + name[:i] + "0") // '0' follows '/': past the subtree
 		default:
-			return false
+			kids[name] = struct{}{}
+			ok = it.Next()
 		}
 	}
-	return true
+	bits := dirKnown
+	switch {
+	case len(kids) == 0:
+		bits |= dirBare
+	case len(kids) <= maxKids:
+		d.kids.Store(&kids) // before the state says known
+	}
+	return dirState(d.st.Or(uint32(bits)) | uint32(bits))
 }
 
 // fastLoc is the resolver's one fast path: a name that is the root joined
@@ -234,8 +286,7 @@ func (l *layer) fastLoc(op, name, abs string, follow bool) (at loc, ok bool, err
 		return loc{}, false, nil
 	}
 	dir := parent(rel)
-	c := l.lower()
-	d := c.dir(dir)
+	d := l.lower().dir(dir)
 	if d == nil || !l.clearDir(dir) {
 		return loc{}, false, nil
 	}

@@ -238,9 +238,9 @@ func TestFastPathConcurrentFill(t *testing.T) {
 	}
 }
 
-// TestStatWithoutLockSeesWrites: Stat and Lstat of lower names answer
-// without the Fs's lock once the records settle them (lowerOnly), while
-// fillers keep statting from other goroutines. After each change returns,
+// TestStatWithoutLockSeesWrites: Stat and Lstat of lower names through
+// the fast path's records (it pinned the lock-free tier, which is gone;
+// the records remain), while fillers keep statting from other goroutines. After each change returns,
 // another goroutine, told over a channel, must see it: its probes are
 // compared with os on a copy that went through the same changes. A record
 // whose bits were taken away after the write lock was released, or not at

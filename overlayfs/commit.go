@@ -142,6 +142,23 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 					Err: pathErr("commit", k, fmt.Errorf("the name is reserved for the commit journal: %w", fs.ErrInvalid))}
 			}
 		}
+	}
+	// The commit lock of every root written, from the conflict check to
+	// the journal's removal: a commit that waited for another checks the
+	// tree that one left.
+	locks, err := lockRoots(roots, plans)
+	if err != nil {
+		return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
+	}
+	defer func() {
+		for _, l := range locks {
+			l.unlock()
+		}
+	}()
+	for i, g := range roots {
+		if _, ok := sel[g]; sel != nil && !ok {
+			continue
+		}
 		cs, err := g.conflictsLocked(plans[i])
 		if err != nil {
 			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
@@ -217,6 +234,31 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 		return &CommitError{Applied: applied, NotApplied: notApplied, Interrupted: true, Err: firstErr}
 	}
 	return nil
+}
+
+// lockRoots takes the commit lock of each root with something to write,
+// in the order of their paths (two commits over the same roots cannot
+// wait for each other).
+func lockRoots(roots []*layer, plans []plan) ([]*rootLock, error) {
+	var order []*layer
+	for i, g := range roots {
+		if len(plans[i].keys) > 0 {
+			order = append(order, g)
+		}
+	}
+	slices.SortFunc(order, func(a, b *layer) int { return strings.Compare(a.root, b.root) })
+	locks := make([]*rootLock, 0, len(order))
+	for _, g := range order {
+		l, err := lockRoot(g.root, true, true)
+		if err != nil {
+			for _, l := range locks {
+				l.unlock()
+			}
+			return nil, fixErr("commit", g.root, err)
+		}
+		locks = append(locks, l)
+	}
+	return locks, nil
 }
 
 // allKeys lists the keys of the plans, prefixed with their roots when
@@ -548,7 +590,7 @@ func (l *layer) settleLocked(k string, e entry) {
 		l.recordDepLocked(k)
 		return
 	}
-	l.paths.Delete(k)
+	l.deleteEntry(k)
 	// The lower at and below k is now what the layer said: nothing there is
 	// a dependency any more.
 	var stale []string

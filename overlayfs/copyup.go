@@ -33,6 +33,9 @@ func (l *layer) copyUpLocked(rel string, n node) (entry, error) {
 // copyUpOneLocked is copyUpLocked of a lower node n (its Lstat known)
 // that is not linked to other names, or the first of them.
 func (l *layer) copyUpOneLocked(rel string, n node) (entry, error) {
+	if err := l.copyUpQuotaLocked(rel, n.kind, n.fi.Size()); err != nil {
+		return entry{}, err
+	}
 	m := metaOf(n.fi)
 	var e entry
 	switch n.kind {

@@ -619,6 +619,17 @@ func TestDenyOutsideReads(t *testing.T) {
 		if !errors.Is(err, overlayfs.ErrOutsideRoot) || !errors.Is(err, fs.ErrPermission) {
 			t.Errorf("Stat(%s) err = %v, want ErrOutsideRoot", name, err)
 		}
+		// A refused read says so: not "write outside".
+		_, _, lerr := c.LstatIfPossible(name + "/")
+		_, rerr := c.ReadlinkIfPossible(name)
+		for _, err := range []error{err, lerr, rerr} {
+			if err != nil && strings.Contains(err.Error(), "write") {
+				t.Errorf("a refused read of %s says %q", name, err)
+			}
+		}
+		if _, err := afero.ReadFile(c, name); err != nil && strings.Contains(err.Error(), "write") {
+			t.Errorf("a refused read of %s says %q", name, err)
+		}
 	}
 	// The escaping link itself lives in the root: Lstat and Readlink work.
 	if fi, _, err := c.LstatIfPossible(root + "/escape"); err != nil || fi.Mode()&fs.ModeSymlink == 0 {

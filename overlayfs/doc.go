@@ -5,7 +5,8 @@
 // root itself is never written (unless [Fs.Commit] is called).
 //
 // Afterwards the layer can be listed ([Fs.Changes]), rendered as a git
-// patch ([Fs.WriteDiff]), read entry by entry ([Fs.Layer]), snapshotted and
+// patch ([Fs.WriteDiff]; paths in a .git directory, which git apply
+// refuses, are left out of it and named in a note line), read entry by entry ([Fs.Layer]), snapshotted and
 // forked in O(1) ([Fs.Snapshot], [Fs.Fork]), discarded ([Fs.Reset]) or
 // written to the root ([Fs.Commit]).
 //
@@ -41,10 +42,19 @@
 // unless [AllowOutsideWrites] is given. This holds for names reaching
 // outside through "..", and through symlinks inside the root that point
 // outside it. Even with AllowOutsideWrites, the real root is never changed
-// from outside: a RemoveAll or Rename of a directory that holds a root
-// (RemoveAll(filepath.Dir(root)), "link-to-outside/.."), compared by
-// device and inode so bind mounts and other aliases count, fails before
-// anything is touched with a *fs.PathError or *os.LinkError wrapping
+// from outside. An outside name is resolved once, component by
+// component: one that reaches a root by any path (a symlink on the way or
+// at its end, a dangling symlink into the root, a bind mount) is written
+// in the layer, at the place it reaches. The write itself then acts on
+// exactly what was resolved (on Linux: opened with openat2's
+// RESOLVE_NO_SYMLINKS and O_NOFOLLOW, and changed through that
+// descriptor), so a component swapped for a symlink in between is never
+// followed by the kernel: the name is resolved again and the new
+// resolution decides. A RemoveAll or Rename of a directory that holds a
+// root (RemoveAll(filepath.Dir(root)), "link-to-outside/..") or whose tree
+// holds one or an alias of one or of one of its directories (a bind
+// mount), compared by device, inode and mount ID, fails before anything
+// is touched with a *fs.PathError or *os.LinkError wrapping
 // syscall.EBUSY, as the kernel refuses to remove or move a mount point in
 // use; a name inside one root that reaches another ([WithRoot]) through a
 // symlink or an alias is never written.
@@ -107,19 +117,48 @@
 // [ErrSpecialFile], leaving it as it is, rather than turn it into a
 // regular file.
 //
+// # Quotas and injected faults
+//
+// [WithQuota](bytes, inodes) makes the layer fill up as a tmpfs mounted
+// with size=bytes,nr_inodes=inodes+1 would (tmpfs counts its root, the
+// layer's root is not counted): file data in 4 KiB pages, a page for
+// every 4 KiB block written (holes take none), a copied-up file at its
+// whole size; an inode per file, directory, symlink, FIFO or socket the
+// layer holds (whiteouts take none); a symlink target longer than 128
+// bytes takes a page. A write past the limit writes what fits and fails
+// with ENOSPC (a short write; WriteAt then returns 0, as os.File.WriteAt
+// does); a create past the inode limit fails with ENOSPC. Truncate,
+// Remove, RemoveAll, Reset and Commit free; Snapshot and Restore save and
+// restore the count; a Fork counts on its own; [Fs.Usage] reports it.
+// A test checks all of it against a real tmpfs after every operation.
+//
+// [WithFaults](inject) calls inject(op, name) before each operation, op
+// as os spells *fs.PathError.Op: open, stat, lstat, mkdir, remove
+// (Remove and RemoveAll), rename, symlink, link (given the new name),
+// readlink, chmod, chown, chtimes; on handles read, write, seek, stat,
+// readdirent, sync, truncate, close. A non-nil error is returned in os's
+// shape (an *fs.PathError, or an *os.LinkError for rename, symlink and
+// link, wrapping it) and the operation has no effect; a [ShortIO] makes a
+// read or write move N bytes first. Handles are wrapped only when
+// WithFaults is given: without either option neither costs anything but
+// a nil check (BenchmarkOptionCost).
+//
 // # Concurrency
 //
 // An Fs is safe for concurrent use by many goroutines. Handles are too.
 // Mutations are serialized by one lock per root (per Fs, without
-// [WithRoot]); lower reads run in parallel, and a Stat or Lstat of a lower
-// name in a directory already known to hold no layer entry takes no lock
-// at all. Two goroutines racing on the first write or append to a lower
+// [WithRoot]); reads (Stat, Open for reading, listings) take it shared and
+// run in parallel. Two goroutines racing on the first write or append to a lower
 // file never lose bytes: the copy-up happens once, under the lock.
 //
 // The lower must not change while an Fs uses it: its directories are cached
 // as seen once. Commit checks every path it touches (see Commit), and a
-// Commit through one Fs of a family (an Fs and its forks) makes the others
-// drop what they saw of the lower before it returns.
+// Commit through one Fs of a family (an Fs and its forks) makes all of
+// them drop what they saw of the lower before it returns (as do Reset and
+// Restore). When the lower changes anyway, each answer is the lower's as
+// it was before the change or as it is after, and a listing of a
+// directory is what later lookups in it go by: a name a listing showed is
+// not denied after it.
 //
 // # Commit
 //
@@ -146,6 +185,18 @@
 // of the touched directories between those phases; then the journal is
 // removed. Every step can tell whether it already ran.
 //
+// The commit lock: from the conflict check to the journal's removal, a
+// Commit holds an exclusive flock on the root directory (no file is
+// added for it), in this process or another, through this Fs or any
+// other. Commits on one root therefore run one at a time, and one that
+// waited checks the tree the other left: it reports the conflict, never
+// loses an update. With several roots the locks are taken in the order of
+// the roots' paths. A journal on disk whose root nobody holds locked is
+// an interrupted commit's; [New] finding a journal while a commit holds
+// the lock waits for that commit instead, and [Recover] refuses, changing
+// nothing, with an error wrapping [ErrCommitInProgress]. (Without flock,
+// on Windows, commits are serialized within the process only.)
+//
 // Every write goes through an [os.Root] on the root, resolving one
 // component at a time, so no symlink, in the layer or swapped in on disk
 // before or during the commit, carries a write outside the root; such an
@@ -157,7 +208,8 @@
 // makes it (after), and removes the journal. [New] refuses a root that
 // holds a journal, with an error wrapping [ErrInterruptedCommit]. A commit
 // whose staging fails (a full disk, an I/O error, a read-only root: EROFS)
-// removes its journal and returns the error with the layer intact; a
+// removes its journal, puts back the root directory's modification
+// time, and returns the error with the layer intact; a
 // commit refused after its commit point leaves the journal for Recover.
 // Surviving power loss relies on the file system keeping fsynced
 // operations in order, as ext4, xfs and btrfs do.
@@ -192,33 +244,44 @@
 //
 // # Where things live
 //
-// fs.go: [Fs], the layer type (one root's state and locks) and [New];
-// roots.go: [WithRoot] and the choice of a name's root; resolve.go: the
-// resolver (names to locations, symlinks in the merged view); cleandirs.go:
-// its fast path through directories recorded clean of layer entries, and
-// the index of layer files by name that opens for writing use; lookup.go:
-// one path in the merged view and the caches of the lower; node.go: the
+// fs.go: [Fs], the layer type (one root's state and locks), the family
+// (what an Fs and its forks share, the epoch of the lower among it) and
+// [New]; roots.go: [WithRoot] and the choice of a name's root; resolve.go:
+// the resolver, the only route from a name to a location (symlinks in the
+// merged view); cleandirs.go: the layer's entries (pathMap, wrapping the
+// B-tree), what they leave free per directory (dirStates), and the
+// resolver's one fast path (fastLoc) through real lower directories free
+// of layer entries; lookup.go: one path in the merged view and the one
+// cache of the lower (lowerCache, good for one epoch); the rules for
+// root-relative paths are package internal/relpath's; node.go: the
 // kinds, layer entries and merged-view nodes; blob.go: file contents;
 // layer.go: subtrees of the layer and root-relative path helpers;
 // copyup.go: copy-up of metadata, and of content when a write needs it;
 // ops.go: Stat, Mkdir, Symlink, Readlink, Chmod, Chown, Chtimes, Remove and
 // RemoveAll; rootguard.go: outside writes that would remove or move a root;
+// outside_*.go: outside writes done on what the resolver decided;
 // alias.go, alias_*.go: names that reach a root by another path;
-// open.go and file.go: opening, and the handles; handles.go:
+// open.go and file.go: opening, and the handles (file.go's ReadFrom and
+// WriteTo follow os's copy_file_range path); handles.go:
 // how open handles follow renames and removals; readdir.go and info.go: merged
 // listings and FileInfo; readdir_*.go: reading a lower directory (getdents
 // and fstatat on Linux, os's calls elsewhere); namesort.go: the order of a
 // listing's names;
 // rename.go: [Fs.Rename]; link.go, link_*.go: [Fs.Link] and the link
-// counts, and the copy-up of a lower file's other names; changes.go, between.go
-// and patch.go: [Fs.Changes], [Fs.ChangesBetween] and the git patch;
+// counts, and the copy-up of a lower file's other names; changes.go,
+// between.go and patch.go: [Fs.Changes], [Fs.ChangesBetween] and the git
+// patch (patch.go also decides which paths git refuses);
 // entries.go: [Fs.Layer] and [Fs.PutEntry]; extfile*.go: content kept by
 // reference; snapshot.go: [Fs.Snapshot], [Fs.Restore] and [Fs.Fork];
-// commit.go: [Fs.Commit] and its staging; conflicts.go: what the layer
+// commit.go: [Fs.Commit] and its staging; commitlock_*.go: the commit
+// lock; conflicts.go: what the layer
 // depends on in the lower, and Commit's conflict check; journal.go: the
 // commit journal and [Recover]; lowerstate.go: [LowerState]; iofs.go:
 // [Fs.IOFS]; errors.go: sentinels and error constructors; umask.go: the
 // umask and owner of new entries, read at the first creation; clock.go:
-// the times of changes; sys_*.go,
+// the times of changes; quota.go: [WithQuota], [Fs.Usage] and the
+// counting (its hooks: newBlobLocked, dropBlobLocked, setEntry and
+// deleteEntry, the write, truncate and O_TRUNC paths, the creates);
+// faults.go: [WithFaults], [ShortIO] and the handle wrapper; sys_*.go,
 // device_*.go, mknod_*.go: what differs by platform.
 package overlayfs

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path"
-	"strings"
 	"time"
+
+	"github.com/cowfs/cowfs/internal/relpath"
 )
 
 // EntryType is the type of a layer entry.
@@ -145,24 +145,15 @@ func (f *Fs) PutEntry(e LayerEntry, content io.Reader) error {
 	return f.primary().putEntry(e, content)
 }
 
-// validEntryPath reports whether rel names a path below the root: clean,
-// relative, not ".." or above; any bytes but NUL, as the file system takes
-// them (fs.ValidPath would refuse names that are not UTF-8, which the
-// overlay's own Create accepts).
-func validEntryPath(rel string) bool {
-	return rel != "" && rel != "." && rel != ".." && !strings.HasPrefix(rel, "/") && !strings.HasPrefix(rel, "../") &&
-		strings.IndexByte(rel, 0) < 0 && path.Clean(rel) == rel
-}
-
 func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 	rel := e.Path
 	if rel == "." && e.Type == EntryDir && !e.Opaque {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		l.paths.Set("", l.withAttrs(kindDir, meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}, ""))
+		l.setEntry("", l.withAttrs(kindDir, meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}, ""))
 		return nil
 	}
-	if !validEntryPath(rel) {
+	if !relpath.Below(rel) {
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}
 	if e.LinkTo != "" {
@@ -207,7 +198,7 @@ func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 			l.dependReplacedLocked(rel, visible)
 			l.deleteTreeLocked(rel)
 		}
-		l.paths.Set(rel, ne)
+		l.setEntry(rel, ne)
 	case EntryFile:
 		l.dependReplacedLocked(rel, visible)
 		l.deleteTreeLocked(rel)
@@ -215,18 +206,18 @@ func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 		if ext != nil {
 			b.lazySrc = &lazySrc{ext: ext, size: e.Size}
 		}
-		l.paths.Set(rel, entry{kind: kindFile, ino: l.newBlobLocked(b)})
+		l.setEntry(rel, entry{kind: kindFile, ino: l.newBlobLocked(b)})
 	case EntrySymlink:
 		l.dependReplacedLocked(rel, visible)
 		l.deleteTreeLocked(rel)
-		l.paths.Set(rel, l.withAttrs(kindSymlink, m, e.Target))
+		l.setEntry(rel, l.withAttrs(kindSymlink, m, e.Target))
 	case EntryFIFO, EntrySocket:
 		k := kindFIFO
 		if e.Type == EntrySocket {
 			k = kindSocket
 		}
 		l.deleteTreeLocked(rel)
-		l.paths.Set(rel, l.withAttrs(k, m, ""))
+		l.setEntry(rel, l.withAttrs(k, m, ""))
 	default:
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}
@@ -239,6 +230,12 @@ func (l *layer) nodeAtLocked(rel string) node {
 	if rel == "" {
 		n, _ := l.rootNode()
 		return n
+	}
+	// An opaque directory of the layer shows nothing of the lower, whatever
+	// its ancestors (which the layer only holds entries under): walking
+	// them would cost O(depth) lookups per entry of a deep new tree.
+	if e, ok := l.paths.Get(rel); ok && e.kind == kindDir && e.opaque {
+		return node{kind: kindDir, layer: true, e: e}
 	}
 	pn := l.nodeAtLocked(parent(rel))
 	if pn.kind != kindDir {

@@ -2,8 +2,10 @@ package overlayfs
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -57,6 +59,16 @@ func (specialFileError) Is(target error) bool { return target == errors.ErrUnsup
 // undoes that commit.
 var ErrInterruptedCommit = errors.New("overlayfs: interrupted commit")
 
+// ErrCommitInProgress is wrapped by the error of Recover on a root where a
+// Commit (in this process or another) holds the commit lock: its journal is
+// not interrupted, only unfinished. It matches [syscall.EBUSY] too.
+var ErrCommitInProgress error = commitBusyError{}
+
+type commitBusyError struct{}
+
+func (commitBusyError) Error() string        { return "overlayfs: a commit is in progress on the root" }
+func (commitBusyError) Is(target error) bool { return target == syscall.EBUSY }
+
 // errOtherRoot is the error of a write that a name inside one root of an
 // Fs reaches into another root (WithRoot) through a symlink or an alias:
 // that root's layer is written only through names the Fs gives to it, so
@@ -74,11 +86,59 @@ func (otherRootError) Is(target error) bool {
 	return target == ErrOutsideRoot || target == fs.ErrPermission
 }
 
+// errOutsideRead is the error of a read outside the root under
+// DenyOutsideReads. It matches ErrOutsideRoot (and fs.ErrPermission) but
+// says what was refused: a read, not a write.
+var errOutsideRead error = outsideReadError{}
+
+type outsideReadError struct{}
+
+func (outsideReadError) Error() string { return "read outside the overlay root (DenyOutsideReads)" }
+
+func (outsideReadError) Is(target error) bool {
+	return target == ErrOutsideRoot || target == fs.ErrPermission
+}
+
+// outsideErr is the error of an open outside the root that the policy
+// refuses: a read's under DenyOutsideReads, a write's otherwise.
+func outsideErr(flag int) error {
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) == 0 {
+		return errOutsideRead
+	}
+	return ErrOutsideRoot
+}
+
 type outsideRootError struct{}
 
 func (outsideRootError) Error() string { return "write outside the overlay root" }
 
 func (outsideRootError) Is(target error) bool { return target == fs.ErrPermission }
+
+// outsideErr is the error of op on name, outside the root under the
+// default policy. For a relative name, most often a test that writes
+// "gen.txt" from the package directory, the error says where the name was
+// taken from, the root, and how to name a file in it; it matches
+// ErrOutsideRoot and fs.ErrPermission all the same.
+func (l *layer) outsideErr(op, name string) error {
+	if filepath.IsAbs(name) {
+		return pathErr(op, name, ErrOutsideRoot)
+	}
+	cwd, _ := os.Getwd()
+	return pathErr(op, name, relOutsideError{cwd: cwd, root: l.root})
+}
+
+// relOutsideError is ErrOutsideRoot for a relative name.
+type relOutsideError struct{ cwd, root string }
+
+func (e relOutsideError) Error() string {
+	return fmt.Sprintf("write outside the overlay root: a relative name is taken from the working directory %s, "+
+		"not from the root %s; name the file under the root (filepath.Join(root, name); in a test env.Path(name) "+
+		"or env.Root()), or start the test in the root (helpers.Chdir())", e.cwd, e.root)
+}
+
+func (relOutsideError) Is(target error) bool {
+	return target == ErrOutsideRoot || target == fs.ErrPermission
+}
 
 // errNegativeOffset is what os says for ReadAt/WriteAt at a negative offset;
 // it also matches syscall.EINVAL.

@@ -106,3 +106,37 @@ func ExampleRecover() {
 	fmt.Print(string(data))
 	// Output: done
 }
+
+// Two Fs values (in one process or two) commit over the same root: the
+// commit lock makes the second check the tree the first left, so it
+// reports the conflict instead of losing the first one's line. Recover,
+// run while a commit holds the lock, would refuse with
+// ErrCommitInProgress.
+func ExampleFs_Commit_twoCommitters() {
+	root, err := os.MkdirTemp("", "cowfs-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(root)
+	counter := filepath.Join(root, "counter")
+	os.WriteFile(counter, []byte("base\n"), 0o644)
+	a, _ := overlayfs.New(root)
+	b, _ := overlayfs.New(root)
+	for _, c := range []struct {
+		fsys *overlayfs.Fs
+		line string
+	}{{a, "A\n"}, {b, "B\n"}} {
+		data, _ := afero.ReadFile(c.fsys, counter)
+		afero.WriteFile(c.fsys, counter, append(data, c.line...), 0o644)
+	}
+	fmt.Println("A:", a.Commit())
+	err = b.Commit()
+	fmt.Println("B conflicts:", errors.Is(err, overlayfs.ErrConflict))
+	data, _ := os.ReadFile(counter)
+	fmt.Print(string(data))
+	// Output:
+	// A: <nil>
+	// B conflicts: true
+	// base
+	// A
+}

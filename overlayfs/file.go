@@ -179,19 +179,23 @@ func (h *file) Write(p []byte) (int, error) {
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
+	p, full := h.quotaWrite(p, h.off, h.appends()) // WithQuota: what fits
+	if len(p) == 0 && full != nil {
+		return 0, full
+	}
 	b, done, err := h.writeContent(p, h.off, h.appends())
 	switch {
 	case err != nil:
 		return 0, fixErr("write", h.name, err)
 	case done:
 		h.off = b.len()
-		return len(p), nil
+		return len(p), full
 	}
 	if h.appends() && len(p) > 0 {
 		h.off = int64(len(b.data)) // write(2) of nothing does not move to the end
 	}
 	h.off = h.fs.writeAt(b, p, h.off)
-	return len(p), nil
+	return len(p), full
 }
 
 // writeContent returns the content to write p into at off, owned and
@@ -229,12 +233,21 @@ func (h *file) WriteAt(p []byte, off int64) (int, error) {
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
+	p, full := h.quotaWrite(p, off, false) // WithQuota: what fits
+	if len(p) == 0 {
+		return 0, full
+	}
 	b, done, err := h.writeContent(p, off, false)
 	if err != nil {
 		return 0, fixErr("write", h.name, err)
 	}
 	if !done {
 		h.fs.writeAt(b, p, off)
+	}
+	if full != nil {
+		// As os.File.WriteAt: the bytes are written, but it drops the
+		// count of a pwrite cut short by an error.
+		return 0, full
 	}
 	return len(p), nil
 }
@@ -299,6 +312,7 @@ func (h *file) Truncate(size int64) error {
 	if err != nil {
 		return fixErr("truncate", h.name, err)
 	}
+	h.quotaResize(b.len(), size)
 	b.resize(size)
 	b.mtime = h.fs.now()
 	return nil
@@ -902,34 +916,77 @@ func (o *osFile) asDir() (*dir, error) {
 }
 
 // io.Copy between handles does what it does between *os.File handles on
-// Linux. Unless the destination appends, its ReadFrom tries
-// copy_file_range, which fails before a byte is read when either handle is
-// closed (ErrClosed), either is a directory (EISDIR), the destination is
-// not writable or the source not readable (EBADF); otherwise, and from any
-// other reader, it is a plain copy, which fails at the first write.
+// Linux (os's File.ReadFrom and File.WriteTo, zero_copy_linux.go and
+// internal/poll's CopyFileRange). Unless the destination appends, its
+// ReadFrom tries copy_file_range when the reader is a handle (or a
+// *io.LimitedReader of one, whose limit it honours: a limit of 0 copies
+// nothing and reads nothing). That fails before a byte is read: with
+// ErrClosed when either handle is closed, EISDIR when either is a
+// directory, EBADF when the source cannot be read or the destination
+// cannot be written; where either end is not a regular file (a FIFO, a
+// device) it falls back to a plain copy. The plain copy, what every other
+// case does, fails at the first read or write that fails.
 
-// copySource is a handle as the source of a copy: only its Read shows, and
-// what copy_file_range looks at.
-type copySource struct {
-	io.Reader
-	closed, isDir, readable bool
+// copyEnd is a handle as one end of a copy: what copy_file_range looks
+// at.
+type copyEnd interface {
+	copyState() (closed bool, mode fs.FileMode, readable, writable, appends bool)
 }
 
-// copyCheck returns the error copy_file_range gives for a copy into a
-// handle from r, or nil where os copies (or falls back to a plain copy).
-func copyCheck(closed, isDir, writable, appnd bool, r io.Reader) error {
-	src, ok := r.(copySource)
-	switch {
-	case appnd || !ok:
-		return nil
-	case closed || src.closed:
-		return os.ErrClosed
-	case isDir || src.isDir:
-		return errIsDir
-	case !writable || !src.readable:
-		return errBadFd
+// copySource is a handle as the source of a copy: only its Read shows (as
+// os's fileWithoutWriteTo), and what copy_file_range looks at.
+type copySource struct {
+	io.Reader
+	end copyEnd
+}
+
+func (s copySource) copyState() (bool, fs.FileMode, bool, bool, bool) { return s.end.copyState() }
+
+// copyRange returns what copy_file_range decides for a copy from r into
+// dst: handled with the error it gives (nil for a limit of 0), or not
+// handled, where the plain copy gives what copy_file_range would.
+func copyRange(dst copyEnd, r io.Reader) (handled bool, err error) {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if lr.N <= 0 {
+			return true, nil
+		}
+		r = lr.R
 	}
-	return nil
+	src, ok := r.(copyEnd)
+	if !ok {
+		return false, nil
+	}
+	sclosed, smode, sreadable, _, _ := src.copyState()
+	dclosed, dmode, _, dwritable, _ := dst.copyState()
+	switch {
+	case dclosed || sclosed:
+		return true, os.ErrClosed
+	case smode.IsDir() || dmode.IsDir():
+		return true, os.NewSyscallError("copy_file_range", errIsDir)
+	case !smode.IsRegular() || !dmode.IsRegular():
+		return false, nil
+	case !sreadable || !dwritable:
+		return true, os.NewSyscallError("copy_file_range", errBadFd)
+	}
+	return false, nil
+}
+
+// readFrom is ReadFrom of the handle dst (written through w, named name).
+func readFrom(dst copyEnd, w io.Writer, name string, r io.Reader) (int64, error) {
+	if _, _, _, _, appnd := dst.copyState(); !appnd {
+		if handled, err := copyRange(dst, r); handled {
+			if err != nil {
+				return 0, pathErr("write", name, err)
+			}
+			return 0, nil
+		}
+	}
+	return io.Copy(plainWriter{w}, r)
+}
+
+// writeTo is WriteTo of the handle src (read through r).
+func writeTo(src copyEnd, r io.Reader, w io.Writer) (int64, error) {
+	return io.Copy(w, copySource{Reader: plainReader{r}, end: src})
 }
 
 // plainWriter hides a handle's ReadFrom from io.Copy.
@@ -938,58 +995,43 @@ type plainWriter struct{ io.Writer }
 // plainReader hides a handle's WriteTo from io.Copy.
 type plainReader struct{ io.Reader }
 
-func (h *file) isClosed() bool {
+func (h *file) copyState() (bool, fs.FileMode, bool, bool, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.closed
+	return h.closed, 0, h.readable(), h.writable(), h.appends()
 }
 
 // ReadFrom implements io.ReaderFrom as *os.File does.
-func (h *file) ReadFrom(r io.Reader) (int64, error) {
-	if err := copyCheck(h.isClosed(), false, h.writable(), h.appends(), r); err != nil {
-		return 0, pathErr("write", h.name, err)
-	}
-	return io.Copy(plainWriter{h}, r)
-}
+func (h *file) ReadFrom(r io.Reader) (int64, error) { return readFrom(h, h, h.name, r) }
 
 // WriteTo implements io.WriterTo as *os.File does.
-func (h *file) WriteTo(w io.Writer) (int64, error) {
-	return io.Copy(w, copySource{Reader: plainReader{h}, closed: h.isClosed(), readable: h.readable()})
-}
+func (h *file) WriteTo(w io.Writer) (int64, error) { return writeTo(h, h, w) }
 
-func (d *dir) isClosed() bool {
+func (d *dir) copyState() (bool, fs.FileMode, bool, bool, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.closed
+	return d.closed, fs.ModeDir, true, false, d.appnd
 }
 
 // ReadFrom implements io.ReaderFrom as *os.File does on a directory.
-func (d *dir) ReadFrom(r io.Reader) (int64, error) {
-	if err := copyCheck(d.isClosed(), true, false, d.appnd, r); err != nil {
-		return 0, pathErr("write", d.name, err)
-	}
-	return io.Copy(plainWriter{d}, r)
-}
+func (d *dir) ReadFrom(r io.Reader) (int64, error) { return readFrom(d, d, d.name, r) }
 
 // WriteTo implements io.WriterTo as *os.File does on a directory.
-func (d *dir) WriteTo(w io.Writer) (int64, error) {
-	return io.Copy(w, copySource{Reader: plainReader{d}, closed: d.isClosed(), isDir: true, readable: true})
+func (d *dir) WriteTo(w io.Writer) (int64, error) { return writeTo(d, d, w) }
+
+func (o *osFile) copyState() (bool, fs.FileMode, bool, bool, bool) {
+	fi, err := o.File.Stat()
+	var mode fs.FileMode
+	if err == nil {
+		mode = fi.Mode().Type()
+	}
+	acc := o.flag & (os.O_WRONLY | os.O_RDWR)
+	return errors.Is(err, os.ErrClosed), mode, acc != os.O_WRONLY, acc != 0, o.flag&os.O_APPEND != 0
 }
 
 // ReadFrom implements io.ReaderFrom as *os.File does.
-func (o *osFile) ReadFrom(r io.Reader) (int64, error) {
-	fi, err := o.File.Stat()
-	closed := errors.Is(err, os.ErrClosed)
-	if err := copyCheck(closed, err == nil && fi.IsDir(), o.flag&(os.O_WRONLY|os.O_RDWR) != 0, o.flag&os.O_APPEND != 0, r); err != nil {
-		return 0, pathErr("write", o.name, err)
-	}
-	return io.Copy(plainWriter{o}, r)
-}
+func (o *osFile) ReadFrom(r io.Reader) (int64, error) { return readFrom(o, o, o.name, r) }
 
 // WriteTo implements io.WriterTo, reading through the handle's own Read
 // (which follows a copy-up made elsewhere).
-func (o *osFile) WriteTo(w io.Writer) (int64, error) {
-	fi, err := o.File.Stat()
-	readable := o.flag&(os.O_WRONLY|os.O_RDWR) != os.O_WRONLY
-	return io.Copy(w, copySource{Reader: plainReader{o}, closed: errors.Is(err, os.ErrClosed), isDir: err == nil && fi.IsDir(), readable: readable})
-}
+func (o *osFile) WriteTo(w io.Writer) (int64, error) { return writeTo(o, o, w) }

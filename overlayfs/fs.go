@@ -59,6 +59,8 @@ type layer struct {
 	opened map[uint64]int  // open handle count per file identity
 	bound  bindings        // where open handles are (the strings change under mu)
 	orphan map[uint64]bool // identities unlinked while open
+
+	q quotaState // what WithQuota counts (quota.go), under mu
 }
 
 // family is shared by an Fs, its forks and its extra roots: generations
@@ -85,6 +87,8 @@ type options struct {
 	outsideReads  bool
 	umask         fs.FileMode
 	umaskSet      bool
+	quota         quota                       // WithQuota (quota.go)
+	faults        func(op, name string) error // WithFaults (faults.go)
 }
 
 // Option configures New.
@@ -159,7 +163,7 @@ func canonRoot(root string) (string, error) {
 		abs = filepath.Join(wd, root)
 	}
 	if journal, ok := plainDir(abs, journalName); ok {
-		if journal {
+		if journal && !liveJournal(abs) {
 			return "", interruptedErr("overlayfs.New", root)
 		}
 		return abs, nil
@@ -197,6 +201,7 @@ func (l *layer) resetLocked() {
 	l.deps = btree.NewMap[string, dep](32)
 	l.links.names = nil            // made at the first link
 	l.copied, l.copyIno = nil, nil // made at the first copy-up
+	l.q = quotaState{}
 	l.hmu.Lock()
 	l.bound, l.opened, l.orphan = bindings{}, nil, nil // made at the first use
 	l.hmu.Unlock()

@@ -15,8 +15,9 @@ import (
 
 // journalName is the directory, directly in the root, where Commit stages
 // the new contents and writes its intent, and where Recover and New look
-// for an unfinished commit. Its fixed name makes it a lock as well: a
-// second commit on the same root cannot start while one is unfinished.
+// for an unfinished commit. Only a holder of the root's commit lock (see
+// lockRoot) makes or removes it: a journal seen while nobody holds the lock
+// is an interrupted commit's.
 const journalName = ".cowfs-commit"
 
 // journalFormat names the intent format; Recover refuses any other.
@@ -69,6 +70,7 @@ type journal struct {
 	n      int             // last staging number used
 	synced map[string]bool // directories to fsync at the end of a phase
 	hook   faultHook
+	mtime  time.Time // the root's before the journal was made; restored by abort when set
 }
 
 // osName is the name os.Root takes for a root-relative slash path.
@@ -86,6 +88,9 @@ func openJournal(root string, hook faultHook) (*journal, error) {
 		return nil, err
 	}
 	j := &journal{rt: rt, in: intent{Format: journalFormat}, synced: map[string]bool{}, hook: hook}
+	if fi, err := rt.Stat("."); err == nil {
+		j.mtime = fi.ModTime()
+	}
 	if err := rt.Mkdir(journalName, 0o700); err != nil {
 		rt.Close()
 		if errors.Is(err, fs.ErrExist) {
@@ -115,9 +120,27 @@ func interruptedErr(op, root string) error {
 func checkJournal(op, name, root string) (isDir bool, err error) {
 	_, err = os.Lstat(filepath.Join(root, journalName))
 	if err == nil {
+		if liveJournal(root) {
+			return true, nil
+		}
 		return true, interruptedErr(op, name)
 	}
 	return errno(err) == errNoEnt, nil
+}
+
+// liveJournal reports whether the journal found in root belonged to a
+// commit in progress, which it waits out: a commit holds the root's lock
+// until its journal is gone, and a journal still there once the lock is
+// free has lost its owner. Cost: an open and a flock, only where a
+// journal was seen.
+func liveJournal(root string) bool {
+	lock, err := lockRoot(root, false, true)
+	if err != nil {
+		return false
+	}
+	defer lock.unlock()
+	_, err = os.Lstat(filepath.Join(root, journalName))
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func (j *journal) fault(op, rel string) error {
@@ -429,11 +452,13 @@ func (j *journal) finish() error {
 	if err := syncDir(j.rt, journalName); err != nil {
 		return err
 	}
+	j.mtime = time.Time{} // the commit's own changes to the root stand
 	return j.abort()
 }
 
 // abort removes the journal without applying it (before the commit point,
-// the tree was never touched) and closes the root.
+// the tree was never touched), puts back the root's modification time when
+// the journal knows it, and closes the root.
 func (j *journal) abort() error {
 	defer j.rt.Close()
 	// The stage may hold directories without write permission for their
@@ -441,6 +466,11 @@ func (j *journal) abort() error {
 	unlockTree(j.rt, journalName)
 	if err := j.rt.RemoveAll(journalName); err != nil {
 		return err
+	}
+	if !j.mtime.IsZero() {
+		// A commit that wrote nothing leaves no trace, not even in the
+		// root's modification time.
+		j.rt.Chtimes(".", time.Time{}, j.mtime)
 	}
 	return syncDir(j.rt, "")
 }
@@ -467,7 +497,9 @@ func unlockTree(rt *os.Root, rel string) {
 // the journal is gone afterwards. Recover is idempotent: it can itself be
 // interrupted and run again. Without a journal it does nothing.
 //
-// Recover must not run while a Commit on the same root is in progress.
+// Recover takes the root's commit lock: while a Commit (of this process or
+// another) holds it, Recover changes nothing and returns an error wrapping
+// [ErrCommitInProgress].
 func Recover(root string) error {
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -481,6 +513,11 @@ func Recover(root string) error {
 }
 
 func recoverRoot(root string, hook faultHook) error {
+	lock, err := lockRoot(root, true, false)
+	if err != nil {
+		return fixErr("recover", root, err)
+	}
+	defer lock.unlock()
 	rt, err := os.OpenRoot(root)
 	if err != nil {
 		return fixErr("recover", root, err)

@@ -10,7 +10,7 @@ func (l *layer) deleteTreeLocked(rel string) {
 		return true
 	})
 	for _, k := range keys {
-		if e, ok := l.paths.Delete(k); ok {
+		if e, ok := l.deleteEntry(k); ok {
 			l.dropNameLocked(e)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/tidwall/btree"
+
+	"github.com/cowfs/cowfs/internal/relpath"
 )
 
 // linkState is what a layer knows of hard links.
@@ -133,8 +135,8 @@ func (l *layer) link(oldname, newname, absOld, absNew string) error {
 	if err != nil {
 		return asLinkErr("link", oldname, newname, err)
 	}
-	l.paths.Set(lo.rel, e)
-	l.paths.Set(ln.rel, e)
+	l.setEntry(lo.rel, e)
+	l.setEntry(ln.rel, e)
 	l.addNameLocked(e)
 	return nil
 }
@@ -267,7 +269,7 @@ func (l *layer) copyUpLinkedLocked(rel string, n node) (entry, error) {
 	if err != nil {
 		return entry{}, err
 	}
-	l.paths.Set(rel, e)
+	l.setEntry(rel, e)
 	names := uint32(1)
 	key, _ := lowerLinkID(n.fi)
 	for _, p := range l.lowerNamesLocked(key) {
@@ -282,7 +284,7 @@ func (l *layer) copyUpLinkedLocked(rel string, n node) (entry, error) {
 		if e.kind == kindFile {
 			l.copied[p] = e.ino // read handles opened on p follow too
 		}
-		l.paths.Set(p, e)
+		l.setEntry(p, e)
 		names++
 	}
 	if names > 1 {
@@ -443,7 +445,7 @@ func (l *layer) relinkLocked(e entry) {
 		return true
 	})
 	for _, k := range keys {
-		l.paths.Set(k, e)
+		l.setEntry(k, e)
 	}
 }
 
@@ -470,7 +472,7 @@ func (l *layer) linkFirstLocked(k string, e entry, first *map[uint64]string) str
 // must be of the entry's type.
 func (l *layer) putLink(e LayerEntry) error {
 	rel := e.Path
-	if !validEntryPath(e.LinkTo) || e.LinkTo == rel {
+	if !relpath.Below(e.LinkTo) || e.LinkTo == rel {
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}
 	l.mu.Lock()
@@ -491,7 +493,7 @@ func (l *layer) putLink(e LayerEntry) error {
 	if err != nil {
 		return pathErr("put", e.Path, err)
 	}
-	l.paths.Set(e.LinkTo, se)
+	l.setEntry(e.LinkTo, se)
 	cur, err := l.lookup(rel, pn.under)
 	if err != nil {
 		return pathErr("put", e.Path, err)
@@ -502,7 +504,7 @@ func (l *layer) putLink(e LayerEntry) error {
 	if cur.exists() {
 		l.unlinkLocked(rel, pn.under, cur)
 	}
-	l.paths.Set(rel, se)
+	l.setEntry(rel, se)
 	l.addNameLocked(se)
 	return nil
 }

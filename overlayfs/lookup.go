@@ -26,7 +26,8 @@ type lowerCache struct {
 	// the resolver found them walking: with the layer's entry-free
 	// directories (dirStates), the resolver's fast path (see fastLoc).
 	root   lowerDir
-	chains sync.Map // rel -> *lowerDir
+	chains sync.Map                 // rel -> *lowerDir
+	last   atomic.Pointer[lowerDir] // the record last found in chains: a run of names in one directory costs no hashing
 
 	// meta holds the metadata of lower directories in which entries were
 	// created (what a new entry inherits from a setgid directory).
@@ -43,6 +44,7 @@ type lowerCache struct {
 // of the directory for a reader (readdir) replaces the names: a lookup
 // never denies a name a listing showed (issue 23, a changed lower).
 type lowerDir struct {
+	dir    string
 	names  atomic.Pointer[map[string]struct{}]
 	misses atomic.Int32
 }
@@ -198,8 +200,13 @@ func (c *lowerCache) dir(rel string) *lowerDir {
 	if rel == "" {
 		return &c.root
 	}
+	if d := c.last.Load(); d != nil && d.dir == rel {
+		return d
+	}
 	if v, ok := c.chains.Load(rel); ok {
-		return v.(*lowerDir)
+		d := v.(*lowerDir)
+		c.last.Store(d)
+		return d
 	}
 	return nil
 }
@@ -208,7 +215,8 @@ func (c *lowerCache) dir(rel string) *lowerDir {
 // directories.
 func (c *lowerCache) sawChain(rel string) {
 	if c.dir(rel) == nil {
-		c.chains.LoadOrStore(strings.Clone(rel), new(lowerDir)) // rel may be a slice of a whole name
+		rel = strings.Clone(rel) // it may be a slice of a whole name
+		c.chains.LoadOrStore(rel, &lowerDir{dir: rel})
 	}
 }
 

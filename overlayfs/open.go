@@ -35,8 +35,12 @@ func (f *Fs) Create(name string) (afero.File, error) {
 // touched opens read-only on the lower (blocking for a writer, as os
 // does); any other open of a FIFO fails with ErrSpecialFile.
 func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, error) {
+	if err := f.fault("open", name); err != nil {
+		return nil, err
+	}
 	g, abs := f.pick(name)
-	return g.openFile(name, abs, flag, perm)
+	h, err := g.openFile(name, abs, flag, perm)
+	return f.faulty(h, name, err)
 }
 
 func (l *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
@@ -88,14 +92,19 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 	} else {
 		at, ok, err = l.writeLoc("open", name, abs, true)
 	}
-	if !ok {
-		if err == nil {
-			fh, err := os.OpenFile(at.host, flag, perm)
-			if err != nil {
-				return nil, fixErr("", name, err)
+	for tries := 0; !ok && err == nil; tries++ {
+		// Outside (see outside_linux.go): a symlink found where the
+		// resolution saw none is resolved again, followed.
+		fh, relook, oerr := openOutside(at.host, flag, perm)
+		if !relook || tries == maxRelook {
+			if oerr != nil {
+				return nil, fixErr("", name, oerr)
 			}
 			return &osFile{File: fh, name: name, flag: flag}, nil
 		}
+		at, ok, err = l.writeLoc("open", name, abs, true)
+	}
+	if !ok {
 		return nil, err
 	}
 	if at.dirOnly && flag&os.O_CREATE != 0 {
@@ -148,6 +157,9 @@ func (l *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint
 	if !n.exists() {
 		m := l.newMeta(perm & permBits &^ l.creator().umask)
 		l.inheritLocked(rel, &m, false)
+		if err := l.inodeQuotaLocked(); err != nil {
+			return 0, nil, err
+		}
 		b := &blob{meta: m}
 		ino := l.newBlobLocked(b)
 		l.paths.Set(rel, entry{kind: kindFile, ino: ino})
@@ -173,6 +185,7 @@ func (l *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint
 // shared one is replaced, its content not copied. Handles on ino read the
 // blob of the layer, so none still sees the old bytes, as with one inode.
 func (l *layer) truncLocked(ino uint64, b *blob) *blob {
+	l.resizeQuotaLocked(ino, b.len(), 0)
 	if b.gen != l.gen {
 		b = &blob{meta: b.meta, gen: l.gen}
 		l.blobs.Set(ino, b)
@@ -194,7 +207,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return nil, pathErr("open", name, ErrOutsideRoot)
+			return nil, pathErr("open", name, outsideErr(flag))
 		}
 		fh, err := os.OpenFile(at.host, flag, 0)
 		if err != nil {
@@ -219,7 +232,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return nil, pathErr("open", name, ErrOutsideRoot)
+			return nil, pathErr("open", name, outsideErr(flag))
 		}
 		fh, err := os.OpenFile(at.host, flag, 0)
 		if err != nil {

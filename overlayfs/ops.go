@@ -11,12 +11,18 @@ import (
 
 // Stat returns the FileInfo of name, following symlinks, as os.Stat does.
 func (f *Fs) Stat(name string) (fs.FileInfo, error) {
+	if err := f.fault("stat", name); err != nil {
+		return nil, err
+	}
 	g, abs := f.pick(name)
 	return g.stat("stat", name, abs, true)
 }
 
 // Lstat returns the FileInfo of name without following a final symlink.
 func (f *Fs) Lstat(name string) (fs.FileInfo, error) {
+	if err := f.fault("lstat", name); err != nil {
+		return nil, err
+	}
 	g, abs := f.pick(name)
 	return g.stat("lstat", name, abs, false)
 }
@@ -44,7 +50,7 @@ func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, err
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return nil, pathErr(op, name, ErrOutsideRoot)
+			return nil, pathErr(op, name, errOutsideRead)
 		}
 		stat := os.Lstat
 		if follow {
@@ -102,13 +108,16 @@ func (l *layer) checkWrite(op, name string, at loc, err error) (loc, bool, error
 	case at.other != 0:
 		return at, false, pathErr(op, name, errOtherRoot)
 	case !l.opts.outsideWrites:
-		return at, false, pathErr(op, name, ErrOutsideRoot)
+		return at, false, l.outsideErr(op, name)
 	}
 	return at, false, nil
 }
 
 // Mkdir creates a directory in the layer.
 func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
+	if err := f.fault("mkdir", name); err != nil {
+		return err
+	}
 	g, abs := f.pick(name)
 	return g.mkdir(name, abs, perm)
 }
@@ -119,7 +128,7 @@ func (l *layer) mkdir(name, abs string, perm fs.FileMode) error {
 	at, ok, err := l.writeEntryLoc("mkdir", name, abs)
 	if !ok {
 		if err == nil {
-			err = fixErr("", name, os.Mkdir(at.host, perm))
+			err = fixErr("", name, entryOutside(at.host, func(p string) error { return os.Mkdir(p, perm) }))
 		}
 		return err
 	}
@@ -140,7 +149,10 @@ func (l *layer) mkdir(name, abs string, perm fs.FileMode) error {
 	l.inheritLocked(at.rel, &m, true)
 	e := l.withAttrs(kindDir, m, "")
 	e.opaque = true
-	l.paths.Set(at.rel, e)
+	if err := l.inodeQuotaLocked(); err != nil {
+		return nameErr("mkdir", name, err)
+	}
+	l.setEntry(at.rel, e)
 	return nil
 }
 
@@ -214,6 +226,9 @@ func (f *Fs) MkdirAll(path string, perm fs.FileMode) error {
 // SymlinkIfPossible implements afero.Linker: it creates newname as a
 // symlink to oldname in the layer.
 func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
+	if err := f.faultLink("symlink", oldname, newname); err != nil {
+		return err
+	}
 	g, abs := f.pick(newname)
 	return g.symlink(oldname, newname, abs)
 }
@@ -224,7 +239,7 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 	at, ok, err := l.writeEntryLoc("symlink", newname, abs)
 	if !ok {
 		if err == nil {
-			return asLinkErr("symlink", oldname, newname, os.Symlink(oldname, at.host))
+			return asLinkErr("symlink", oldname, newname, entryOutside(at.host, func(p string) error { return os.Symlink(oldname, p) }))
 		}
 		return asLinkErr("symlink", oldname, newname, err)
 	}
@@ -249,12 +264,18 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 	}
 	m := l.newMeta(fs.ModePerm)
 	l.inheritLocked(at.rel, &m, false)
-	l.paths.Set(at.rel, l.withAttrs(kindSymlink, m, oldname))
+	if err := l.symlinkQuotaLocked(oldname); err != nil {
+		return asLinkErr("symlink", oldname, newname, err)
+	}
+	l.setEntry(at.rel, l.withAttrs(kindSymlink, m, oldname))
 	return nil
 }
 
 // ReadlinkIfPossible implements afero.LinkReader.
 func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
+	if err := f.fault("readlink", name); err != nil {
+		return "", err
+	}
 	g, abs := f.pick(name)
 	return g.readlink(name, abs)
 }
@@ -268,7 +289,7 @@ func (l *layer) readlink(name, abs string) (string, error) {
 	}
 	if !at.inside {
 		if !l.opts.outsideReads {
-			return "", pathErr("readlink", name, ErrOutsideRoot)
+			return "", pathErr("readlink", name, errOutsideRead)
 		}
 		t, err := os.Readlink(at.host)
 		return t, fixErr("", name, err)
@@ -329,6 +350,9 @@ func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
 }
 
 func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(m *meta, isDir bool)) error {
+	if err := f.fault(op, name); err != nil {
+		return err
+	}
 	g, abs := f.pick(name)
 	return g.setMeta(op, name, abs, outside, set)
 }
@@ -337,10 +361,14 @@ func (l *layer) setMeta(op, name, abs string, outside func(host string) error, s
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at, ok, err := l.writeLoc(op, name, abs, true)
-	if !ok {
-		if err == nil {
-			err = fixErr("", name, outside(at.host))
+	for tries := 0; !ok && err == nil; tries++ {
+		relook, oerr := metaOutside(at.host, outside)
+		if !relook || tries == maxRelook {
+			return fixErr(op, name, oerr)
 		}
+		at, ok, err = l.writeLoc(op, name, abs, true)
+	}
+	if !ok {
 		return err
 	}
 	n, err := l.final(at)
@@ -368,7 +396,7 @@ func (l *layer) setMeta(op, name, abs string, outside func(host string) error, s
 		e.attrs = &a
 		l.relinkLocked(e)
 	}
-	l.paths.Set(at.rel, e)
+	l.setEntry(at.rel, e)
 	return nil
 }
 
@@ -380,6 +408,9 @@ func (l *layer) newMeta(perm fs.FileMode) meta {
 
 // Remove removes a file, symlink or empty directory, as os.Remove.
 func (f *Fs) Remove(name string) error {
+	if err := f.fault("remove", name); err != nil {
+		return err
+	}
 	g, abs := f.pick(name)
 	return g.remove(name, abs)
 }
@@ -393,7 +424,7 @@ func (l *layer) remove(name, abs string) error {
 			if l.reachesRoot(at.host, false) { // an ancestor is never empty: os says ENOTEMPTY
 				return pathErr("remove", name, errRootBusy)
 			}
-			err = fixErr("", name, os.Remove(at.host))
+			err = fixErr("", name, entryOutside(at.host, os.Remove))
 		}
 		return err
 	}
@@ -437,6 +468,9 @@ func (l *layer) remove(name, abs string) error {
 // RemoveAll removes name and everything below it, as os.RemoveAll: a
 // missing name is not an error.
 func (f *Fs) RemoveAll(name string) error {
+	if err := f.fault("remove", name); err != nil {
+		return err
+	}
 	g, abs := f.pick(name)
 	return g.removeAll(name, abs)
 }
@@ -459,10 +493,12 @@ func (l *layer) removeAll(name, abs string) error {
 	at, ok, err := l.writeLoc("unlinkat", trimmed, abs, false)
 	if !ok {
 		switch {
-		case err == nil && l.reachesRoot(at.host, true):
+		case err == nil && (l.reachesRoot(at.host, true) || l.treeHoldsRoot(at.host)):
+			// Refused before anything is removed: the tree holds a root
+			// or an alias of one (a bind mount), which os would empty.
 			return pathErr("unlinkat", name, errRootBusy)
 		case err == nil:
-			return fixErr("", name, os.RemoveAll(at.host))
+			return fixErr("", name, entryOutside(at.host, os.RemoveAll))
 		case errno(err) == errNoEnt:
 			return nil
 		case errno(err) != 0:
@@ -600,5 +636,5 @@ func (l *layer) whiteoutLocked(rel string, visible bool, n node, walked bool) {
 	if low.kind == kindDir && !walked {
 		l.dependBelowLocked(rel)
 	}
-	l.paths.Set(rel, entry{kind: kindWhiteout})
+	l.setEntry(rel, entry{kind: kindWhiteout})
 }

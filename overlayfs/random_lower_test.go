@@ -29,8 +29,8 @@ import (
 // compares each answer with both copies. Writes (creating new files) go to
 // the layer and to both copies.
 //
-// COWFS_DIFF_SEQS sets the number of sequences (default 300, as the
-// random differential).
+// COWFS_DIFF_SEQS sets the number of sequences (default 100: a second or
+// two).
 
 // lowerChanges change a tree under its root dir.
 var lowerChanges = []func(dir string) error{
@@ -76,7 +76,7 @@ func lowerList(fsys afero.Fs, name string) string {
 }
 
 func TestRandomChangedLower(t *testing.T) {
-	seqs := envInt("COWFS_DIFF_SEQS", 300)
+	seqs := envInt("COWFS_DIFF_SEQS", 100)
 	for seed := range seqs {
 		randChangedLower(t, uint64(seed))
 		if t.Failed() {

@@ -348,7 +348,7 @@ func (g *randGen) op1() op {
 	case 17:
 		dst, src := g.slot(), g.slot()
 		g.opens = fmt.Sprintf("\x03%d%d", dst, src)
-		return copyOp(dst, src)
+		return copyOpKind(dst, src, g.r.IntN(5), int64(g.r.IntN(6)))
 	case 18:
 		return readFromOp(g.slot(), g.pick(randData))
 	case 19:
@@ -478,6 +478,49 @@ func copyOp(dst, src int) op {
 		}
 		n, err := io.Copy(d, s)
 		return e.res(e.dirReadErr(s, err), "n=%d", n)
+	}}
+}
+
+// copyOpKind is a copy from #src into #dst the way kind says: io.Copy,
+// io.CopyN(n), #dst.ReadFrom(io.LimitReader(#src, n)) (n may be 0: os
+// copies and reads nothing), io.Copy into a buffer (#src's WriteTo), or
+// #dst.ReadFrom(#src) itself. Each reaches os's copy_file_range path,
+// which checks both handles (closed, directory, read-only) before
+// reading a byte.
+func copyOpKind(dst, src, kind int, n int64) op {
+	if kind == 0 {
+		return copyOp(dst, src)
+	}
+	desc := []string{"", "io.CopyN(#%d, #%d, %d)", "#%d.ReadFrom(io.LimitReader(#%d, %d))", "io.Copy(buffer #%d, #%d)", "#%d.ReadFrom(#%d)"}[kind]
+	if kind >= 3 {
+		desc = fmt.Sprintf(desc, dst, src)
+	} else {
+		desc = fmt.Sprintf(desc, dst, src, n)
+	}
+	return op{desc, func(e *env) string {
+		d, s := e.handles[dst], e.handles[src]
+		if d == nil || s == nil {
+			return noHandle
+		}
+		var (
+			k    int64
+			err  error
+			left int64 = -1
+			buf  strings.Builder
+		)
+		switch kind {
+		case 1:
+			k, err = io.CopyN(d, s, n)
+		case 2:
+			lr := &io.LimitedReader{R: s, N: n}
+			k, err = d.(io.ReaderFrom).ReadFrom(lr)
+			left = lr.N
+		case 3:
+			k, err = io.Copy(&buf, s)
+		case 4:
+			k, err = d.(io.ReaderFrom).ReadFrom(s)
+		}
+		return e.res(e.dirReadErr(s, err), "n=%d left=%d copied=%q", k, left, buf.String())
 	}}
 }
 

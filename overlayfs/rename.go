@@ -13,6 +13,9 @@ import (
 // subtree into the layer; file contents are not read (they stay lazy
 // references to the lower). Cost: O(size of the moved subtree).
 func (f *Fs) Rename(oldname, newname string) error {
+	if err := f.faultLink("rename", oldname, newname); err != nil {
+		return err
+	}
 	g, absOld := f.pick(oldname)
 	h, absNew := f.pick(newname)
 	if g != h {
@@ -86,12 +89,15 @@ func (l *layer) renameOutsideLocked(lo, ln loc) error {
 		return errXDev
 	case lo.other != 0 || ln.other != 0:
 		return errOtherRoot
-	case l.reachesRoot(lo.host, true):
+	case l.reachesRoot(lo.host, true) || l.treeHoldsRoot(lo.host):
 		// As a target, a root or a directory holding one is refused
-		// already: os.Rename never replaces a directory (EEXIST).
+		// already: os.Rename never replaces a directory (EEXIST). A tree
+		// holding an alias of a root is refused too.
 		return errRootBusy
 	}
-	return os.Rename(lo.host, ln.host)
+	return entryOutside(lo.host, func(from string) error {
+		return entryOutside(ln.host, func(to string) error { return os.Rename(from, to) })
+	})
 }
 
 // renameRuleLocked applies POSIX's rules to moving node no at lo onto ln,
@@ -144,14 +150,14 @@ func (l *layer) moveLocked(lo, ln loc, no, nn node) error {
 	var keys []string
 	l.eachBelow(lo.rel, true, func(k string, _ entry) bool { keys = append(keys, k); return true })
 	for _, k := range keys {
-		l.paths.Delete(k)
+		l.deleteEntry(k)
 	}
 	l.whiteoutLocked(lo.rel, lo.visible, no, false)
 	if nn.exists() {
 		l.unlinkLocked(ln.rel, ln.visible, nn)
 	}
 	for _, m := range moved {
-		l.paths.Set(join(ln.rel, m.sub), m.e)
+		l.setEntry(join(ln.rel, m.sub), m.e)
 	}
 	if no.kind == kindDir {
 		l.movedLocked(lo.rel, ln.rel)

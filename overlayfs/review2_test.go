@@ -14,8 +14,8 @@ import (
 // TestReview2JournalUnseenDuringCommit: a Stat racing with a Commit sees
 // the view before or after it, and neither has the commit's journal
 // directory. Lstat of a top-level name in a root recorded to hold no layer
-// entry there takes no lock (lowerOnly), so it lstatted the journal while
-// the Commit had it in the root and reported a directory. The hook runs
+// entry there took no lock (the lock-free tier, gone), so it lstatted the
+// journal while the Commit had it in the root and reported a directory. The hook runs
 // the Lstat in the middle of the Commit; a Lstat that waits for the lock
 // gets its answer after the Commit.
 func TestReview2JournalUnseenDuringCommit(t *testing.T) {

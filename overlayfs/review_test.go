@@ -25,7 +25,7 @@ func closeNoPanic(t *testing.T, h afero.File) (err error) {
 }
 
 // TestReviewResetWithIndexedHandle: a handle from the second open for
-// writing of a layer file (the one that puts it in the index of files,
+// writing of a layer file (the one that put it in the index of files, gone,
 // "sticky") closed after Reset or ResetLayer. On os, closing a handle never
 // fails because of what happened to the tree; release wrote the kept count
 // into the map that Reset had set to nil.

@@ -20,6 +20,7 @@ type savedLayer struct {
 	blobs *btree.Map[uint64, *blob]
 	deps  *btree.Map[string, dep]
 	links *btree.Map[uint64, uint32] // linkState.names
+	q     quotaState
 }
 
 // Snapshot returns the current state of the layer in O(1).
@@ -34,7 +35,7 @@ func (f *Fs) Snapshot() *Snapshot {
 func (l *layer) snapshot() *savedLayer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), links: copyNames(l.links.names)}
+	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), q: l.q.saved(), links: copyNames(l.links.names)}
 	l.gen = l.fam.gen.Add(1)
 	return s
 }
@@ -86,6 +87,9 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 			l.paths.Set(k, ents[i])
 		}
 		l.links.names = remapLinks(l.links.names, remap)
+		l.q = s.q.remapped(remap)
+	} else {
+		l.q = s.q.saved()
 	}
 	l.gen = l.fam.gen.Add(1)
 	l.hmu.Lock()
@@ -117,6 +121,7 @@ func (l *layer) fork() *layer {
 		deps:   l.deps.Copy(),
 		gen:    l.fam.gen.Add(1),
 		links:  linkState{names: copyNames(l.links.names)},
+		q:      l.q.saved(),
 	}
 	nf.paths = newPathMap(l.paths.Copy())
 	l.gen = l.fam.gen.Add(1)

@@ -229,11 +229,11 @@ func TestHandleBlobAcrossFreezes(t *testing.T) {
 	frozen(fork2, "one ", "Fork after Restore")
 }
 
-// TestOpenLayerFileFastPath: an open for writing of a name the layer has a
-// regular file at, in a directory with no layer entry above it, puts it in
-// the index of files; the next open of that name skips the resolver's walk
-// and the B-tree's search (indexedFile). Each scenario writes its files
-// twice, so that they are in the index, then puts them next to
+// TestOpenLayerFileFastPath: opens for writing of a name the layer has a
+// regular file at, in a directory with no layer entry above it, go
+// through the resolver's fast path (it pinned the index of files, which
+// is gone; the scenarios still hold). Each scenario writes its files
+// twice, then puts them next to
 // what the fast path must not take for them (a flag, a name's form, what
 // replaced the file, a changed directory, a handle still open), against
 // os on a copy.
@@ -330,10 +330,10 @@ func TestMtimesFollowTheClock(t *testing.T) {
 	}
 }
 
-// TestLayerFileIndexLifecycle: the index of files (indexedFile) starts
-// empty on every new tree: after Restore, Fork, Reset and Commit an open
-// for writing finds what the layer has then, not what an index filled
-// before says. Each state is checked against os on a copy in that state.
+// TestLayerFileIndexLifecycle: after Restore, Fork, Reset and Commit an
+// open for writing finds what the layer has then, not what the fast
+// path's records filled before say (it pinned the index of files, which
+// is gone). Each state is checked against os on a copy in that state.
 func TestLayerFileIndexLifecycle(t *testing.T) {
 	orig := origTree(t, "small")
 	c := newCow(t, orig)

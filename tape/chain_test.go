@@ -23,17 +23,18 @@ var goldenVersions = []struct {
 	{"sample.tape", 0},
 	{"sample-1.1.tape", 1},
 	{"sample-1.2.tape", 2},
+	{"sample-1.3.tape", 3},
 }
 
-// TestGoldenVersions: tapes written by formats 1.0, 1.1 and 1.2 stay
+// TestGoldenVersions: tapes written by formats 1.0, 1.1, 1.2 and 1.3 stay
 // readable, each trailer's chain is the one FORMAT.md defines for its minor
 // version (computed in the test with one-shot BLAKE3 over the lines), and
-// each compares identical to a fresh recording, which is format 1.2.
+// each compares identical to a fresh recording, which is format 1.3.
 func TestGoldenVersions(t *testing.T) {
 	freshRaw := sampleTape(t)
 	fresh, err := Read(bytes.NewReader(freshRaw))
 	require.NoError(t, err)
-	require.Equal(t, 2, fresh.Header.Minor, "a recorder writes format 1.2")
+	require.Equal(t, Minor, fresh.Header.Minor, "a recorder writes format 1.3")
 	for _, g := range goldenVersions {
 		t.Run(g.file, func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join("testdata", g.file))
@@ -50,7 +51,7 @@ func TestGoldenVersions(t *testing.T) {
 			require.Equal(t, fresh.Trailer.Final, tp.Trailer.Final)
 		})
 	}
-	// The 1.2 chain is BLAKE3 of the file's bytes before the trailer line.
+	// From 1.2 on, the chain is BLAKE3 of the file's bytes before the trailer line.
 	body := freshRaw[:bytes.LastIndexByte(freshRaw[:len(freshRaw)-1], '\n')+1]
 	require.Equal(t, sum(body), fresh.Trailer.Chain)
 }

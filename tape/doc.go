@@ -7,9 +7,11 @@
 // and then recorded; [Recorder.Close] writes the trailer. [Read] parses a
 // tape, [Compare] and [Classify] compare two. The format is specified in
 // FORMAT.md, next to this file, precisely enough for another tool to read
-// and write tapes. A Recorder writes format 1.2, whose trailer holds one
-// running BLAKE3 of the lines before it; Read reads 1.0, 1.1 and 1.2 and
-// checks each trailer by the rule of the tape's own minor version.
+// and write tapes. A Recorder writes format 1.3, whose trailer holds one
+// running BLAKE3 of the lines before it and whose names may be any byte
+// string (a name that is not UTF-8 is written Go-quoted, "bad\xff", see
+// FORMAT.md); Read reads 1.0 to 1.3 and checks each trailer by the rule of
+// the tape's own minor version.
 //
 // # Path names
 //
@@ -137,7 +139,8 @@
 //
 // format.go: the types of a tape ([Tape], [Header], [Record], [Trailer])
 // and canonical lines; recorder.go: [Recorder] and its options; encode.go:
-// the record encoder of the hot path; fs.go and file.go: the recording
+// the record encoder of the hot path, and the wire form of names that are
+// not UTF-8 (wireString); fs.go and file.go: the recording
 // [Fs] and its handles; command.go: the records of a subprocess
 // ([Recorder.RecordCommand]); hash.go: content hashes, with version*.go for
 // reusing the hash of an unchanged file version;

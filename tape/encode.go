@@ -1,16 +1,18 @@
 package tape
 
 import (
+	"fmt"
 	"math/bits"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"unicode/utf8"
 )
 
 // appendRecord appends rec as one JSON object, byte for byte what
-// encoding/json's Marshal gives for a Record (field order, omitempty, HTML
-// escaping, \ufffd for invalid UTF-8), without reflection: the recorder
+// encoding/json's Marshal gives for a Record whose strings went through
+// wireString (field order, omitempty, HTML escaping), without reflection: the recorder
 // encodes every record on the hot path. TestAppendRecordMatchesJSON holds it
 // to json.Marshal on random records, so a field added to Record must be
 // added here.
@@ -292,8 +294,10 @@ var jsonSafe = func() (t [256]bool) {
 }()
 
 // appendJSONString appends s quoted as encoding/json quotes a string:
-// <, > and & escaped, control bytes as \n-style or \u00XX escapes, invalid
-// UTF-8 as \ufffd, U+2028 and U+2029 escaped.
+// <, > and & escaped, control bytes as \n-style or \u00XX escapes, U+2028
+// and U+2029 escaped. A string that is not valid UTF-8, or that starts
+// with '"', is first put in its Go-quoted form (see [wireString]), so any
+// byte string survives the trip.
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	// Most strings (paths, hex hashes, modes) need no escape: copy them
@@ -303,7 +307,60 @@ func appendJSONString(b []byte, s string) []byte {
 		b = append(b, s...)
 		return append(b, '"')
 	}
+	if w := wireString(s); len(w) != len(s) {
+		s, i = w, 0
+	}
 	return appendJSONStringFrom(b, s, i)
+}
+
+// wireString is how a record's string member goes on the wire (minor 3):
+// s itself when it is valid UTF-8 and does not start with '"', otherwise
+// strconv.Quote(s), which starts with '"' and spells each byte that is not
+// UTF-8 as \xHH. Readers of minor 3 and later undo it ([unwireString]).
+func wireString(s string) string {
+	if len(s) > 0 && s[0] == '"' || !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// unwireString undoes wireString.
+func unwireString(s string) (string, error) {
+	if len(s) == 0 || s[0] != '"' {
+		return s, nil
+	}
+	u, err := strconv.Unquote(s)
+	if err != nil {
+		return "", fmt.Errorf("member %s: a value starting with '\"' must be a Go-quoted string: %v", s, err)
+	}
+	return u, nil
+}
+
+// unwireRecord undoes wireString in every string member of r (string and
+// []string fields alike, found by reflection so that no new member is
+// missed).
+func unwireRecord(r *Record) error {
+	v := reflect.ValueOf(r).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch {
+		case f.Kind() == reflect.String:
+			u, err := unwireString(f.String())
+			if err != nil {
+				return err
+			}
+			f.SetString(u)
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
+			for j := range f.Len() {
+				u, err := unwireString(f.Index(j).String())
+				if err != nil {
+					return err
+				}
+				f.Index(j).SetString(u)
+			}
+		}
+	}
+	return nil
 }
 
 // jsonPlain reports whether encoding/json writes s as it is between quotes.

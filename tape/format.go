@@ -12,9 +12,13 @@ import (
 const (
 	FormatName = "cowfs-tape" // header "format"
 	Version    = 1            // header "version": major; a reader rejects a larger one
-	Minor      = 2            // header "minor": 1.1 added command records, 1.2 the running chain hash and link
+	Minor      = 3            // header "minor": 1.1 added command records, 1.2 the running chain hash, 1.3 any byte string as a name and link
 	HashAlgo   = "blake3"     // header "hash": the only algorithm of version 1
 )
+
+// wireMinor is the minor version from which a string member starting
+// with '"' is Go-quoted (see wireString).
+const wireMinor = 3
 
 // EnvDir names the environment variable that switches recording on for a
 // whole `go test` run: when set to a directory, package helpers writes one
@@ -48,7 +52,7 @@ const (
 	OpChtimes   = "chtimes"   // Fs.Chtimes
 	OpSymlink   = "symlink"   // Linker.SymlinkIfPossible: Path is the link, Target its text
 	OpReadlink  = "readlink"  // LinkReader.ReadlinkIfPossible
-	OpLink      = "link"      // Link (1.2): Path is the old name, To the new one
+	OpLink      = "link"      // Link (minor 3): Path is the old name, To the new one
 )
 
 // Ops of command records (minor 1): what a subprocess changed under the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cowfs/cowfs/internal/relpath"
 	"github.com/spf13/afero"
 )
 
@@ -73,7 +74,7 @@ func (f *Fs) relClean(name string) (p string, clean bool) {
 	// that is a root spelling (clean: filepath.Abs cleans) followed by a
 	// clean relative name, which is then the answer as it stands.
 	if strings.HasPrefix(name, f.prefix) {
-		if p := name[len(f.prefix):]; cleanRelEnd(name, len(p)) {
+		if p := name[len(f.prefix):]; relpath.Below(p) {
 			return filepath.ToSlash(p), true
 		}
 	}
@@ -81,7 +82,7 @@ func (f *Fs) relClean(name string) (p string, clean bool) {
 		if name == root {
 			return ".", true
 		}
-		if prefix := f.prefixes[i]; strings.HasPrefix(name, prefix) && cleanRel(name[len(prefix):]) {
+		if prefix := f.prefixes[i]; strings.HasPrefix(name, prefix) && relpath.Below(name[len(prefix):]) {
 			return filepath.ToSlash(name[len(prefix):]), true
 		}
 	}
@@ -108,59 +109,6 @@ func (f *Fs) relSlow(name string) string {
 		}
 	}
 	return OutsidePath
-}
-
-// cleanRel reports whether p is a relative name that filepath.Clean keeps
-// as it is and that does not climb: not empty, no leading, trailing or
-// doubled separator, no "." or ".." component.
-func cleanRel(p string) bool {
-	// n counts the bytes of the current component, dots its dots: the
-	// component is "", "." or ".." when n == dots <= 2. One pass, no
-	// substring compares: this runs on every recorded name.
-	n, dots := 0, 0
-	for i := 0; i < len(p); i++ {
-		if os.IsPathSeparator(p[i]) {
-			if n == dots && n <= 2 {
-				return false
-			}
-			n, dots = 0, 0
-			continue
-		}
-		n++
-		if p[i] == '.' {
-			dots++
-		}
-	}
-	return n != dots || n > 2
-}
-
-// cleanRelEnd is cleanRel of the last n bytes of name, which follow a
-// separator. A short base name (n up to 7, the common case: a file in the
-// root) is checked in one eight-byte word holding it and the separator
-// before it: a byte loop's mispredicted exit cost as much as the rest of
-// mapping the name (TestCleanRelEnd).
-func cleanRelEnd(name string, n int) bool {
-	if filepath.Separator != '/' || n < 1 || n > 7 || len(name) < 8 {
-		return cleanRel(name[len(name)-n:])
-	}
-	w := load64(name[len(name)-8:]) // little-endian: the name's last byte is the top byte
-	slash := zeroBytes(w ^ (lsb * '/'))
-	dot := zeroBytes(w ^ (lsb * '.'))
-	in := ^uint64(0) << (8 * (8 - n)) // the n bytes of the name
-	end := uint64(0x80) << 56         // the last byte: what follows it is the end
-	after := slash>>8 | end           // a separator or the end follows
-	before := slash << 8              // a separator precedes (the one before the name too)
-	empty := slash&in&before | slash&end
-	dot1 := dot & in & before & after
-	dot2 := dot & in & before & (dot >> 8) & (slash>>16 | end>>8)
-	return empty|dot1|dot2 == 0
-}
-
-// zeroBytes has the top bit of each byte of the result set exactly where
-// the byte of v is zero.
-func zeroBytes(v uint64) uint64 {
-	const low7 = ^uint64(msb)
-	return ^((v&low7 + low7) | v | low7)
 }
 
 // target maps link text: an absolute name inside the root becomes

@@ -194,6 +194,11 @@ func parseRecord(line []byte, t *Tape) (Record, error) {
 	if err := strictUnmarshal(line, &rec); err != nil {
 		return rec, err
 	}
+	if t.Header.Minor >= wireMinor {
+		if err := unwireRecord(&rec); err != nil {
+			return rec, fmt.Errorf("record %d: %w", rec.Seq, err)
+		}
+	}
 	if want := int64(len(t.Records)) + 1; rec.Seq != want {
 		return rec, fmt.Errorf("record seq %d, want %d", rec.Seq, want)
 	}

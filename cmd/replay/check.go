@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,7 @@ import (
 func cmdCheck() *command {
 	return &command{
 		name:      "check",
-		usageLine: "check [-n N] [-order MODE] [-keep] [-json] [packages | -- command args...]",
+		usageLine: "check [-n N] [-order MODE] [-vary[=LIST]] [-seed S] [-keep] [-json] [packages | -- command args...]",
 		short:     "run tests several times and compare their tapes",
 		long: `
 Check runs a command, "go test ./..." by default, N times. Package
@@ -90,6 +91,35 @@ one event per test with Action "identical" (equal in the chosen mode;
 "Output") or "fail", and a last event with Action "pass" or "fail" and the
 summary.
 
+-vary perturbs, in runs 2 to N (run 1 runs as it is, the baseline), what
+a test must not depend on; -vary alone varies everything, -vary=LIST the
+variations named (comma-separated):
+
+	order      test order (go test -shuffle)
+	listing    directory listings of the overlay in a seeded order
+	shortread  File.Read returns fewer bytes than asked (at least one)
+	rootpath   the root copied to another absolute path first
+	tz         TZ set to another time zone
+	locale     LANG and LC_ALL set to another locale
+	umask      another umask
+	procs      GOMAXPROCS set to another number
+	home       HOME and TMPDIR set to fresh directories
+
+listing, shortread and rootpath are made by the cowfs helpers in the
+test (COWFS_VARY, COWFS_VARY_SEED); the others by check in the command's
+environment. Run k varies with seed S+k-2, S from -seed or random; the
+seed is printed and recorded in each tape's header (info "vary",
+"vary-seed"). When a test diverges, check runs the command again once
+without variation and once with each variation alone, at the seed of the
+run that diverged, and names the variations that provoke the divergence
+alone, with the command that reproduces it:
+"replay check -vary=listing -seed S".
+
+When go test cannot build a package or set up (a compile error, no
+go.mod), check prints go's own output and stops after that run (exit 2).
+Tests that ran but wrote no tape (they do not use the cowfs helpers) are
+named in a line of their own.
+
 Exit status: 0 when every test is identical, interleaving-only (in path
 mode) or without file activity, 1 when a test diverged or failed, 2 when
 the command could not start, no tapes were produced (nothing to read: the
@@ -98,7 +128,13 @@ swallowed the run), or a tape cannot be read.
 `,
 		flags: func(fs *flag.FlagSet) func(*env, []string) int {
 			o := &checkOpts{}
-			fs.IntVar(&o.n, "n", 3, "run the command `N` times")
+			fs.IntVar(&o.n, "n", 3, "run the command `N` times (at least 2)")
+			fs.Var(&o.vary, "vary", "perturb runs 2 to N: every variation, or those of `LIST` (-vary=listing,tz)")
+			fs.Func("seed", "the seed `S` of -vary (random by default)", func(v string) error {
+				s, err := strconv.ParseUint(v, 10, 64)
+				o.seed, o.seedSet = s, true
+				return err
+			})
 			fs.StringVar(&o.order, "order", "path", "comparison `mode`: path, global, set or final")
 			fs.BoolVar(&o.keep, "keep", false, "keep the tapes and print where they are")
 			fs.BoolVar(&o.json, "json", false, "print test2json-shaped events")
@@ -108,11 +144,14 @@ swallowed the run), or a tape cannot be read.
 }
 
 type checkOpts struct {
-	n     int
-	order string
-	mode  tape.Mode
-	keep  bool
-	json  bool
+	n       int
+	order   string
+	mode    tape.Mode
+	keep    bool
+	json    bool
+	vary    varyFlag
+	seed    uint64
+	seedSet bool
 }
 
 // event is a test2json event, with the fields check adds.
@@ -126,6 +165,11 @@ type event struct {
 	Run     int     `json:",omitempty"` // check: which run (1-based)
 	Class   string  `json:",omitempty"` // check: how the test differs
 	Path    string  `json:",omitempty"` // check: path of the first divergence
+	Vary    string  `json:",omitempty"` // check -vary: the variations that provoke the divergence
+	Seed    string  `json:",omitempty"` // check -vary: the seed that reproduces it
+
+	ImportPath  string `json:",omitempty"` // go test: build-output events
+	FailedBuild string `json:",omitempty"` // go test: the build a package failed on
 }
 
 // outcome is how a test (or a package, Test == "") ended in one run.
@@ -145,6 +189,8 @@ type runResult struct {
 	exitErr  error
 	raw      []string // output lines that are not events
 	elapsed  time.Duration
+	build    map[string][]string // go's build-output, by ImportPath
+	failed   []string            // the builds (ImportPath) packages failed on
 }
 
 const maxOutputLines = 20
@@ -160,8 +206,8 @@ func runCheck(e *env, args []string, o *checkOpts) int {
 	if o.mode, err = tape.ParseMode(o.order); err != nil {
 		return e.usageError("check", "%v", err)
 	}
-	if o.n < 1 {
-		return e.usageError("check", "-n must be at least 1")
+	if o.n < 2 {
+		return e.usageError("check", "-n %d compares nothing: want 2 runs or more", o.n)
 	}
 	argv := args
 	switch {
@@ -185,31 +231,15 @@ func runCheck(e *env, args []string, o *checkOpts) int {
 	} else {
 		defer os.RemoveAll(base)
 	}
-	runs := make([]*runResult, o.n)
-	start := time.Now()
-	for k := range o.n {
-		dir := filepath.Join(base, fmt.Sprintf("run-%d", k+1))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return e.trouble("check", err)
-		}
-		stop := e.progress(k+1, o.n, start)
-		r, err := runOnce(e, argv, dir, k+1)
-		stop(r)
-		if err == nil && e.ctx.Err() != nil {
-			err = fmt.Errorf("interrupted during run %d", k+1)
-		}
-		if err != nil {
-			return e.trouble("check", err)
-		}
-		runs[k] = r
-		if o.json {
-			for _, key := range r.order {
-				oc := r.outcomes[key]
-				if oc.test != "" || key == commandKey {
-					writeJSON(e.stdout, event{Time: time.Now(), Action: oc.action, Package: oc.pkg, Test: oc.test, Run: k + 1})
-				}
-			}
-		}
+	if o.vary.set && !o.seedSet {
+		o.seed = rand.Uint64N(1 << 31)
+	}
+	if o.vary.set {
+		fmt.Fprintf(e.stderr, "replay check: -vary=%s -seed %d: run 1 as it is, run k varied with seed %d+k-2\n", o.vary.String(), o.seed, o.seed)
+	}
+	runs, err := runAll(e, argv, base, o)
+	if err != nil {
+		return e.trouble("check", err)
 	}
 	ntapes := 0
 	for _, r := range runs {
@@ -226,7 +256,55 @@ func runCheck(e *env, args []string, o *checkOpts) int {
 	if addedJSON {
 		checkVerbose(e, vs)
 	}
+	if o.vary.set {
+		if err := attribute(e, argv, base, runs, vs, o); err != nil {
+			return e.trouble("check", err)
+		}
+	}
 	return report(e, vs, runs, argv, o)
+}
+
+// runAll runs the command o.n times, each in its own tape directory under
+// base, varied from run 2 on with -vary. The error is trouble.
+func runAll(e *env, argv []string, base string, o *checkOpts) ([]*runResult, error) {
+	runs := make([]*runResult, o.n)
+	start := time.Now()
+	for k := range o.n {
+		dir := filepath.Join(base, fmt.Sprintf("run-%d", k+1))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, err
+		}
+		var p *perturbation
+		if o.vary.set && k > 0 {
+			var err error
+			if p, err = perturb(o.vary.names, o.seed+uint64(k-1), e.getenv, filepath.Join(base, fmt.Sprintf("scratch-%d", k+1)), isGoTest(argv)); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(e.stderr, "replay check: run %d varies (seed %d): %s\n", k+1, p.seed, strings.Join(p.desc, " "))
+		}
+		stop := e.progress(k+1, o.n, start)
+		r, err := runOnce(e, argv, dir, k+1, p)
+		stop(r)
+		if err == nil && e.ctx.Err() != nil {
+			err = fmt.Errorf("interrupted during run %d", k+1)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(r.failed) > 0 {
+			return nil, r.buildFailure(k + 1)
+		}
+		runs[k] = r
+		if o.json {
+			for _, key := range r.order {
+				oc := r.outcomes[key]
+				if oc.test != "" || key == commandKey {
+					writeJSON(e.stdout, event{Time: time.Now(), Action: oc.action, Package: oc.pkg, Test: oc.test, Run: k + 1})
+				}
+			}
+		}
+	}
+	return runs, nil
 }
 
 // isPackagePattern says whether arg names Go packages rather than a
@@ -239,10 +317,15 @@ func isPackagePattern(arg string) bool {
 	return err == nil && fi.IsDir()
 }
 
+// isGoTest says whether argv is a go test command line.
+func isGoTest(argv []string) bool {
+	return len(argv) >= 2 && filepath.Base(argv[0]) == "go" && argv[1] == "test"
+}
+
 // withJSON adds -json to a go test command line, whose events tell each
 // test's outcome.
 func withJSON(argv []string) []string {
-	if len(argv) < 2 || filepath.Base(argv[0]) != "go" || argv[1] != "test" {
+	if !isGoTest(argv) {
 		return argv
 	}
 	for _, a := range argv[2:] {
@@ -292,13 +375,19 @@ func (e *env) progress(k, n int, start time.Time) func(*runResult) {
 // runOnce runs the command once with dir as its tape directory, reads
 // its events and its tapes. The error is trouble: the command could not
 // start, or a tape could not be read.
-func runOnce(e *env, argv []string, dir string, run int) (*runResult, error) {
-	r := &runResult{dir: dir, outcomes: map[string]*outcome{}}
+func runOnce(e *env, argv []string, dir string, run int, p *perturbation) (*runResult, error) {
+	r := &runResult{dir: dir, outcomes: map[string]*outcome{}, build: map[string][]string{}}
+	if isGoTest(argv) {
+		argv = p.withArgs(argv)
+	}
 	cmd := exec.CommandContext(e.ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(),
 		tape.EnvDir+"="+dir,
 		helpers.EnvRun+"="+strconv.Itoa(run),
 		"GOFLAGS="+strings.TrimSpace(e.getenv("GOFLAGS")+" -count=1"))
+	if p != nil {
+		cmd.Env = append(cmd.Env, p.env...)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -306,7 +395,7 @@ func runOnce(e *env, argv []string, dir string, run int) (*runResult, error) {
 		return nil, err
 	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := startWithUmask(cmd, p); err != nil {
 		return nil, fmt.Errorf("command could not start: %w", err)
 	}
 	r.readEvents(stdout)
@@ -349,6 +438,15 @@ func (r *runResult) readEvents(out io.Reader) {
 			continue
 		}
 		r.events = true
+		if ev.Action == "build-output" || ev.Action == "build-fail" {
+			if ev.Action == "build-output" && len(r.build[ev.ImportPath]) < 10*maxOutputLines {
+				r.build[ev.ImportPath] = append(r.build[ev.ImportPath], strings.TrimSuffix(ev.Output, "\n"))
+			}
+			continue
+		}
+		if ev.Action == "fail" && ev.FailedBuild != "" && ev.Test == "" && !slices.Contains(r.failed, ev.FailedBuild) {
+			r.failed = append(r.failed, ev.FailedBuild)
+		}
 		key := outcomeKey(ev.Package, ev.Test)
 		oc := running[key]
 		if oc == nil {
@@ -378,6 +476,26 @@ func (r *runResult) readEvents(out io.Reader) {
 	}
 }
 
+// buildFailure is the trouble of a run in which go test could not build a
+// package or set up: go's own output, which says why.
+func (r *runResult) buildFailure(run int) error {
+	var b strings.Builder
+	names := make([]string, len(r.failed))
+	for i, f := range r.failed {
+		names[i], _, _ = strings.Cut(f, " ") // "pkg [pkg.test]"
+	}
+	fmt.Fprintf(&b, "run %d: go test could not build or set up %s; go says:", run, strings.Join(names, ", "))
+	for _, f := range r.failed {
+		lines := r.build[f]
+		if len(lines) == 0 {
+			lines = []string{"(no output from go for " + f + ")"}
+		}
+		fmt.Fprintf(&b, "\n%s", indent(head(lines, 2*maxOutputLines), "    "))
+	}
+	b.WriteString("\n(check stops here: the other runs would fail the same way)")
+	return errors.New(b.String())
+}
+
 func (r *runResult) allOutput() []string {
 	var out []string
 	for _, key := range r.order {
@@ -395,6 +513,8 @@ type verdict struct {
 	path      string
 	lines     []string // the report
 	tapes     bool
+	vary      string // diverge under -vary: the variations that provoke it
+	seed      string // and the seed that reproduces it
 }
 
 func (v *verdict) name() string { return testName(v.pkg, v.test, "") }
@@ -569,15 +689,10 @@ func tapeDivergence(v *verdict, key string, runs []*runResult, o *checkOpts) []s
 				continue
 			}
 			class = rep.Class
-			where := ""
 			if len(rep.Shown) > 0 && rep.Shown[0].Path != "" {
 				path = rep.Shown[0].Path
-				where = " at path " + path
 			}
-			msg = []string{fmt.Sprintf("run %d differs from run 1%s (%s, %s mode)", k+1, where, class, o.mode)}
-			var b strings.Builder
-			writeReport(&b, rep, "")
-			msg = append(msg, strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")...)
+			msg = plainReport(v.name(), first, other, rep, k+1)
 		}
 		differing = append(differing, k+1)
 		if lines == nil {
@@ -640,7 +755,7 @@ func report(e *env, vs []*verdict, runs []*runResult, argv []string, o *checkOpt
 	for _, v := range vs {
 		counts[v.kind]++
 		if o.json {
-			ev := event{Time: time.Now(), Package: v.pkg, Test: v.test, Class: v.class, Run: v.run, Path: v.path}
+			ev := event{Time: time.Now(), Package: v.pkg, Test: v.test, Class: v.class, Run: v.run, Path: v.path, Vary: v.vary, Seed: v.seed}
 			switch v.kind {
 			case "identical", "interleaving-only":
 				ev.Action, ev.Class = "identical", v.kind
@@ -672,6 +787,9 @@ func report(e *env, vs []*verdict, runs []*runResult, argv []string, o *checkOpt
 			fmt.Fprintln(e.stdout, indent(v.lines, "    "))
 		}
 	}
+	if !o.json {
+		writeNoTape(e, vs)
+	}
 	summary := fmt.Sprintf("%s of %s: %d identical, %d interleaving-only, %d diverged, %d failed",
 		plural(len(runs), "run"), strings.Join(argv, " "), counts["identical"], counts["interleaving-only"], counts["diverge"], counts["fail"])
 	if n := counts["no-activity"]; n > 0 {
@@ -690,4 +808,25 @@ func report(e *env, vs []*verdict, runs []*runResult, argv []string, o *checkOpt
 		fmt.Fprintf(e.stdout, "%s\t%s\n", status, summary)
 	}
 	return code
+}
+
+// writeNoTape names the tests that ran without writing a tape: check
+// compared only their outcomes.
+func writeNoTape(e *env, vs []*verdict) {
+	var names []string
+	for _, v := range vs {
+		if v.kind == "no-tape" {
+			names = append(names, v.name())
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	const most = 10
+	more := ""
+	if len(names) > most {
+		more = fmt.Sprintf(" and %d more", len(names)-most)
+		names = names[:most]
+	}
+	fmt.Fprintf(e.stdout, "?   \twithout tape (no cowfs helpers: only their outcomes were compared): %s%s\n", strings.Join(names, ", "), more)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/cowfs/cowfs/internal/gitdiff"
@@ -17,7 +18,7 @@ import (
 func cmdDiff() *command {
 	return &command{
 		name:      "diff",
-		usageLine: "diff [-order MODE] [-U N] [-all] [-json] [-content DIR] A B",
+		usageLine: "diff [-order MODE] [-U N] [-all] [-json] [-any-test] [-content DIR] A B",
 		short:     "compare two tapes, or two directories of tapes",
 		long: `
 Diff compares tape A with tape B and prints where they first differ, as a
@@ -58,6 +59,10 @@ lines is a hunk.
 
 -json prints one JSON object per compared pair instead of text.
 
+Two tape files whose headers name different tests (package or test name)
+are not compared: diff says so on standard error and exits 1, unless
+-any-test asks to compare them anyway.
+
 Exit status: 0 when equal, 1 when they differ, 2 when a tape cannot be
 read, there is nothing to read (directories without tapes) or the
 arguments are wrong.
@@ -68,6 +73,7 @@ arguments are wrong.
 			fs.IntVar(&o.context, "U", tape.ContextLen, "show `N` equal records of context around a hunk")
 			fs.BoolVar(&o.all, "all", false, "show every hunk, not only the first")
 			fs.BoolVar(&o.json, "json", false, "print JSON objects instead of text")
+			fs.BoolVar(&o.anyTest, "any-test", false, "compare two tapes even when they are of different tests")
 			fs.Var(&o.content, "content", "look up captured file contents in `DIR` (repeatable)")
 			return func(e *env, args []string) int { return runDiff(e, args, o) }
 		},
@@ -80,6 +86,7 @@ type diffOpts struct {
 	context int
 	all     bool
 	json    bool
+	anyTest bool
 	content listFlag
 }
 
@@ -121,6 +128,9 @@ type contentDiff struct {
 	BHash string `json:"bHash"`
 	Patch string `json:"patch,omitempty"`
 	Note  string `json:"note,omitempty"`
+	// Order: the two versions hold the same lines in another order; Patch
+	// then summarizes them in a few lines instead of a line diff.
+	Order bool `json:"order,omitempty"`
 }
 
 func runDiff(e *env, args []string, o *diffOpts) int {
@@ -152,6 +162,12 @@ func runDiff(e *env, args []string, o *diffOpts) int {
 	b, err := loadTape(args[1])
 	if err != nil {
 		return e.trouble("diff", err)
+	}
+	ha, hb := a.t.Header, b.t.Header
+	if !o.anyTest && (ha.Package != hb.Package || ha.Test != hb.Test) {
+		fmt.Fprintf(e.stderr, "replay diff: the tapes are of different tests: %s is %s, %s is %s (-any-test compares them anyway)\n",
+			a.file, testName(ha.Package, ha.Test, a.file), b.file, testName(hb.Package, hb.Test, b.file))
+		return exitDiffers
 	}
 	rep := compareLoaded(a, b, o)
 	warnTruncated(e, rep)
@@ -361,8 +377,12 @@ func contentDiffs(hs []hunk, dirsA, dirsB []string) []contentDiff {
 }
 
 // contentOf returns the content hash an open record shows (what it wrote,
-// else what it read) and the path the content belongs to.
+// else what it read), or a subprocess's write record, and the path the
+// content belongs to.
 func contentOf(r *tape.Record) (hash, path string) {
+	if r.Op == tape.OpCmdWrite {
+		return r.Hash, r.Path
+	}
 	if r.Op != tape.OpOpen {
 		return "", ""
 	}
@@ -382,6 +402,10 @@ func renderContentDiff(path, ha, hb string, dirsA, dirsB []string) contentDiff {
 	b, okB := readContent(dirsB, hb)
 	if !okA || !okB {
 		c.Note = "contents not captured"
+		return c
+	}
+	if s, ok := orderOnlyLines(path, a, b); ok {
+		c.Patch, c.Order = s, true
 		return c
 	}
 	var buf bytes.Buffer
@@ -443,3 +467,42 @@ func writeReport(w io.Writer, rep *diffReport, indent string) {
 }
 
 func short(h string) string { return h[:min(len(h), 12)] }
+
+// orderOnlyLines summarizes two versions of a text file that hold the
+// same lines in another order (map iteration, goroutines): a line diff of
+// them is as long as the file and says nothing more.
+func orderOnlyLines(path string, a, b []byte) (string, bool) {
+	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	if len(la) != len(lb) || bytes.Equal(a, b) {
+		return "", false
+	}
+	sa, sb := slices.Sorted(slices.Values(la)), slices.Sorted(slices.Values(lb))
+	if !slices.Equal(sa, sb) {
+		return "", false
+	}
+	n := len(la)
+	if la[n-1] == "" {
+		n-- // the final newline
+	}
+	if n < 3 {
+		return "", false // a diff is as short
+	}
+	i := 0
+	for la[i] == lb[i] {
+		i++
+	}
+	first := func(ls []string) string {
+		const most = 6
+		var out []string
+		for j, l := range ls {
+			if j == most {
+				out = append(out, fmt.Sprintf("... (%d more)", len(ls)-most))
+				break
+			}
+			out = append(out, l)
+		}
+		return strings.Join(out, " | ")
+	}
+	return fmt.Sprintf("%s: the same %d lines in another order, from line %d on\n  a: %s\n  b: %s\n",
+		path, n, i+1, first(la[i:n]), first(lb[i:n])), true
+}

@@ -18,6 +18,7 @@
 //	stat     summarize what tapes recorded
 //	verify   check that tapes are well formed and complete
 //	run      run a command over a copy-on-write view and list what it wrote
+//	clean    remove what killed runs left behind
 //
 // "replay help <command>" describes each one.
 //
@@ -48,6 +49,25 @@
 // every run, which is a FAIL (with a note when it passes without -json),
 // never a divergence. A test whose tapes are empty has "no file activity".
 //
+// A divergence opens with one sentence ("TestX (pkg): out/a.txt was written
+// with different bytes in run 2"), then the records around it and a text
+// diff of the file versions involved when they were captured (files a
+// subprocess wrote included); an order-only difference, of records or of
+// a file's lines, is summarized as the same items in their two orders.
+//
+// # Variations
+//
+// check -vary perturbs runs 2 to N with a seed (-seed, printed, and
+// recorded in each tape's header): test order (go test -shuffle),
+// listing order, short reads and the root's absolute path (made by
+// package helpers, told through COWFS_VARY and COWFS_VARY_SEED), TZ,
+// LANG/LC_ALL, the umask, GOMAXPROCS, HOME and TMPDIR (made by check in
+// the command's environment; HOME moves with the go command's caches
+// pinned). For each test that diverges, check runs the command again
+// without variation and with each variation alone at the diverging run's
+// seed, and names the variations that provoke it, with the command line
+// that reproduces it. examples/vary holds one test per hazard.
+//
 // Every command takes tape files and directories (standing for their
 // *.tape files) alike, names a test "TestX (pkg)" as go test does, and
 // those that report (check, diff, stat, verify) print JSON with -json.
@@ -65,6 +85,7 @@
 // main.go: the command table, help and the env a command may use;
 // args.go: tape arguments and the names and lines every command prints;
 // tapes.go: loading and pairing tapes; one file per command (check.go,
-// with verbose.go for its -v retry; diff.go; show.go; stat.go; verify.go;
+// with verbose.go for its -v retry, vary.go and umask_*.go for -vary and
+// plain.go for its sentences; diff.go; show.go; stat.go; verify.go;
 // runcmd.go for run; clean.go); term_*.go: whether stderr is a terminal.
 package main

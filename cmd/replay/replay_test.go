@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/afero"
 	"github.com/zeebo/blake3"
 
+	"github.com/cowfs/cowfs/internal/longtest"
 	"github.com/cowfs/cowfs/tape"
 )
 
@@ -31,12 +32,20 @@ func TestScript(t *testing.T) {
 		RequireExplicitExec: true,
 		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"mktape": cmdMktape, "seal": cmdSeal},
 		Setup:               setupGoEnv,
+		// [long]: COWFS_LONG asks for the long campaigns (longtest.On).
+		Condition: func(cond string) (bool, error) {
+			if cond == "long" {
+				return longtest.On(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 	})
 }
 
 // setupGoEnv passes the go command's caches and module settings to
 // scripts that run go, and names the bundled example module ($FLAKY) and
-// this module's root ($COWFS, for a replace directive).
+// this module's root ($COWFS, for a replace directive), and the module of
+// replay check -vary ($VARY).
 func setupGoEnv(e *testscript.Env) error {
 	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "GOTOOLCHAIN"} {
 		v := os.Getenv(k)
@@ -52,6 +61,10 @@ func setupGoEnv(e *testscript.Env) error {
 		return err
 	}
 	e.Setenv("FLAKY", abs)
+	if abs, err = filepath.Abs(filepath.Join("..", "..", "examples", "vary")); err != nil {
+		return err
+	}
+	e.Setenv("VARY", abs)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		return err

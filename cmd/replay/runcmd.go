@@ -15,7 +15,7 @@ import (
 func cmdRun() *command {
 	return &command{
 		name:      "run",
-		usageLine: "run [-root DIR] [-patch] [-copy] [-allow-write PATH]... [-unconfined] [-v] -- command [args...]",
+		usageLine: "run [-root DIR] [-patch] [-copy] [-allow-write PATH]... [-net] [-unconfined] [-v] -- command [args...]",
 		short:     "run a command over a copy-on-write view and list what it wrote",
 		long: `
 Run runs the command with the directory tree at -root (default: the
@@ -26,33 +26,61 @@ Linux the overlay is a real kernel overlayfs in a private mount namespace
 mounted, or with -copy, the command runs in a temporary copy of the tree
 instead, with the same result.
 
+A read-only command leaves no change in either mode, with one limit in
+the copy: its files have new inode numbers and ctimes, so a tool that
+records those in the tree (git's index) takes them for touched. There run
+sets GIT_OPTIONAL_LOCKS=0 (unless already set), so that git status writes
+nothing, as in a plain run; an explicit refresh (git update-index
+--refresh) still rewrites .git/index. The kernel overlay keeps the tree's
+inodes and ctimes, and is used whenever it can be mounted. Renaming a
+directory the tree has works in the copy and, as root, in the kernel
+overlay; in a user namespace the kernel refuses it (EXDEV: mv copes by
+copying, a program's rename(2) fails), so use -copy for such commands.
+
 The command runs in the current directory when that lies inside the root
 (in the copy, the same directory of the copy), and otherwise in the root
 itself, so relative names always land in the tree. COWFS_ROOT names the
 root as the command sees it: the root, or the copy.
 
-The command is confined with Landlock (Linux 5.13 or later; no privileges
-needed): it may write only under the root as it sees it, in a private
-temporary directory named by TMPDIR that is removed afterwards, to the
-standard character devices (/dev/null, /dev/zero, /dev/full, /dev/tty,
-/dev/pts/*) and under each -allow-write PATH (a build cache, say; what is
-written there is not captured or undone). Any other write fails inside the
-command with "Permission denied" (in the copy fallback, a write to the tree
-itself by its real path with "Read-only file system"). Landlock does not
-govern chmod, chown, touch or extended attributes of files outside the
-tree. Reads are not restricted. Set-user-ID programs run without their
-privileges. -unconfined turns confinement off. Without Landlock in the
-kernel, the kernel overlay still runs, unconfined, and the copy fallback
-refuses to run unless -unconfined is given. Whenever the command runs
-unconfined or in the copy fallback, run checks that the tree itself did
-not change while the command ran (an unconfined command can unmount the
-overlay), and reports trouble (nothing imported) if it did. -v prints the mode used on standard error:
-kernel overlay (as root or in a user namespace) or copy, confined or not.
+The command runs in a sandbox, as under bubblewrap with every namespace:
+the host is read-only in its mount namespace (any write, chmod, chown or
+touch outside the tree fails with "Read-only file system") except the
+tree, a private temporary directory named by TMPDIR that is removed
+afterwards and each -allow-write PATH (a build cache, say; what is written
+there is not captured or undone); the tree is mounted nodev,nosuid and no
+device node can be made; the command has its own session without a
+controlling terminal (no input pushed into yours), its own PID, UTS and
+IPC namespaces (signals, sethostname and message queues stay inside) and
+no network (only a loopback interface) unless -net is given; only its
+standard input, output and error reach it. It runs as your own uid and
+gid; as root it keeps the capabilities that act on its own files and
+namespaces, not those that reach the machine (mknod, mount, raw I/O,
+modules, the clock). It is also confined with Landlock (Linux 5.13 or
+later; no privileges needed): writes only under the places above and to
+the standard character devices (/dev/null, /dev/zero, /dev/full, /dev/tty,
+/dev/pts/*); device ioctls only on those (Linux 6.10); signals and
+abstract unix sockets only among its own processes (Linux 6.12).
+Pathname unix sockets of the host (a D-Bus or Docker socket, say) stay
+reachable, as under bubblewrap. Reads are not restricted. Set-user-ID
+programs run without their privileges. -unconfined turns Landlock and the
+read-only host off. Without Landlock in the kernel, the kernel overlay
+still runs, without it, and the copy fallback refuses to run unless
+-unconfined is given. Whenever the command runs unconfined or in the copy
+fallback, run checks that the tree itself did not change while the
+command ran (an unconfined command can unmount the overlay), and reports
+trouble (nothing imported) if it did. -v prints the mode used on standard
+error: kernel overlay (as root or in a user namespace) or copy, confined
+or not, and why the overlay was not used.
+
+In the copy fallback a read-only command can still leave changes where a
+tool records inode numbers or ctimes (git's index): the copy has new
+ones. The kernel overlay, chosen whenever it can be, has no such effect.
 
 Afterwards run prints what the command changed under the root, one line
 per path as git's name-status does ("A path", "M path", "D path"), and
 with -patch the changes as a git patch after the list; git apply skips the
-list and applies the patch, so
+list and applies the patch (paths in a .git directory, which git apply
+refuses, are left out of it and named in a line before the first diff), so
 
 	replay run -patch -- make generate | git apply
 
@@ -76,7 +104,8 @@ which are not imported (every other change is, and is printed).
 				o.allowWrite = append(o.allowWrite, p)
 				return nil
 			})
-			fs.BoolVar(&o.unconfined, "unconfined", false, "do not confine the command's writes with Landlock")
+			fs.BoolVar(&o.unconfined, "unconfined", false, "do not confine the command's writes with Landlock nor make the host read-only")
+			fs.BoolVar(&o.network, "net", false, "let the command use the host's network (default: none)")
 			fs.BoolVar(&o.verbose, "v", false, "print the mode used (overlay or copy, confined or not) on standard error")
 			return func(e *env, args []string) int {
 				o.root, o.patch, o.copy = *root, *patch, *copyFallback
@@ -92,6 +121,7 @@ type runOpts struct {
 	patch, copy bool
 	allowWrite  []string
 	unconfined  bool
+	network     bool
 	verbose     bool
 }
 
@@ -124,6 +154,9 @@ func runRun(e *env, args []string, o runOpts) int {
 	}
 	if o.unconfined {
 		opts = append(opts, kernel.Unconfined())
+	}
+	if o.network {
+		opts = append(opts, kernel.WithNetwork())
 	}
 	if o.verbose {
 		opts = append(opts, kernel.WithModeReport(func(m kernel.Mode) {

@@ -78,6 +78,18 @@
 // drawn from ten distinct lines), the changed region is rewritten whole.
 // Both depend only on the input, never on time.
 //
+// # Memory
+//
+// A File of 1 MiB or more that has an Open function is first read through
+// it in chunks up to its first NUL byte. With one (binary, as every file
+// with a hole is), it is never held whole: its blob id is hashed, its
+// equality with the other side decided (by size, then blob id) and its
+// literal hunk deflated and encoded chunk by chunk, 256 KiB at a time, and
+// it pairs in a rename only exactly (same blob id), never by similarity.
+// Without one (text) it is loaded with Content, to be diffed by lines. So
+// what Write holds is a constant plus the largest text file it diffs (and
+// the Content of files without Open).
+//
 // # Order
 //
 // Sections come in path order (bytewise, which is git's order), except that

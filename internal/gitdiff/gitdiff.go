@@ -2,7 +2,6 @@ package gitdiff
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +28,15 @@ type File struct {
 	// creation, before writing anything when the changes hold both (to
 	// detect renames).
 	Content func() ([]byte, error)
+
+	// Open, when set for a regular file, streams the same bytes as
+	// Content, Size of them. A file of 1 MiB or more with Open is read
+	// through it in chunks: if it holds a NUL byte it is hashed, compared
+	// and written into the binary patch chunk by chunk, never loaded whole
+	// (Content is not called); a text file is loaded with Content, to be
+	// diffed by lines. Open may be called several times.
+	Open func() (io.ReadCloser, error)
+	Size int64
 }
 
 // Change is the change of one path. Old == nil: created; New == nil: deleted.
@@ -173,7 +181,9 @@ func detectRenames(sorted []Change) (pre map[int]*side, renames map[int]rename, 
 			if cd.s, err = load(cd.path, f); err != nil {
 				return nil, nil, err
 			}
-			cd.id = blobID(cd.s.data)
+			if cd.id, err = cd.s.blobID(); err != nil {
+				return nil, nil, fmt.Errorf("gitdiff: reading %q: %w", cd.path, err)
+			}
 			pre[cd.idx] = cd.s
 		}
 	}
@@ -269,10 +279,14 @@ func checkPath(p string) error {
 	return nil
 }
 
-// side is one loaded side of a change.
+// side is one loaded side of a change: its bytes, or for a big binary
+// file, the File to stream them from (see File.Open).
 type side struct {
 	mode uint32
 	data []byte
+	big  *File
+	size int64  // of big
+	id   string // blob id, once computed
 }
 
 func load(path string, f *File) (*side, error) {
@@ -280,6 +294,15 @@ func load(path string, f *File) (*side, error) {
 		return nil, nil
 	}
 	mode, _ := gitMode(f.Mode) // validated
+	if f.Open != nil && f.Size >= streamMin && mode != modeSymlink {
+		bin, err := probe(f)
+		if err != nil {
+			return nil, fmt.Errorf("gitdiff: reading %q: %w", path, err)
+		}
+		if bin {
+			return &side{mode: mode, big: f, size: f.Size}, nil
+		}
+	}
 	data, err := f.Content()
 	if err != nil {
 		return nil, fmt.Errorf("gitdiff: reading %q: %w", path, err)
@@ -329,7 +352,14 @@ func (e *encoder) change(c *Change, loaded *side) error {
 // file renders one diff --git section; old and new are not both nil and
 // are of the same type when both are present.
 func (e *encoder) file(path string, old, new *side) error {
-	if old != nil && new != nil && old.mode == new.mode && bytes.Equal(old.data, new.data) {
+	same := false
+	if old != nil && new != nil {
+		var err error
+		if same, err = sameContent(old, new); err != nil {
+			return fmt.Errorf("gitdiff: reading %q: %w", path, err)
+		}
+	}
+	if same && old.mode == new.mode {
 		return nil
 	}
 	w := e.w
@@ -347,7 +377,7 @@ func (e *encoder) file(path string, old, new *side) error {
 		fmt.Fprintf(w, "deleted file mode %06o\n", old.mode)
 	case old.mode != new.mode:
 		fmt.Fprintf(w, "old mode %06o\nnew mode %06o\n", old.mode, new.mode)
-		if bytes.Equal(old.data, new.data) {
+		if same {
 			return nil
 		}
 	}
@@ -361,19 +391,23 @@ func (e *encoder) file(path string, old, new *side) error {
 func (e *encoder) body(aPath, bPath, aName, bName string, old, new *side) error {
 	w := e.w
 	var oldData, newData []byte
-	if old != nil {
-		oldData = old.data
-	}
-	if new != nil {
-		newData = new.data
-	}
-	binary := isBinary(oldData) || isBinary(newData)
+	binary := false
 	oldID, newID := nullID, nullID
-	if old != nil {
-		oldID = blobID(oldData)
-	}
-	if new != nil {
-		newID = blobID(newData)
+	for _, s := range []struct {
+		side *side
+		data *[]byte
+		id   *string
+	}{{old, &oldData, &oldID}, {new, &newData, &newID}} {
+		if s.side == nil {
+			continue
+		}
+		*s.data = s.side.data
+		binary = binary || s.side.binary()
+		id, err := s.side.blobID()
+		if err != nil {
+			return fmt.Errorf("gitdiff: reading %q: %w", bPath, err)
+		}
+		*s.id = id
 	}
 	// Binary patches need full ids: git apply checks both.
 	idLen := 7
@@ -390,10 +424,10 @@ func (e *encoder) body(aPath, bPath, aName, bName string, old, new *side) error 
 	w.WriteByte('\n')
 	if binary {
 		w.WriteString("GIT binary patch\n")
-		if err := e.literal(newData); err != nil {
+		if err := e.literalSide(new); err != nil {
 			return err
 		}
-		return e.literal(oldData)
+		return e.literalSide(old)
 	}
 	if len(oldData) == 0 && len(newData) == 0 {
 		return nil // a new or deleted empty file has no hunk

@@ -236,7 +236,9 @@ func basenameSame(a, b string) bool {
 // files whose sizes are close enough for min, else the share of the
 // larger file's material found in the source, scaled to maxScore.
 func similarity(src, dst *candidate, minimum int) int {
-	if !isRegular(src.s.mode) || !isRegular(dst.s.mode) {
+	if !isRegular(src.s.mode) || !isRegular(dst.s.mode) || src.s.big != nil || dst.s.big != nil {
+		// A streamed file is never held whole: only an exact rename
+		// (same blob id) pairs it.
 		return 0
 	}
 	ss, ds := len(src.s.data), len(dst.s.data)
@@ -337,8 +339,8 @@ func (e *encoder) rename(from, to string, old, new *side, score int) error {
 		fmt.Fprintf(w, "old mode %06o\nnew mode %06o\n", old.mode, new.mode)
 	}
 	fmt.Fprintf(w, "similarity index %d%%\nrename from %s\nrename to %s\n", score*100/maxScore, quoteName("", from), quoteName("", to))
-	if bytes.Equal(old.data, new.data) {
-		return nil
+	if same, err := sameContent(old, new); same || err != nil {
+		return err
 	}
 	return e.body(from, to, aName, bName, old, new)
 }

@@ -148,7 +148,7 @@ func dur(ns float64) string {
 
 func writeTable(w io.Writer, res map[string]map[string][]float64) error {
 	var b strings.Builder
-	b.WriteString("| workload | peer | cowfs | peer time | ratio (median) | allocs/op cowfs / peer | goal |\n")
+	b.WriteString("| workload | peer | goal | now (median ratio) | met | cowfs / peer time | allocs/op cowfs / peer |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	missing := 0
 	for _, r := range rows {
@@ -159,6 +159,8 @@ func writeTable(w io.Writer, res map[string]map[string][]float64) error {
 		}
 		get := func(unit string) (float64, bool) { return med(m[unit]) }
 		var cow, peer, ratio, allocs string
+		var now float64 // what the goal is checked against
+		haveNow := false
 		if r.bench == "BenchmarkTableHeapPerFile" {
 			c, _ := get("B/cowfs")
 			p, _ := get("B/peer")
@@ -167,6 +169,7 @@ func writeTable(w io.Writer, res map[string]map[string][]float64) error {
 		} else {
 			c, _ := get("ns/cowfs")
 			cow = dur(c)
+			now, haveNow = c/1e6, r.peer == "—" // an absolute goal, in ms
 			if p, ok := get("ns/peer"); ok {
 				peer = dur(p)
 			} else {
@@ -184,10 +187,11 @@ func writeTable(w io.Writer, res map[string]map[string][]float64) error {
 		}
 		if x, ok := get("ratio"); ok {
 			ratio = fmt.Sprintf("**%.2f×**", x)
+			now, haveNow = x, true
 		} else {
-			ratio = "—"
+			ratio = cow
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.workload, r.peer, cow, peer, ratio, allocs, r.goal)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s / %s | %s |\n", r.workload, r.peer, r.goal, ratio, met(r.goal, now, haveNow), cow, peer, allocs)
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
@@ -196,4 +200,19 @@ func writeTable(w io.Writer, res map[string]map[string][]float64) error {
 		return fmt.Errorf("no BenchmarkTable results in the input")
 	}
 	return nil
+}
+
+// met says whether now meets goal, "≤ X×" (a ratio) or "≤ X ms" (a time
+// in ms): "met", "not met", or "—" where there is no goal.
+func met(goal string, now float64, ok bool) string {
+	g := strings.TrimSpace(strings.TrimPrefix(goal, "≤"))
+	g = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(g, "×"), "ms"))
+	limit, err := strconv.ParseFloat(g, 64)
+	if err != nil || !ok || !strings.HasPrefix(goal, "≤") {
+		return "—"
+	}
+	if now <= limit {
+		return "met"
+	}
+	return "**not met**"
 }

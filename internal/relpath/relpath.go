@@ -28,26 +28,33 @@ func Valid(rel string) bool {
 // Below reports whether rel names a path strictly below the root: not
 // empty, every component a name (not empty, ".", or ".."), no NUL. Those
 // are the paths path.Clean keeps as they are, other than ".", ".." and
-// names starting with "/" or "../". It is one pass over rel's bytes.
+// names starting with "/" or "../". It searches rel for the bytes that
+// can make it unclean (a NUL, a doubled slash, a dot starting a
+// component) rather than look at each byte: the resolver's fast path
+// runs it on every name.
 func Below(rel string) bool {
-	start := 0 // of the current component
-	for i := 0; i < len(rel); i++ {
-		switch rel[i] {
-		case 0:
-			return false
-		case '/':
-			if !name(rel[start:i]) {
+	if rel == "" || rel[0] == '/' || rel[len(rel)-1] == '/' ||
+		strings.IndexByte(rel, 0) >= 0 || strings.Contains(rel, "//") {
+		return false
+	}
+	for i := strings.IndexByte(rel, '.'); i >= 0; {
+		if i == 0 || rel[i-1] == '/' {
+			// A component starting with a dot: "." or ".." alone?
+			j := i + 1
+			if j < len(rel) && rel[j] == '.' {
+				j++
+			}
+			if j == len(rel) || rel[j] == '/' {
 				return false
 			}
-			start = i + 1
 		}
+		k := strings.IndexByte(rel[i+1:], '.')
+		if k < 0 {
+			break
+		}
+		i += 1 + k
 	}
-	return name(rel[start:])
-}
-
-// name reports whether c may be a component: not empty, ".", or "..".
-func name(c string) bool {
-	return c != "" && c != "." && c != ".."
+	return true
 }
 
 // NamesFit reports whether no component of rel is longer than max bytes.

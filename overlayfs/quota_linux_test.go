@@ -1,0 +1,312 @@
+//go:build linux
+
+package overlayfs_test
+
+// The quota differential: seeded sequences of writes, appends, writes
+// past the end (holes), truncates (shrinking and extending), creates,
+// mkdirs, symlinks (short and long targets), removes and renames run on an
+// overlay of an empty directory with WithQuota(bytes, inodes) and, through
+// os, on a real tmpfs mounted with size=bytes,nr_inodes=inodes+1. After
+// every operation: the same errno (or none), the same byte count written,
+// and Usage equal to what statfs says the tmpfs holds (blocks and inodes
+// used, less its root); at the end the same tree. A Snapshot taken midway
+// and restored at the end must report the usage the tmpfs had then, and
+// a Fork counts on its own.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/cowfs/cowfs/internal/longtest"
+	"github.com/cowfs/cowfs/overlayfs"
+	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
+)
+
+// mountTmpfs mounts a tmpfs with opts at a new directory, or skips.
+func mountTmpfs(t testing.TB, opts string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, opts); err != nil {
+		t.Skipf("mounting a tmpfs needs privileges: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+// tmpfsUsage is what the tmpfs at dir holds: data bytes (in pages) and
+// inodes, less its root directory.
+func tmpfsUsage(t testing.TB, dir string) overlayfs.Usage {
+	t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return overlayfs.Usage{Bytes: int64(st.Blocks-st.Bfree) * st.Bsize, Inodes: int64(st.Files-st.Ffree) - 1}
+}
+
+type quotaOp struct {
+	kind     string
+	a, b     string
+	off, n   int64
+	longLink bool
+}
+
+func (o quotaOp) String() string {
+	return fmt.Sprintf("%s(%s,%s,off=%d,n=%d,long=%v)", o.kind, o.a, o.b, o.off, o.n, o.longLink)
+}
+
+var quotaNames = []string{"a", "b", "c", "d", "d/x", "d/y", "e", "e/z", "d/e", "d/e/w"}
+
+func genQuotaOp(r *rand.Rand) quotaOp {
+	name := func() string { return quotaNames[r.IntN(len(quotaNames))] }
+	size := func() int64 {
+		switch r.IntN(4) {
+		case 0:
+			return r.Int64N(100)
+		case 1:
+			return r.Int64N(3) * 4096
+		default:
+			return r.Int64N(5 * 4096)
+		}
+	}
+	kinds := []string{"write", "write", "append", "append", "writeat", "truncate", "create", "mkdir", "mkdir", "symlink", "remove", "rename", "removeall"}
+	o := quotaOp{kind: kinds[r.IntN(len(kinds))], a: name(), b: name(), n: size(), off: size(), longLink: r.IntN(3) == 0}
+	return o
+}
+
+// applyQuotaOp runs o on fsys under dir, returning the bytes it wrote and
+// its error.
+func applyQuotaOp(fsys afero.Fs, dir string, o quotaOp) (int64, error) {
+	a, b := filepath.Join(dir, o.a), filepath.Join(dir, o.b)
+	data := make([]byte, o.n)
+	for i := range data {
+		data[i] = byte('a' + i%26)
+	}
+	write := func(flag int, at int64) (int64, error) {
+		fh, err := fsys.OpenFile(a, flag, 0o644)
+		if err != nil {
+			return 0, err
+		}
+		var n int
+		if at >= 0 {
+			n, err = fh.WriteAt(data, at)
+		} else {
+			n, err = fh.Write(data)
+		}
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		return int64(n), err
+	}
+	switch o.kind {
+	case "write":
+		return write(os.O_WRONLY|os.O_CREATE|os.O_TRUNC, -1)
+	case "append":
+		return write(os.O_WRONLY|os.O_CREATE|os.O_APPEND, -1)
+	case "writeat":
+		return write(os.O_WRONLY|os.O_CREATE, o.off)
+	case "truncate":
+		fh, err := fsys.OpenFile(a, os.O_WRONLY, 0)
+		if err != nil {
+			return 0, err
+		}
+		err = fh.Truncate(o.off)
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		return 0, err
+	case "create":
+		fh, err := fsys.OpenFile(a, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return 0, err
+		}
+		return 0, fh.Close()
+	case "mkdir":
+		return 0, fsys.Mkdir(a, 0o755)
+	case "symlink":
+		target := "t-" + o.b
+		if o.longLink {
+			target = strings.Repeat("x", 200)
+		}
+		return 0, fsys.(afero.Linker).SymlinkIfPossible(target, a)
+	case "remove":
+		return 0, fsys.Remove(a)
+	case "removeall":
+		return 0, fsys.RemoveAll(a)
+	case "rename":
+		return 0, fsys.Rename(a, b)
+	}
+	panic(o.kind)
+}
+
+// quotaErrClass is the errno inside err, "" for none.
+func quotaErrClass(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e.Error()
+	}
+	return "other: " + err.Error()
+}
+
+// TestQuotaTmpfsDifferential runs random sequences on WithQuota and on a
+// real tmpfs of the same size: 100 by default, 1,000 with COWFS_LONG=1.
+func TestQuotaTmpfsDifferential(t *testing.T) {
+	n := longtest.N(100, 1000)
+	mountTmpfs(t, "size=4k") // skips without privileges
+	divergences := 0
+	var tally quotaTally
+	first := 0
+	if s := os.Getenv("QUOTA_SEED"); s != "" {
+		fmt.Sscan(s, &first)
+		n = first + 1
+	}
+	for seed := first; seed < n; seed++ {
+		if err := quotaSequence(t, uint64(seed), &tally); err != nil {
+			divergences++
+			if divergences <= 5 {
+				t.Errorf("seed %d: %v", seed, err)
+			}
+		}
+	}
+	t.Logf("%d sequences (%d operations: %d ENOSPC, %d of them short writes), %d divergences", n-first, tally.ops, tally.full, tally.short, divergences)
+}
+
+// quotaTally counts what the sequences exercised.
+type quotaTally struct{ ops, full, short int }
+
+func quotaSequence(t *testing.T, seed uint64, tally *quotaTally) error {
+	r := rand.New(rand.NewPCG(seed, 25))
+	pages := 1 + r.Int64N(12)
+	bytes := pages*4096 - r.Int64N(4096) // tmpfs rounds size= up to pages
+	inodes := 2 + r.Int64N(8)
+	mem := mountTmpfs(t, fmt.Sprintf("size=%d,nr_inodes=%d", bytes, inodes+1))
+	lower := t.TempDir()
+	ov, err := overlayfs.New(lower, overlayfs.WithQuota(bytes, inodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	osfs := afero.NewOsFs()
+	var snap *overlayfs.Snapshot
+	var atSnap overlayfs.Usage
+	steps := 20 + r.IntN(40)
+	var log []string
+	for i := range steps {
+		o := genQuotaOp(r)
+		var pre string
+		if fi, err := os.Lstat(filepath.Join(mem, o.a)); err == nil {
+			pre = fmt.Sprintf(" [before: %s size %d, tmpfs %+v, limit %d/%d]", fi.Mode(), fi.Size(), tmpfsUsage(t, mem), bytes, inodes)
+		}
+		log = append(log, o.String()+pre)
+		wn, werr := applyQuotaOp(osfs, mem, o)
+		gn, gerr := applyQuotaOp(ov, lower, o)
+		tally.ops++
+		if errors.Is(werr, syscall.ENOSPC) {
+			tally.full++
+			if wn > 0 {
+				tally.short++
+			}
+		}
+		if quotaErrClass(werr) != quotaErrClass(gerr) || wn != gn {
+			return fmt.Errorf("limits %d/%d, step %d %v: os wrote %d (%v), overlay %d (%v)\n%s", bytes, inodes, i, o, wn, werr, gn, gerr, strings.Join(log, "\n"))
+		}
+		if want, got := tmpfsUsage(t, mem), ov.Usage(); want != got {
+			return fmt.Errorf("step %d %v: tmpfs holds %+v, overlay counts %+v\n%s", i, o, want, got, strings.Join(log, "\n"))
+		}
+		if i == steps/2 {
+			snap, atSnap = ov.Snapshot(), tmpfsUsage(t, mem)
+		}
+	}
+	if want, got := treeOf(t, osfs, mem), treeOf(t, ov, lower); want != got {
+		return fmt.Errorf("final trees differ:\ntmpfs:\n%s\noverlay:\n%s", want, got)
+	}
+	fork := ov.Fork()
+	before := ov.Usage()
+	if err := afero.WriteFile(fork, filepath.Join(lower, "forked"), nil, 0o644); err == nil && fork.Usage().Inodes != before.Inodes+1 {
+		return fmt.Errorf("a fork's new file: fork counts %+v, parent had %+v", fork.Usage(), before)
+	}
+	if ov.Usage() != before {
+		return fmt.Errorf("a fork's write changed its parent's count: %+v, was %+v", ov.Usage(), before)
+	}
+	ov.Restore(snap)
+	if got := ov.Usage(); got != atSnap {
+		return fmt.Errorf("restored: overlay counts %+v, the tmpfs held %+v at the snapshot", got, atSnap)
+	}
+	ov.Reset()
+	if got := ov.Usage(); got != (overlayfs.Usage{}) {
+		return fmt.Errorf("reset: overlay counts %+v", got)
+	}
+	return nil
+}
+
+// TestQuotaConcurrent: goroutines append, create and remove under one
+// quota at once. The count never passes the limit, and equals what a
+// real tmpfs holding the final tree (copied into it) says it holds.
+func TestQuotaConcurrent(t *testing.T) {
+	mem := mountTmpfs(t, "size=64m")
+	lower := t.TempDir()
+	const limit = 40 * 4096
+	ov, err := overlayfs.New(lower, overlayfs.WithQuota(limit, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			name := filepath.Join(lower, fmt.Sprintf("f%d", g))
+			for i := range 50 {
+				fh, err := ov.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+				if err != nil {
+					continue
+				}
+				fh.Write(make([]byte, 1000+i*37))
+				fh.Close()
+				if u := ov.Usage(); u.Bytes > limit {
+					t.Errorf("usage %+v passes the limit %d", u, limit)
+				}
+				d := filepath.Join(lower, fmt.Sprintf("d%d-%d", g, i%5))
+				if i%2 == 0 {
+					ov.Mkdir(d, 0o755)
+				} else {
+					ov.Remove(d)
+				}
+				if i%17 == 16 {
+					ov.Remove(name)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// The oracle: the final tree written into a real tmpfs.
+	err = afero.Walk(ov, lower, func(p string, fi fs.FileInfo, err error) error {
+		if err != nil || p == lower {
+			return err
+		}
+		dst := filepath.Join(mem, strings.TrimPrefix(p, lower+"/"))
+		if fi.IsDir() {
+			return os.Mkdir(dst, 0o755)
+		}
+		data, err := afero.ReadFile(ov, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, got := tmpfsUsage(t, mem), ov.Usage(); want != got {
+		t.Errorf("a tmpfs holding the final tree holds %+v; the overlay counts %+v", want, got)
+	}
+}
