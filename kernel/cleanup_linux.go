@@ -229,6 +229,7 @@ func covered(mounts []mountInfo, m mountInfo) bool {
 type mountInfo struct {
 	id, parent   int
 	mountPoint   string
+	mountOptions string // per-mount options: rw, nodev, nosuid, ...
 	fsType       string
 	source       string
 	superOptions []string
@@ -271,7 +272,7 @@ func parseMountinfoLine(line string) (mountInfo, bool) {
 		return mountInfo{}, false
 	}
 	a, b := strings.Fields(pre), strings.Fields(post)
-	if len(a) < 5 || len(b) < 3 {
+	if len(a) < 6 || len(b) < 3 {
 		return mountInfo{}, false
 	}
 	id, err1 := strconv.Atoi(a[0])
@@ -282,6 +283,7 @@ func parseMountinfoLine(line string) (mountInfo, bool) {
 	return mountInfo{
 		id: id, parent: parent,
 		mountPoint:   unescapeMountinfo(a[4]),
+		mountOptions: a[5],
 		fsType:       b[0],
 		source:       unescapeMountinfo(b[1]),
 		superOptions: strings.Split(b[2], ","),

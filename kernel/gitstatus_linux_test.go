@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,6 +91,89 @@ func TestRunGitStatusReadOnly(t *testing.T) {
 			}
 			if cs := f.Changes(); len(cs) != 0 {
 				t.Errorf("a read-only git status left changes in the %s mode: %v", mode, cs)
+			}
+		})
+	}
+}
+
+// TestRunGitCommitPatchApplies (issue 22): `git commit` in Run writes
+// .git (COMMIT_EDITMSG, objects, refs) and a file; WriteDiff's patch, with
+// the .git paths left out, applies with real git apply on a copy of the
+// root and gives the files a plain run of the same command gives. Oracle:
+// the command run directly on another copy.
+func TestRunGitCommitPatchApplies(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	if _, err := landlockABI(runConfig{}); err != nil {
+		t.Skip("Landlock is not available: ", err)
+	}
+	const script = `echo more >> a.txt && echo c > c.txt && git add -A && git -c user.name=T -c user.email=t@example.com commit -q -m second`
+	for _, mode := range []string{"overlay", "copy"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "overlay" {
+				needMount(t)
+			}
+			base := t.TempDir()
+			root := filepath.Join(base, "root")
+			os.Mkdir(root, 0o755)
+			env := gitRepo(t, root)
+			copyOf := func(name string) string {
+				dst := filepath.Join(base, name)
+				if out, err := exec.Command("cp", "-a", root, dst).CombinedOutput(); err != nil {
+					t.Fatalf("cp -a: %v\n%s", err, out)
+				}
+				return dst
+			}
+			plain, applied := copyOf("plain"), copyOf("applied")
+			oc := exec.Command("sh", "-c", script)
+			oc.Dir, oc.Env = plain, env
+			if out, err := oc.CombinedOutput(); err != nil {
+				t.Fatalf("plain run: %v\n%s", err, out)
+			}
+			f, err := overlayfs.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", script)
+			cmd.Dir, cmd.Env = root, env
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			var opts []RunOption
+			if mode == "copy" {
+				opts = append(opts, WithCopyFallback())
+			}
+			if err := Run(context.Background(), f, cmd, opts...); err != nil {
+				t.Fatalf("Run: %v\n%s", err, stderr.String())
+			}
+			var patch bytes.Buffer
+			if err := f.WriteDiff(&patch); err != nil {
+				t.Fatal(err)
+			}
+			ac := exec.Command(git, "apply", "--whitespace=nowarn")
+			ac.Dir, ac.Env = applied, env
+			ac.Stdin = bytes.NewReader(patch.Bytes())
+			if out, err := ac.CombinedOutput(); err != nil {
+				t.Fatalf("git apply: %v\n%s\npatch:\n%s", err, out, patch.String())
+			}
+			want, err := dirTree(plain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := dirTree(applied)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tr := range []tree{want, got} {
+				for p := range tr {
+					if p == ".git" || strings.HasPrefix(p, ".git/") {
+						delete(tr, p)
+					}
+				}
+			}
+			if err := diffTrees(want, got, cmpOpts{}); err != nil {
+				t.Errorf("git apply of the patch differs from the plain run:\n%v", err)
 			}
 		})
 	}

@@ -48,8 +48,9 @@ import (
 //
 // Import costs the same per entry at any depth: the upper is walked
 // through directory descriptors, and files are opened beneath it with one
-// openat2 each (2,000 nested directories import in 9.5 times the time of
-// 2,000 side by side, down from 270 times; BenchmarkImportNested). An error
+// openat2 each: 2,000 nested directories import in 4 to 17 times the time
+// of 2,000 side by side on a loaded two-core machine (270 times before),
+// allocating 70 MB instead of 6.2 GB (BenchmarkImportNested). An error
 // while applying (a file unreadable halfway) leaves f with part of the
 // upper applied; take an [overlayfs.Fs.Snapshot] first to roll back.
 func Import(upper string, f *overlayfs.Fs, opts Options) error {
@@ -200,7 +201,7 @@ func (s *upperScan) dir(fd int, rel string) error {
 
 // entry scans one entry, name in directory fd, and below it.
 func (s *upperScan) entry(fd int, rel, name string) error {
-	p := filepath.Join(s.upper, filepath.FromSlash(rel))
+	p := under(s.upper, rel)
 	var st unix.Stat_t
 	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return &fs.PathError{Op: "lstat", Path: p, Err: err}
@@ -216,7 +217,7 @@ func (s *upperScan) entry(fd int, rel, name string) error {
 	if m, ok := s.modes[e.rel]; ok {
 		e.mode = m
 	}
-	shown := filepath.Join(s.shown, filepath.FromSlash(rel))
+	shown := under(s.shown, rel)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFCHR:
 		if st.Rdev != 0 {
@@ -315,6 +316,15 @@ func (s *upperScan) xattrs(e *upperEntry, xp, p string) error {
 		e.redirect = "" // the kernel stops at an opaque directory before it reads a redirect
 	}
 	return nil
+}
+
+// under is dir/rel for a clean slash-separated rel, without filepath.Join's
+// Clean: a deep tree's names are long, and each entry needs one.
+func under(dir, rel string) string {
+	if strings.HasSuffix(dir, "/") {
+		return dir + rel
+	}
+	return dir + "/" + rel
 }
 
 // readlinkat reads the target of symlink name in directory fd.
@@ -456,7 +466,7 @@ func (a *upperApplier) apply(e upperEntry) error {
 }
 
 func (a *upperApplier) applyFile(e upperEntry, le overlayfs.LayerEntry) error {
-	name := filepath.Join(a.upper, filepath.FromSlash(e.rel))
+	name := under(a.upper, e.rel)
 	r, err := a.open(e.rel)
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: name, Err: underlying(err)}

@@ -71,6 +71,9 @@ func landlockABI(cfg runConfig) (int, error) {
 // unconfined (Run then checks the real root afterwards) and the copy mode
 // refuses with ErrUnconfined.
 func confinement(cfg runConfig, m *Mode) (int, error) {
+	if !haveMountSetattr() {
+		m.Missing = append(m.Missing, "read-only host and nodev,nosuid root (mount_setattr, Linux 5.12)")
+	}
 	if cfg.unconfined {
 		m.Reason = "Unconfined option"
 		return 0, nil

@@ -779,9 +779,14 @@ func dieOf(sig unix.Signal) {
 	exit(128 + int(sig))
 }
 
+// haveMountSetattr reports whether the kernel has mount_setattr.
+func haveMountSetattr() bool {
+	return unix.MountSetattr(-1, "", 0, &unix.MountAttr{}) != unix.ENOSYS
+}
+
 // hostReadOnly makes every mount of this mount namespace read-only except
 // the writable paths, which stay writable, nodev and nosuid. It needs
-// mount_setattr (Linux 5.12).
+// mount_setattr (Linux 5.12); before, it does nothing.
 func hostReadOnly(writable []string) error {
 	for _, w := range writable {
 		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -789,7 +794,9 @@ func hostReadOnly(writable []string) error {
 		}
 	}
 	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &ro); err != nil {
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &ro); err == unix.ENOSYS {
+		return nil // before Linux 5.12: Mode.Missing says so
+	} else if err != nil {
 		return fmt.Errorf("making the host read-only: %w", &os.PathError{Op: "mount_setattr", Path: "/", Err: err})
 	}
 	rw := unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY, Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}

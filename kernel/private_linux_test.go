@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cowfs/cowfs/overlayfs"
@@ -32,44 +33,61 @@ func overwriteInPlace(t *testing.T, p string) {
 // TestRunCopyHardLinkedOutputIsPrivate (issue 23): in copy mode a command
 // hard-links its 2 MiB output into a WithWritable cache; a later write to
 // the cache must not change the layer's file. Oracle: the cache file's
-// bytes as the command left them.
+// bytes as the command left them. Confined, the sandbox mounts the copy
+// and the writable paths apart, so the link itself fails (EXDEV) and the
+// layer keeps the output; unconfined, the link is made and the import
+// must not keep the shared inode.
 func TestRunCopyHardLinkedOutputIsPrivate(t *testing.T) {
 	if _, err := landlockABI(runConfig{}); err != nil {
 		t.Skip("Landlock is not available: ", err)
 	}
-	base := t.TempDir()
-	root, cache := filepath.Join(base, "root"), filepath.Join(base, "cache")
-	for _, d := range []string{root, cache} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f, err := overlayfs.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("sh", "-c", `head -c 2097152 /dev/urandom > out && ln out "$CACHE/out"`)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CACHE="+cache)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := Run(context.Background(), f, cmd, WithCopyFallback(), WithWritable(cache)); err != nil {
-		t.Fatalf("Run: %v\n%s", err, stderr.String())
-	}
-	want, err := os.ReadFile(filepath.Join(cache, "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(want) != 2<<20 {
-		t.Fatalf("the command left %d bytes in the cache", len(want))
-	}
-	overwriteInPlace(t, filepath.Join(cache, "out"))
-	got, err := afero.ReadFile(f, filepath.Join(root, "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("the layer's out changed with the cache file written after Run (first bytes %q)", got[:8])
+	for _, confined := range []bool{true, false} {
+		t.Run(map[bool]string{true: "confined", false: "unconfined"}[confined], func(t *testing.T) {
+			base := t.TempDir() // the cache and Run's temporary directory
+			root, cache := filepath.Join(t.TempDir(), "root"), filepath.Join(base, "cache")
+			tmp := filepath.Join(base, "tmp")
+			for _, d := range []string{root, cache, tmp} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f, err := overlayfs.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", `head -c 2097152 /dev/urandom > out && cat out > "$CACHE/expect" && ln out "$CACHE/out"`)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "CACHE="+cache)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			// The cache and Run's temporary directory (the copy) under one
+			// writable directory, so that nothing but the sandbox's mounts
+			// stands between them.
+			opts := []RunOption{WithCopyFallback(), WithTempDir(tmp), WithWritable(base)}
+			if !confined {
+				opts = append(opts, Unconfined())
+			}
+			runErr := Run(context.Background(), f, cmd, opts...)
+			want, err := os.ReadFile(filepath.Join(cache, "expect"))
+			if err != nil || len(want) != 2<<20 {
+				t.Fatalf("the command left %d bytes (%v); Run: %v\n%s", len(want), err, runErr, stderr.String())
+			}
+			switch {
+			case confined && runErr != nil && strings.Contains(stderr.String(), "Invalid cross-device link"):
+				t.Log("the sandbox refused the hard link (EXDEV)")
+			case runErr != nil:
+				t.Fatalf("Run: %v\n%s", runErr, stderr.String())
+			default:
+				overwriteInPlace(t, filepath.Join(cache, "out"))
+			}
+			got, err := afero.ReadFile(f, filepath.Join(root, "out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("the layer's out is not what the command wrote (first bytes %q): a write to the cache after Run reached it", got[:8])
+			}
+		})
 	}
 }
 

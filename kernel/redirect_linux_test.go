@@ -123,11 +123,14 @@ func shellOps(ops []fsOp) string {
 
 // renameCase is a rename scenario, run by the programs it names (all
 // three where none: python and mv run a few cases only, to keep the test
-// short, unless COWFS_LONG is set).
+// short, unless COWFS_LONG is set). pre are steps made before the command:
+// in the layer (in-process, through the Fs) for Run, on disk for the plain
+// run.
 type renameCase struct {
 	name     string
 	ops      []fsOp
 	programs []string
+	pre      []fsOp
 }
 
 // renameCases rename lower directories of the scenario fixture (d1/x,
@@ -136,19 +139,22 @@ func renameCases() []renameCase {
 	r := func(a, b string) fsOp { return fsOp{"rename", a, b} }
 	all := []string{"go", "python", "mv"}
 	return []renameCase{
-		{"same-dir", []fsOp{r("d1/sub", "d1/sub2")}, all},
-		{"top", []fsOp{r("d1", "d3")}, nil},
-		{"then-modify", []fsOp{r("d1/sub", "d1/sub2"), {"write", "d1/sub2/y", "changed"}, {"write", "d1/sub2/n", "new"}, {"mkdir", "d1/sub2/nd", ""}, {"write", "d1/x", "x2"}}, all},
-		{"twice", []fsOp{r("d1/sub", "d1/s2"), r("d1/s2", "d1/s3")}, nil},
-		{"into-other", []fsOp{r("d1/sub", "d2/sub/in")}, nil},
-		{"into-new", []fsOp{{"mkdir", "nd", ""}, r("d1", "nd/d1")}, nil},
-		{"over-whiteout", []fsOp{{"rmtree", "d2/sub", ""}, r("d1/sub", "d2/sub")}, nil},
+		{"same-dir", []fsOp{r("d1/sub", "d1/sub2")}, all, nil},
+		{"top", []fsOp{r("d1", "d3")}, nil, nil},
+		{"then-modify", []fsOp{r("d1/sub", "d1/sub2"), {"write", "d1/sub2/y", "changed"}, {"write", "d1/sub2/n", "new"}, {"mkdir", "d1/sub2/nd", ""}, {"write", "d1/x", "x2"}}, nil, nil},
+		{"twice", []fsOp{r("d1/sub", "d1/s2"), r("d1/s2", "d1/s3")}, nil, nil},
+		{"into-other", []fsOp{r("d1/sub", "d2/sub/in")}, nil, nil},
+		{"into-new", []fsOp{{"mkdir", "nd", ""}, r("d1", "nd/d1")}, nil, nil},
+		{"over-whiteout", []fsOp{{"rmtree", "d2/sub", ""}, r("d1/sub", "d2/sub")}, nil, nil},
 		// os.Rename refuses an existing directory as the target (EEXIST).
-		{"over-empty-dir", []fsOp{{"remove", "d2/sub/z", ""}, r("d1/sub", "d2/sub")}, []string{"python", "mv"}},
-		{"swap", []fsOp{r("d1", "t"), r("d2", "d1"), r("t", "d2")}, all},
-		{"child-then-parent", []fsOp{r("d1/sub", "d1/sub2"), r("d1", "d9"), r("d9/sub2", "s"), {"write", "s/y", "moved twice"}}, nil},
-		{"and-back", []fsOp{r("d1", "x1"), r("x1", "d1")}, nil},
-		{"recreate-old-name", []fsOp{r("d1/sub", "d1/sub2"), {"mkdir", "d1/sub", ""}, {"write", "d1/sub/fresh", "f"}}, nil},
+		{"over-empty-dir", []fsOp{{"remove", "d2/sub/z", ""}, r("d1/sub", "d2/sub")}, []string{"python"}, nil},
+		{"swap", []fsOp{r("d1", "t"), r("d2", "d1"), r("t", "d2")}, nil, nil},
+		{"child-then-parent", []fsOp{r("d1/sub", "d1/sub2"), r("d1", "d9"), r("d9/sub2", "s"), {"write", "s/y", "moved twice"}}, nil, nil},
+		{"and-back", []fsOp{r("d1", "x1"), r("x1", "d1")}, nil, nil},
+		{"recreate-old-name", []fsOp{r("d1/sub", "d1/sub2"), {"mkdir", "d1/sub", ""}, {"write", "d1/sub/fresh", "f"}}, nil, nil},
+		// A layer that already changed the renamed directory.
+		{"layer-then-rename", []fsOp{r("d1", "d3")}, nil, []fsOp{{"write", "d1/x", "layer"}, {"remove", "d1/sub/y", ""}, {"write", "d1/new", "n"}}},
+		{"layer-moved-then-rename", []fsOp{r("d2", "d4"), r("d4/s0", "d4/s1")}, nil, []fsOp{r("d2/sub", "d2/s0"), {"mkdir", "d2/sub", ""}}},
 	}
 }
 
@@ -265,6 +271,9 @@ func runRenames(t *testing.T, modes []string) {
 				}
 				d := newScenarioDirs(t, t.TempDir())
 				d.build(t)
+				if err := applyOps(afero.NewOsFs(), d.root, c.pre); err != nil {
+					t.Fatal(err)
+				}
 				oc := p.cmd(c.ops)
 				oc.Dir = d.root
 				if out, err := oc.CombinedOutput(); err != nil {
@@ -281,7 +290,7 @@ func runRenames(t *testing.T, modes []string) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := applyOps(f, d.root, c.ops); err != nil {
+					if err := applyOps(f, d.root, append(slices.Clone(c.pre), c.ops...)); err != nil {
 						t.Fatalf("in-process: %v", err)
 					}
 					checkView(t, "in-process Fs", f, want)
@@ -295,6 +304,9 @@ func runRenames(t *testing.T, modes []string) {
 					}
 					f, err := overlayfs.New(d.root)
 					if err != nil {
+						t.Fatal(err)
+					}
+					if err := applyOps(f, d.root, c.pre); err != nil {
 						t.Fatal(err)
 					}
 					cmd := p.cmd(c.ops)

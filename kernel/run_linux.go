@@ -145,7 +145,7 @@ func runHook(reqEnv string) {
 		// No device node made or brought into the root is usable, no
 		// set-user-ID bit honoured.
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
-		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil {
+		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil && err != unix.ENOSYS {
 			fail("mount", &fs.PathError{Op: "mount_setattr", Path: req.Root, Err: err})
 		}
 	}
@@ -203,11 +203,12 @@ func hookInInit(reqEnv string, c *exec.Cmd) (*os.File, *runStatus) {
 		return status, &s
 	}
 	if !req.NoMount {
-		if _, err := Mount(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}); err != nil {
+		// redirect_dir=on (directory renames) where the kernel allows it.
+		if _, err := mountOverlay(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr); err != nil {
 			return fail("mount", err)
 		}
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
-		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil {
+		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil && err != unix.ENOSYS {
 			return fail("mount", &fs.PathError{Op: "mount_setattr", Path: req.Root, Err: err})
 		}
 	}

@@ -286,7 +286,8 @@ func (l *layer) fastLoc(op, name, abs string, follow bool) (at loc, ok bool, err
 		return loc{}, false, nil
 	}
 	dir := parent(rel)
-	d := l.lower().dir(dir)
+	c := l.lower()
+	d := c.dir(dir)
 	if d == nil || !l.clearDir(dir) {
 		return loc{}, false, nil
 	}
@@ -303,8 +304,11 @@ func (l *layer) fastLoc(op, name, abs string, follow bool) (at loc, ok bool, err
 	if err != nil {
 		return loc{}, true, fixErr(op, name, err)
 	}
-	if n.kind == kindSymlink {
+	switch {
+	case n.kind == kindSymlink:
 		return loc{}, false, nil
+	case n.kind == kindDir && !n.layer:
+		c.sawChain(rel) // a real lower directory in a chain: one too
 	}
 	at.n, at.have = n, true
 	return at, true, nil

@@ -129,7 +129,6 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 	// before the locks are released (see layer.lower).
 	defer f.fam.lowerChanged()
 	plans := make([]plan, len(roots))
-	var conflicts, escapes []string
 	for i, g := range roots {
 		rels, ok := sel[g]
 		if sel != nil && !ok {
@@ -155,27 +154,8 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 			l.unlock()
 		}
 	}()
-	for i, g := range roots {
-		if _, ok := sel[g]; sel != nil && !ok {
-			continue
-		}
-		cs, err := g.conflictsLocked(plans[i])
-		if err != nil {
-			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
-		}
-		for _, c := range cs {
-			p := c.path
-			if len(roots) > 1 {
-				p = filepath.Join(g.root, p)
-			}
-			conflicts = append(conflicts, p)
-			if c.escape {
-				escapes = append(escapes, p)
-			}
-		}
-	}
-	if len(conflicts) > 0 {
-		return &CommitError{Conflicts: conflicts, Escapes: escapes}
+	if err := conflictsOfLocked(roots, plans, sel); err != nil {
+		return err
 	}
 	journals := make([]*journal, len(roots))
 	abortAll := func() {
@@ -236,6 +216,36 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 	return nil
 }
 
+// conflictsOfLocked is Commit's check: every selected root's plan against
+// the disk, under the commit locks; a *CommitError naming every conflict,
+// or nil.
+func conflictsOfLocked(roots []*layer, plans []plan, sel map[*layer][]string) error {
+	var conflicts, escapes []string
+	for i, g := range roots {
+		if _, ok := sel[g]; sel != nil && !ok {
+			continue
+		}
+		cs, err := g.conflictsLocked(plans[i])
+		if err != nil {
+			return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1), Err: err}
+		}
+		for _, c := range cs {
+			p := c.path
+			if len(roots) > 1 {
+				p = filepath.Join(g.root, p)
+			}
+			conflicts = append(conflicts, p)
+			if c.escape {
+				escapes = append(escapes, p)
+			}
+		}
+	}
+	if len(conflicts) > 0 {
+		return &CommitError{Conflicts: conflicts, Escapes: escapes}
+	}
+	return nil
+}
+
 // lockRoots takes the commit lock of each root with something to write,
 // in the order of their paths (two commits over the same roots cannot
 // wait for each other).
@@ -254,7 +264,7 @@ func lockRoots(roots []*layer, plans []plan) ([]*rootLock, error) {
 			for _, l := range locks {
 				l.unlock()
 			}
-			return nil, fixErr("commit", g.root, err)
+			return nil, pathErr("commit", g.root, err)
 		}
 		locks = append(locks, l)
 	}

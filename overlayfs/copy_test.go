@@ -43,43 +43,43 @@ var copyHandles = []copyHandle{
 // copyModes are the ways a program copies between handles.
 var copyModes = []struct {
 	name string
-	run  func(dst, src afero.File, buf *bytes.Buffer) (int64, error, int)
+	run  func(dst, src afero.File, buf *bytes.Buffer) (int64, int, error)
 }{
-	{"io.Copy", func(dst, src afero.File, _ *bytes.Buffer) (int64, error, int) {
+	{"io.Copy", func(dst, src afero.File, _ *bytes.Buffer) (int64, int, error) {
 		n, err := io.Copy(dst, src)
-		return n, err, -1
+		return n, -1, err
 	}},
-	{"io.CopyN", func(dst, src afero.File, _ *bytes.Buffer) (int64, error, int) {
+	{"io.CopyN", func(dst, src afero.File, _ *bytes.Buffer) (int64, int, error) {
 		n, err := io.CopyN(dst, src, 4)
-		return n, err, -1
+		return n, -1, err
 	}},
-	{"ReadFrom(LimitReader)", func(dst, src afero.File, _ *bytes.Buffer) (int64, error, int) {
+	{"ReadFrom(LimitReader)", func(dst, src afero.File, _ *bytes.Buffer) (int64, int, error) {
 		lr := &io.LimitedReader{R: src, N: 3}
 		n, err := dst.(io.ReaderFrom).ReadFrom(lr)
-		return n, err, int(lr.N)
+		return n, int(lr.N), err
 	}},
-	{"ReadFrom(LimitReader 0)", func(dst, src afero.File, _ *bytes.Buffer) (int64, error, int) {
+	{"ReadFrom(LimitReader 0)", func(dst, src afero.File, _ *bytes.Buffer) (int64, int, error) {
 		lr := &io.LimitedReader{R: src, N: 0}
 		n, err := dst.(io.ReaderFrom).ReadFrom(lr)
-		return n, err, int(lr.N)
+		return n, int(lr.N), err
 	}},
-	{"ReadFrom(strings.Reader)", func(dst, _ afero.File, _ *bytes.Buffer) (int64, error, int) {
+	{"ReadFrom(strings.Reader)", func(dst, _ afero.File, _ *bytes.Buffer) (int64, int, error) {
 		r := strings.NewReader("XYZ")
 		n, err := dst.(io.ReaderFrom).ReadFrom(r)
-		return n, err, r.Len()
+		return n, r.Len(), err
 	}},
-	{"io.Copy(strings.Reader)", func(dst, _ afero.File, _ *bytes.Buffer) (int64, error, int) {
+	{"io.Copy(strings.Reader)", func(dst, _ afero.File, _ *bytes.Buffer) (int64, int, error) {
 		r := strings.NewReader("XYZ")
 		n, err := io.Copy(dst, r)
-		return n, err, r.Len()
+		return n, r.Len(), err
 	}},
-	{"io.Copy(Buffer)", func(_, src afero.File, buf *bytes.Buffer) (int64, error, int) {
+	{"io.Copy(Buffer)", func(_, src afero.File, buf *bytes.Buffer) (int64, int, error) {
 		n, err := io.Copy(buf, src)
-		return n, err, -1
+		return n, -1, err
 	}},
-	{"WriteTo(Buffer)", func(_, src afero.File, buf *bytes.Buffer) (int64, error, int) {
+	{"WriteTo(Buffer)", func(_, src afero.File, buf *bytes.Buffer) (int64, int, error) {
 		n, err := src.(io.WriterTo).WriteTo(buf)
-		return n, err, -1
+		return n, -1, err
 	}},
 }
 
@@ -109,7 +109,7 @@ func copyRun(t *testing.T, fsys target, root string, dh, sh copyHandle, mode int
 	defer dst.Close()
 	defer src.Close()
 	var buf bytes.Buffer
-	n, err, left := copyModes[mode].run(dst, src, &buf)
+	n, left, err := copyModes[mode].run(dst, src, &buf)
 	s := fmt.Sprintf("n=%d err=%s left=%d buf=%q", n, describeErr(err, root), left, buf.String())
 	for _, f := range []afero.File{dst, src} {
 		off, err := f.Seek(0, io.SeekCurrent)

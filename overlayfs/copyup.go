@@ -11,6 +11,13 @@ import (
 // change it (Chmod, Chown, Chtimes, an open for writing, a Rename of it
 // or of a directory holding it) fails, and the device stays as it is.
 func (l *layer) copyUpLocked(rel string, n node) (entry, error) {
+	return l.copyUpForLocked(rel, n, false)
+}
+
+// copyUpForLocked is copyUpLocked; with trunc the copy is about to be
+// emptied (an O_TRUNC open), so its data need not fit WithQuota's limit:
+// the kernel's overlay copies none up then.
+func (l *layer) copyUpForLocked(rel string, n node, trunc bool) (entry, error) {
 	if n.layer {
 		return n.e, nil
 	}
@@ -25,15 +32,15 @@ func (l *layer) copyUpLocked(rel string, n node) (entry, error) {
 		return entry{}, pathErr("copyup", rel, errDeviceNode)
 	}
 	if _, nlink := lowerLinkID(n.fi); nlink > 1 {
-		return l.copyUpLinkedLocked(rel, n)
+		return l.copyUpLinkedLocked(rel, n, trunc)
 	}
-	return l.copyUpOneLocked(rel, n)
+	return l.copyUpOneLocked(rel, n, trunc)
 }
 
 // copyUpOneLocked is copyUpLocked of a lower node n (its Lstat known)
 // that is not linked to other names, or the first of them.
-func (l *layer) copyUpOneLocked(rel string, n node) (entry, error) {
-	if err := l.copyUpQuotaLocked(rel, n.kind, n.fi.Size()); err != nil {
+func (l *layer) copyUpOneLocked(rel string, n node, trunc bool) (entry, error) {
+	if err := l.copyUpQuotaLocked(rel, n.kind, n.fi.Size(), trunc); err != nil {
 		return entry{}, err
 	}
 	m := metaOf(n.fi)

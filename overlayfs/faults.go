@@ -86,8 +86,12 @@ func (s ShortIO) Unwrap() error { return s.Err }
 // operation's error, shaped as os gives it.
 func (s *shared) fault(op, name string) error {
 	if s.opts.faults == nil {
-		return nil
+		return nil // inlined: without WithFaults an operation pays this check
 	}
+	return s.inject(op, name)
+}
+
+func (s *shared) inject(op, name string) error {
 	return faultErr(op, name, s.opts.faults(op, name))
 }
 
@@ -96,6 +100,10 @@ func (s *shared) faultLink(op, oldname, newname string) error {
 	if s.opts.faults == nil {
 		return nil
 	}
+	return s.injectLink(op, oldname, newname)
+}
+
+func (s *shared) injectLink(op, oldname, newname string) error {
 	err := s.opts.faults(op, newname)
 	if err == nil || isShaped(err) {
 		return err

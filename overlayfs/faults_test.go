@@ -221,6 +221,9 @@ func TestFaultsEveryOp(t *testing.T) {
 				if r.Err == tape.OutcomeReadOnly || slicesContainsSuffix(r.Fails, ":"+tape.OutcomeReadOnly) {
 					found = true
 				}
+				if r.Hash != "" && r.Hash != tape.HashBytes([]byte("hello")) {
+					t.Errorf("the tape records a change of content: %v", r.String())
+				}
 			}
 			if !found {
 				t.Errorf("the tape does not record the failure: %+v", tp.Records)

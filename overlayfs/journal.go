@@ -515,7 +515,7 @@ func Recover(root string) error {
 func recoverRoot(root string, hook faultHook) error {
 	lock, err := lockRoot(root, true, false)
 	if err != nil {
-		return fixErr("recover", root, err)
+		return pathErr("recover", root, err)
 	}
 	defer lock.unlock()
 	rt, err := os.OpenRoot(root)

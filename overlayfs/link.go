@@ -261,11 +261,11 @@ func (l *layer) sameLinkedLocked(ra string, a node, rb string, b node) bool {
 // names with every name of it the view shows (see linkState), and returns
 // the entry of rel. A node seen before the copy-up (a listing's) finds the
 // entry made then.
-func (l *layer) copyUpLinkedLocked(rel string, n node) (entry, error) {
+func (l *layer) copyUpLinkedLocked(rel string, n node, trunc bool) (entry, error) {
 	if e, ok := l.paths.Get(rel); ok && e.kind == n.kind {
 		return e, nil
 	}
-	e, err := l.copyUpOneLocked(rel, n)
+	e, err := l.copyUpOneLocked(rel, n, trunc)
 	if err != nil {
 		return entry{}, err
 	}

@@ -55,6 +55,28 @@ func (l *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.Fi
 	return h, err
 }
 
+// openOutsideLocked opens at, which writeLoc found outside the root
+// (with its error resolving, refusing), for an outside write (see
+// outside_linux.go): a symlink found where the resolution saw none is
+// resolved again, followed, and that resolution decides. It returns the
+// handle, or an error, or neither and where the name leads now, inside.
+func (l *layer) openOutsideLocked(name, abs string, flag int, perm fs.FileMode, at loc, err error) (afero.File, loc, error) {
+	for tries := 0; err == nil; tries++ {
+		fh, relook, oerr := openOutside(at.host, flag, perm)
+		if !relook || tries == maxRelook {
+			if oerr != nil {
+				return nil, at, fixErr("", name, oerr)
+			}
+			return &osFile{File: fh, name: name, flag: flag}, at, nil
+		}
+		var ok bool
+		if at, ok, err = l.writeLoc("open", name, abs, true); ok {
+			return nil, at, err
+		}
+	}
+	return nil, at, err
+}
+
 // openWriteLocked is openFile for an open that may change the layer.
 func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
 	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
@@ -92,20 +114,12 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 	} else {
 		at, ok, err = l.writeLoc("open", name, abs, true)
 	}
-	for tries := 0; !ok && err == nil; tries++ {
-		// Outside (see outside_linux.go): a symlink found where the
-		// resolution saw none is resolved again, followed.
-		fh, relook, oerr := openOutside(at.host, flag, perm)
-		if !relook || tries == maxRelook {
-			if oerr != nil {
-				return nil, fixErr("", name, oerr)
-			}
-			return &osFile{File: fh, name: name, flag: flag}, nil
-		}
-		at, ok, err = l.writeLoc("open", name, abs, true)
-	}
 	if !ok {
-		return nil, err
+		h, inside, err := l.openOutsideLocked(name, abs, flag, perm, at, err)
+		if h != nil || err != nil {
+			return h, err
+		}
+		at = inside
 	}
 	if at.dirOnly && flag&os.O_CREATE != 0 {
 		// A symlink whose target ends in a slash, to create through.
@@ -165,7 +179,7 @@ func (l *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint
 		l.paths.Set(rel, entry{kind: kindFile, ino: ino})
 		return ino, b, nil
 	}
-	e, err := l.copyUpLocked(rel, n)
+	e, err := l.copyUpForLocked(rel, n, flag&os.O_TRUNC != 0) // WithQuota: O_TRUNC copies no data up
 	if err != nil {
 		return 0, nil, err
 	}

@@ -36,7 +36,8 @@ type quota struct {
 //     extends, a WriteAt past the end) take none until written. A file
 //     copied up from the lower takes the pages of its whole size, once, at
 //     the copy-up (an open for writing, a Chmod, Chown or Chtimes, a
-//     Rename); an O_TRUNC open frees them.
+//     Rename); an O_TRUNC open of a lower file copies none, as the
+//     kernel's overlay does, and one of a layer file frees them.
 //   - Each file, directory, symlink, FIFO and socket the layer holds is an
 //     inode (a copied-up lower directory too); whiteouts and the root
 //     directory's own entry are not. A symlink whose target is longer than
@@ -197,15 +198,15 @@ func (l *layer) inodeQuotaLocked() error {
 }
 
 // copyUpQuotaLocked returns errNoSpace when a copy-up of an entry (a file
-// of size bytes) would pass a limit.
-func (l *layer) copyUpQuotaLocked(rel string, k kind, size int64) error {
+// of size bytes, unless trunc: about to be emptied) would pass a limit.
+func (l *layer) copyUpQuotaLocked(rel string, k kind, size int64, trunc bool) error {
 	if rel == "" {
 		return nil // the root's own entry takes nothing
 	}
 	if err := l.inodeQuotaLocked(); err != nil {
 		return err
 	}
-	if l.counting() && k == kindFile && pagesOf(size) > l.availPages() {
+	if l.counting() && k == kindFile && !trunc && pagesOf(size) > l.availPages() {
 		return errNoSpace
 	}
 	return nil

@@ -310,3 +310,83 @@ func TestQuotaConcurrent(t *testing.T) {
 		t.Errorf("a tmpfs holding the final tree holds %+v; the overlay counts %+v", want, got)
 	}
 }
+
+// TestQuotaCopyUpKernel: copy-ups counted against the kernel's overlay
+// with its upper on a tmpfs of the quota's size (the oracle): opening a
+// lower file for writing, a Chmod (the kernel copies data up too, with
+// metacopy=off), truncating a lower file, and a copy-up that no longer
+// fits, which both refuse with ENOSPC. Usage is what the upper's tmpfs
+// holds, less what the mount itself takes there.
+func TestQuotaCopyUpKernel(t *testing.T) {
+	lower := t.TempDir()
+	for name, size := range map[string]int{"a": 5000, "b": 100, "c": 9000, "d": 5000} {
+		if err := os.WriteFile(filepath.Join(lower, name), make([]byte, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const pages, inodes = 6, 10
+	mem := mountTmpfs(t, fmt.Sprintf("size=%d,nr_inodes=%d", pages*4096, inodes+6))
+	upper, work, merged := filepath.Join(mem, "upper"), filepath.Join(mem, "work"), t.TempDir()
+	for _, d := range []string{upper, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,index=off,metacopy=off,redirect_dir=nofollow", lower, upper, work)
+	if err := unix.Mount("overlay", merged, "overlay", 0, opts); err != nil {
+		t.Skipf("mounting an overlay: %v", err)
+	}
+	defer unix.Unmount(merged, unix.MNT_DETACH)
+	base := tmpfsUsage(t, mem)
+	ov, err := overlayfs.New(lower, overlayfs.WithQuota(pages*4096, inodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name string
+		run  func(fsys afero.Fs, root string) error
+	}{
+		{"open a for writing", func(fsys afero.Fs, root string) error {
+			fh, err := fsys.OpenFile(filepath.Join(root, "a"), os.O_WRONLY, 0)
+			if err == nil {
+				err = fh.Close()
+			}
+			return err
+		}},
+		{"chmod b", func(fsys afero.Fs, root string) error { return fsys.Chmod(filepath.Join(root, "b"), 0o600) }},
+		{"truncate c to 4097", func(fsys afero.Fs, root string) error {
+			fh, err := fsys.OpenFile(filepath.Join(root, "c"), os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			defer fh.Close()
+			return fh.Truncate(4097)
+		}},
+		{"open d for writing (does not fit)", func(fsys afero.Fs, root string) error {
+			fh, err := fsys.OpenFile(filepath.Join(root, "d"), os.O_WRONLY, 0)
+			if err == nil {
+				err = fh.Close()
+			}
+			return err
+		}},
+		{"open d with O_TRUNC (fits)", func(fsys afero.Fs, root string) error {
+			fh, err := fsys.OpenFile(filepath.Join(root, "d"), os.O_WRONLY|os.O_TRUNC, 0)
+			if err == nil {
+				err = fh.Close()
+			}
+			return err
+		}},
+	}
+	for _, s := range steps {
+		werr, gerr := s.run(afero.NewOsFs(), merged), s.run(ov, lower)
+		if quotaErrClass(werr) != quotaErrClass(gerr) {
+			t.Errorf("%s: the kernel's overlay says %v, ours %v", s.name, werr, gerr)
+		}
+		k := tmpfsUsage(t, mem)
+		want := overlayfs.Usage{Bytes: k.Bytes - base.Bytes, Inodes: k.Inodes - base.Inodes}
+		if got := ov.Usage(); got != want {
+			t.Errorf("%s: the upper's tmpfs holds %+v more; the overlay counts %+v", s.name, want, got)
+		}
+		t.Logf("%s: %v, %+v", s.name, werr, want)
+	}
+}

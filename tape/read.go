@@ -235,7 +235,7 @@ func parseRecord(line []byte, t *Tape) (Record, error) {
 	return rec, nil
 }
 
-const knownFields = ",seq,op,path,to,err,flag,mode,size,hash,rhash,rsize,spans,list,n,names,target,uid,gid,atime,mtime,fails,end,unhashed,kind,"
+const knownFields = ",seq,op,path,to,err,flag,mode,size,hash,rhash,rsize,spans,list,n,names,target,uid,gid,atime,mtime,fails,end,unhashed,cmd,kind,"
 
 func isHash(s string) bool {
 	if len(s) != 64 {

@@ -108,7 +108,8 @@ func TestRunConfinedFlags(t *testing.T) {
 		t.Errorf("the real file was deleted: %v", err)
 	}
 
-	// A write outside the root fails, in both modes; -allow-write permits it.
+	// A write outside the root fails, in both modes (the host is read-only
+	// in the command's mount namespace); -allow-write permits it.
 	for _, mode := range [][]string{nil, {"-copy"}} {
 		script := `echo c > "$0/entry"`
 		args := append(append([]string{}, mode...), "--", "sh", "-c", script, cache)

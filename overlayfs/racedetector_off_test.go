@@ -1,0 +1,5 @@
+//go:build !race
+
+package overlayfs_test
+
+const raceDetector = false
