@@ -382,11 +382,12 @@ func TestMountOwnerKilled(t *testing.T) {
 		return ms
 	}
 	find := func(target string) (mountInfo, bool) {
-		i := slices.IndexFunc(mi(), func(m mountInfo) bool { return m.mountPoint == target })
+		ms := mi() // one read: other tests mount and unmount meanwhile
+		i := slices.IndexFunc(ms, func(m mountInfo) bool { return m.mountPoint == target })
 		if i < 0 {
 			return mountInfo{}, false
 		}
-		return mi()[i], true
+		return ms[i], true
 	}
 	m, ok := find(orphan)
 	if !ok {
