@@ -36,7 +36,7 @@
 // Import reads an upper directory the kernel wrote (or Materialize, or an
 // OCI extractor) and stacks it on the current view (device nodes aside,
 // see Special files below). The kernel's whiteouts
-// are often hard links to one shared inode; the link count is ignored. Its
+// are often hard links to one shared inode; their link count is ignored. Its
 // bookkeeping xattrs (origin, impure, uuid, nlink, ...) are skipped. An
 // upper that uses redirect_dir or metacopy cannot be expressed as a layer
 // and is refused, before anything changes, with [ErrRedirect] or
@@ -264,11 +264,17 @@
 // committed): Import and Run import everything else and return an error
 // wrapping [ErrReservedName]; ReadOCILayer refuses such a tar.
 //
-// Two more things a layer does not hold, which Import and Run leave out
+// Hard links are carried: Materialize makes the names of one layer file
+// ([overlayfs.Fs.Link]) hard links in the upper, and Import makes the
+// names of one upper inode (a regular file, symlink, FIFO or socket with
+// a link count above one; whiteouts aside) names of one layer file, so a
+// command's ln or cp -al run through Run comes back as links. Run's copy
+// fallback does too: its copy of the view links the names the view shows
+// as one file, and the names of one inode in the copy come back as links.
+//
+// One more thing a layer does not hold, which Import and Run leave out
 // without an error: extended attributes (other than the overlay's own,
-// which are read as above) and hard links (each name of a hard-linked
-// file becomes a file of its own, with the same content and metadata).
-// Inode flags (chattr) are not imported either.
+// which are read as above). Inode flags (chattr) are not imported either.
 //
 // # Processes, crashes and cleanup
 //
@@ -375,7 +381,8 @@
 // [RunOption]s (how Run behaves) and the environment variables Run reads
 // or sets; mode.go: [Mode], how Run ran a command; errors.go: the
 // sentinels. materialize_linux.go with plan_linux.go: [Materialize];
-// import_linux.go: [Import]; redirect_linux.go: Run's import of directory
+// import_linux.go: [Import]; link_linux.go: hard links in Materialize,
+// Import and the copy fallback; redirect_linux.go: Run's import of directory
 // renames; private_linux.go: content kept by reference; special_linux.go:
 // FIFOs, sockets and devices in a layer; mount_linux.go: [Mount];
 // oci_linux.go: the OCI layer tar; run_linux.go: [Run] and its re-executed

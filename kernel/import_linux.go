@@ -135,6 +135,7 @@ type upperEntry struct {
 	size     int64
 	target   string
 	opaque   bool
+	linkTo   string // an earlier entry of the same inode (see importLinks)
 	redirect string // a directory's redirect xattr, where followed
 }
 
@@ -165,6 +166,7 @@ type upperScan struct {
 	procFD               bool // /proc/self/fd names the walk's directories
 	out                  []upperEntry
 	skips                []error
+	links                importLinks // the names of one inode (link_linux.go)
 }
 
 // procFDWorks reports whether /proc/self/fd/N/NAME reaches NAME in the
@@ -257,6 +259,12 @@ func (s *upperScan) entry(fd int, rel, name string) error {
 	}
 	if err := s.xattrs(&e, xp, p); err != nil {
 		return err
+	}
+	if e.typ != overlayfs.EntryDir {
+		if s.links == nil {
+			s.links = importLinks{}
+		}
+		e.linkTo = s.links.linkTo(e.rel, st.Dev, st.Ino, uint64(st.Nlink))
 	}
 	s.out = append(s.out, e)
 	if e.typ != overlayfs.EntryDir {
@@ -481,7 +489,10 @@ func (a *upperApplier) lstat(rel string, placed bool) (fs.FileInfo, error) {
 func (a *upperApplier) apply(e upperEntry) error {
 	le := overlayfs.LayerEntry{
 		Path: e.rel, Type: e.typ, Mode: e.mode, ModTime: e.mtime,
-		Uid: e.uid, Gid: e.gid, Target: e.target, Size: e.size,
+		Uid: e.uid, Gid: e.gid, Target: e.target, Size: e.size, LinkTo: e.linkTo,
+	}
+	if e.linkTo != "" {
+		return a.f.PutEntry(le, nil)
 	}
 	switch e.typ {
 	case overlayfs.EntryWhiteout:

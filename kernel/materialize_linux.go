@@ -161,6 +161,9 @@ func (m *materializer) dirFd(rel string) (int, error) {
 func (m *materializer) create(s step) error {
 	e := s.LayerEntry
 	parent, name := parentOf(e.Path), path.Base(e.Path)
+	if e.LinkTo != "" {
+		return m.link(e)
+	}
 	switch e.Type {
 	case overlayfs.EntryWhiteout:
 		dfd, err := m.dirFd(parent)

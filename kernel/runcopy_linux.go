@@ -169,6 +169,7 @@ type viewCopy struct {
 	absent    map[string]bool        // device nodes of the view that could not be made in the copy
 	skips     []error                // what the diff found that a layer cannot hold
 	modes     map[string]fs.FileMode // modes the command left, where makeReadable changed them
+	links     copyLinks              // hard links of the view and of the copy (link_linux.go)
 }
 
 func (vc *viewCopy) view(rel string) string {
@@ -219,6 +220,9 @@ func (vc *viewCopy) copyDir(rel string) error {
 func (vc *viewCopy) copyEntry(rel string) error {
 	fi, err := vc.f.Lstat(vc.view(rel))
 	if err != nil {
+		return err
+	}
+	if done, err := vc.copyLink(rel, fi); done {
 		return err
 	}
 	switch {
@@ -397,6 +401,12 @@ func (vc *viewCopy) diffEntry(rel string, inView bool, out *[]upperEntry) error 
 			return err
 		}
 	}
+	if e.typ != overlayfs.EntryDir {
+		if e.linkTo = vc.links.diffLink(rel, &st, vfi); e.linkTo != "" {
+			*out = append(*out, e)
+			return nil
+		}
+	}
 	if e.typ == overlayfs.EntryDir {
 		viewDir := vfi != nil && vfi.IsDir()
 		replaced := viewDir && vc.inode[rel] != st.Ino
@@ -412,6 +422,7 @@ func (vc *viewCopy) diffEntry(rel string, inView bool, out *[]upperEntry) error 
 			return err
 		}
 	}
+	vc.links.emitted(rel)
 	*out = append(*out, e)
 	return nil
 }

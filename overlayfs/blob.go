@@ -106,6 +106,9 @@ func (b *blob) clone(gen uint64) *blob {
 // dropBlobLocked forgets the content of an unlinked file, or marks it as an
 // orphan while handles still use it.
 func (l *layer) dropBlobLocked(ino uint64) {
+	if l.unlinkNameLocked(ino) {
+		return // the file keeps other names
+	}
 	l.dropFileQuotaLocked(ino)
 	l.hmu.Lock()
 	defer l.hmu.Unlock()

@@ -37,6 +37,10 @@ type Change struct {
 	Kind    ChangeKind  //
 	Mode    fs.FileMode // in the view, type bits included; 0 when Deleted
 	OldMode fs.FileMode // in the lower; 0 when Added
+	// LinkTo is, for an added or modified non-directory that has other
+	// names in the view (hard links, see Fs.Link), the first of them in
+	// path order, changed or not; "" otherwise.
+	LinkTo string
 }
 
 // String formats a change like git's name-status: "A path", "M path", "D path".
@@ -152,6 +156,7 @@ func (l *layer) eachChangeLocked(emit func(change)) error {
 	// directory, outermost first: nothing below them is in the lower, so
 	// their descendants (scanned after them) cost no lstat.
 	var absent []string
+	var names map[uint64][]string // see linkToLocked
 	send := func(c change) {
 		c.Root = l.root
 		emit(c)
@@ -189,6 +194,9 @@ func (l *layer) eachChangeLocked(emit func(change)) error {
 		c, ok, err := compare(k, low, view)
 		note(err)
 		if ok {
+			if e.kind != kindDir && e.kind != kindWhiteout {
+				c.LinkTo = l.linkToLocked(k, e, &names)
+			}
 			send(c)
 		}
 		if low.kind == kindDir && (e.kind != kindDir || e.opaque) {

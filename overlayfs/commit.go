@@ -356,7 +356,7 @@ func (l *layer) loadRenamedLocked() error {
 // journal is written. A new directory is staged with its whole subtree, so
 // that one rename places it.
 func (l *layer) stageLocked(j *journal, p plan) error {
-	st := &stage{j: j, keep: p.keep, staged: map[string]string{}}
+	st := &stage{j: j, keep: p.keep, staged: map[string]string{}, links: map[uint64]string{}}
 	for i, k := range p.keys {
 		e := p.ents[i]
 		s := slot{k: k}
@@ -385,6 +385,7 @@ type stage struct {
 	j      *journal
 	keep   map[string]bool   // the plan's keep
 	staged map[string]string // new directory in the tree -> its place in the stage
+	links  map[uint64]string // linked identity -> where its first name is (see stageLinkLocked)
 }
 
 // slot is where one entry of a plan goes: its key, what the lower has
@@ -440,10 +441,15 @@ func (l *layer) stageEntryLocked(st *stage, s slot, e entry) error {
 	case kindFIFO, kindSocket:
 		return st.special(s, e)
 	case kindSymlink:
+		if done, err := l.stageLinkLocked(st, s, e); done {
+			return err
+		}
 		if s.lowDir() {
 			st.trash(s)
 		}
-		return st.j.stageSymlink(st.place(s), e.target(), e.meta())
+		place := st.place(s)
+		st.linkedLocked(l, e, place)
+		return st.j.stageSymlink(place, e.target(), e.meta())
 	case kindFile:
 		return l.stageFileLocked(st, s, e)
 	}
@@ -502,14 +508,20 @@ func (l *layer) stageFileLocked(st *stage, s slot, e entry) error {
 	if b == nil {
 		return pathErr("commit", s.k, fs.ErrNotExist)
 	}
+	if done, err := l.stageLinkLocked(st, s, e); done {
+		return err
+	}
 	if b.lazy() && !b.external() && len(b.data) == 0 && b.src == s.k && s.low != nil && s.low.Mode().IsRegular() {
 		st.j.add(metaStep(s.k, b.meta, false)) // same bytes, already there
+		st.linkedLocked(l, e, s.k)
 		return nil
 	}
 	if s.lowDir() {
 		st.trash(s)
 	}
-	return st.j.stageFile(st.place(s), b.meta, func(fh *os.File) error {
+	place := st.place(s)
+	st.linkedLocked(l, e, place)
+	return st.j.stageFile(place, b.meta, func(fh *os.File) error {
 		if !b.lazy() {
 			return sparse.Write(fh, b.data)
 		}
@@ -602,9 +614,7 @@ func (l *layer) settleLocked(k string, e entry) {
 	for _, p := range stale {
 		l.deps.Delete(p)
 	}
-	if e.kind == kindFile {
-		l.dropBlobLocked(e.ino)
-	}
+	l.dropNameLocked(e)
 }
 
 // pruneLocked moves to the trash the lower children of an opaque

@@ -33,8 +33,9 @@ func (d dep) same(fi fs.FileInfo) bool { return depOf(fi) == d }
 // dependBelowLocked records every entry under the lower directory rel,
 // which the layer is deleting or hiding: an edit or a new entry anywhere in
 // it then shows as a conflict, instead of being deleted silently by Commit.
-// Cost: one Lstat per entry, as os.RemoveAll pays.
-func (l *layer) dependBelowLocked(rel string) {
+// Cost: one Lstat per entry, as os.RemoveAll pays. It returns the
+// non-directories met that have other names (see keepLinksLocked).
+func (l *layer) dependBelowLocked(rel string) (linked []string) {
 	top := l.host(rel)
 	filepath.WalkDir(top, func(p string, de fs.DirEntry, err error) error {
 		if err != nil || p == top {
@@ -46,8 +47,12 @@ func (l *layer) dependBelowLocked(rel string) {
 		}
 		r, _ := filepath.Rel(l.root, p)
 		l.dependLocked(filepath.ToSlash(r), fi)
+		if _, nlink := lowerLinkID(fi); nlink > 1 && !fi.IsDir() {
+			linked = append(linked, filepath.ToSlash(r))
+		}
 		return nil
 	})
+	return linked
 }
 
 // dependLocked records the first state of a lower path the layer relies on.

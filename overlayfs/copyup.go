@@ -31,6 +31,15 @@ func (l *layer) copyUpForLocked(rel string, n node, trunc bool) (entry, error) {
 		// Not a lazy regular file: the layer cannot hold a device node.
 		return entry{}, pathErr("copyup", rel, errDeviceNode)
 	}
+	if _, nlink := lowerLinkID(n.fi); nlink > 1 {
+		return l.copyUpLinkedLocked(rel, n, trunc)
+	}
+	return l.copyUpOneLocked(rel, n, trunc)
+}
+
+// copyUpOneLocked is copyUpLocked of a lower node n (its Lstat known)
+// that is not linked to other names, or the first of them.
+func (l *layer) copyUpOneLocked(rel string, n node, trunc bool) (entry, error) {
 	if err := l.copyUpQuotaLocked(rel, n.kind, n.fi.Size(), trunc); err != nil {
 		return entry{}, err
 	}
@@ -53,9 +62,9 @@ func (l *layer) copyUpForLocked(rel string, n node, trunc bool) (entry, error) {
 		if err != nil {
 			return entry{}, err
 		}
-		e = withAttrs(kindSymlink, m, t)
+		e = l.withAttrs(kindSymlink, m, t)
 	default:
-		e = withAttrs(n.kind, m, "")
+		e = l.withAttrs(n.kind, m, "")
 	}
 	return e, nil
 }

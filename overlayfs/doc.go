@@ -82,9 +82,35 @@
 // Directory listings merge the layer and the lower and come back sorted by
 // name from Readdir, Readdirnames and ReadDir alike.
 //
-// Not kept: access times, hard links, directory modification times
-// changing with their entries, and permission checks (the process is
-// assumed to be allowed everything the root's owner is). The layer holds
+// # Hard links
+//
+// [Fs.Link] makes hard links with os.Link's semantics. The names of one
+// file share its content and metadata in the layer: a write, truncation,
+// Chmod, Chown or Chtimes through one shows through every other; removing
+// or renaming one keeps the others; renaming one name onto another of the
+// same file does nothing, as POSIX says. The Sys() of a FileInfo is a
+// *syscall.Stat_t whose Nlink counts the names in the view (0 on a handle
+// whose file has no name left) and whose Ino (device 0, numbers from 1<<62
+// up, never a lower file's) is the entry's own, shared only by its links;
+// a lower entry reports the lower's device and inode until it is copied up.
+// A lower file that already has several names keeps them linked: the
+// first change to any of them (a write, a metadata change, a rename, a
+// removal, a link) copies up the metadata of every name of it the view
+// shows, found by one walk of the root (cached until the next Commit).
+// This is what the kernel's overlayfs does with index=on, which keeps the
+// names of a copied-up lower file linked (with index=off, the kernel's
+// default, a copy-up breaks the link and the other names keep the old
+// bytes); we follow index=on because the contract is os on a copy of the
+// root, where links hold. The changes list a new name as an addition
+// whose [Change].LinkTo names another name of its file; a git patch has
+// no hard links, so [Fs.WriteDiff] writes every name's bytes (git apply
+// makes independent files); [Fs.Commit] makes real hard links, one inode
+// on disk, atomically with the rest. Snapshot, Restore and Fork carry
+// links as any other state.
+//
+// Not kept: access times, directory modification times changing with
+// their entries, and permission checks (the process is assumed to be
+// allowed everything the root's owner is). The layer holds
 // no device nodes: a lower character or block device reads, stats and
 // deletes as on os, but Chmod, Chown, Chtimes, an open for writing and a
 // Rename of it (or of a directory holding it) fail with an error wrapping
@@ -241,9 +267,10 @@
 // listings and FileInfo; readdir_*.go: reading a lower directory (getdents
 // and fstatat on Linux, os's calls elsewhere); namesort.go: the order of a
 // listing's names;
-// rename.go: [Fs.Rename]; changes.go, between.go
-// and patch.go: [Fs.Changes], [Fs.ChangesBetween] and the git patch
-// (patch.go also decides which paths git refuses);
+// rename.go: [Fs.Rename]; link.go, link_*.go: [Fs.Link] and the link
+// counts, and the copy-up of a lower file's other names; changes.go,
+// between.go and patch.go: [Fs.Changes], [Fs.ChangesBetween] and the git
+// patch (patch.go also decides which paths git refuses);
 // entries.go: [Fs.Layer] and [Fs.PutEntry]; extfile*.go: content kept by
 // reference; snapshot.go: [Fs.Snapshot], [Fs.Restore] and [Fs.Fork];
 // commit.go: [Fs.Commit] and its staging; commitlock_*.go: the commit

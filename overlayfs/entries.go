@@ -51,6 +51,12 @@ type LayerEntry struct {
 	Opaque   bool        // directory: nothing of the lower at Path shows through
 	Target   string      // symlink target
 	Size     int64       // file size
+	// LinkTo is, for a file, symlink, FIFO or socket with several names
+	// (hard links, see Fs.Link), the first of them in Layer's order when
+	// this is another one: the entry is that file under one more name.
+	// PutEntry of an entry with LinkTo makes Path a link to the entry at
+	// LinkTo (which must be in the view), ignoring the content.
+	LinkTo string
 
 	data []byte   // file content, when in memory; else a tail after host's or ext's
 	host string   // file content on the lower, when not
@@ -82,6 +88,7 @@ func (l *layer) entries() []LayerEntry {
 	// Freeze the blobs: from now on writes through f clone before changing.
 	l.gen = l.fam.gen.Add(1)
 	var out []LayerEntry
+	var first map[uint64]string // see linkFirstLocked
 	l.paths.Scan(func(k string, e entry) bool {
 		if k == "" {
 			if e.kind == kindDir { // the root's own metadata, first
@@ -89,7 +96,7 @@ func (l *layer) entries() []LayerEntry {
 			}
 			return true
 		}
-		le := LayerEntry{Path: k, Opaque: e.opaque, Target: e.target()}
+		le := LayerEntry{Path: k, Opaque: e.opaque, Target: e.target(), LinkTo: l.linkFirstLocked(k, e, &first)}
 		m := e.meta()
 		switch e.kind {
 		case kindFile:
@@ -143,11 +150,14 @@ func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 	if rel == "." && e.Type == EntryDir && !e.Opaque {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		l.setEntry("", withAttrs(kindDir, meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}, ""))
+		l.setEntry("", l.withAttrs(kindDir, meta{perm: e.Mode & permBits, mtime: e.ModTime, uid: e.Uid, gid: e.Gid}, ""))
 		return nil
 	}
 	if !relpath.Below(rel) {
 		return pathErr("put", e.Path, fs.ErrInvalid)
+	}
+	if e.LinkTo != "" {
+		return l.putLink(e)
 	}
 	var data []byte
 	var ext *extFile
@@ -180,7 +190,7 @@ func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 			l.unlinkLocked(rel, visible, cur)
 		}
 	case EntryDir:
-		ne := withAttrs(kindDir, m, "")
+		ne := l.withAttrs(kindDir, m, "")
 		ne.opaque = true
 		if cur.kind == kindDir && !e.Opaque {
 			ne.opaque = cur.layer && cur.e.opaque
@@ -200,14 +210,14 @@ func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 	case EntrySymlink:
 		l.dependReplacedLocked(rel, visible)
 		l.deleteTreeLocked(rel)
-		l.setEntry(rel, withAttrs(kindSymlink, m, e.Target))
+		l.setEntry(rel, l.withAttrs(kindSymlink, m, e.Target))
 	case EntryFIFO, EntrySocket:
 		k := kindFIFO
 		if e.Type == EntrySocket {
 			k = kindSocket
 		}
 		l.deleteTreeLocked(rel)
-		l.setEntry(rel, withAttrs(k, m, ""))
+		l.setEntry(rel, l.withAttrs(k, m, ""))
 	default:
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}

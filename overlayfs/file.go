@@ -332,7 +332,8 @@ func (h *file) Stat() (fs.FileInfo, error) {
 	if b == nil {
 		return nil, pathErr("stat", h.name, fs.ErrNotExist)
 	}
-	return &fileInfo{name: infoName(h.name), size: b.len(), mode: b.perm, mtime: b.mtime, uid: b.uid, gid: b.gid}, nil
+	return &fileInfo{name: infoName(h.name), size: b.len(), mode: b.perm, mtime: b.mtime, uid: b.uid, gid: b.gid,
+		ino: inodeOf(h.ino), nlink: h.fs.handleNlinkLocked(h)}, nil
 }
 
 func (h *file) Sync() error {
@@ -808,6 +809,9 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 		if lfi != nil {
 			return lfi, nil
 		}
+	}
+	if o.fs != nil && !fi.IsDir() && o.fs.goneHandle(o) {
+		fi = unlinkedInfo(fi)
 	}
 	return renameInfo(fi, infoName(o.name)), nil
 }

@@ -53,6 +53,7 @@ type layer struct {
 	copied  map[string]uint64          // lower file -> identity of its copy-up
 	copyIno map[uint64]bool            // the identities in copied: kept while early read handles may need them
 	copies  atomic.Int64               // copy-ups ever made: read handles' cheap check
+	links   linkState                  // hard links (link.go)
 
 	hmu    sync.Mutex
 	opened map[uint64]int  // open handle count per file identity
@@ -198,6 +199,7 @@ func (l *layer) resetLocked() {
 	l.blobs = btree.NewMap[uint64, *blob](32)
 	l.gen = l.fam.gen.Add(1)
 	l.deps = btree.NewMap[string, dep](32)
+	l.links.names = nil            // made at the first link
 	l.copied, l.copyIno = nil, nil // made at the first copy-up
 	l.q = quotaState{}
 	l.hmu.Lock()

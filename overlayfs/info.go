@@ -15,6 +15,8 @@ type fileInfo struct {
 	mtime time.Time
 	uid   int
 	gid   int
+	ino   uint64 // identity: see inodeOf
+	nlink uint32 // names (a directory reports 2)
 }
 
 func (fi *fileInfo) Name() string       { return fi.name }
@@ -46,6 +48,7 @@ func (l *layer) infoLocked(name string, n node) fs.FileInfo {
 		}
 	}
 	fi := &fileInfo{name: name, mode: m.perm | typeOfKind(e.kind), mtime: m.mtime, uid: m.uid, gid: m.gid}
+	fi.ino, fi.nlink = l.inodeLocked(e)
 	switch e.kind {
 	case kindDir:
 		fi.size = 4096

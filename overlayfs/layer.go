@@ -10,8 +10,8 @@ func (l *layer) deleteTreeLocked(rel string) {
 		return true
 	})
 	for _, k := range keys {
-		if e, ok := l.deleteEntry(k); ok && e.kind == kindFile {
-			l.dropBlobLocked(e.ino)
+		if e, ok := l.deleteEntry(k); ok {
+			l.dropNameLocked(e)
 		}
 	}
 }

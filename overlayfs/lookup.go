@@ -32,6 +32,10 @@ type lowerCache struct {
 	// meta holds the metadata of lower directories in which entries were
 	// created (what a new entry inherits from a setgid directory).
 	meta sync.Map // rel -> meta
+
+	// links holds where the lower's names of its files with several are
+	// (see linkState); made and read under l.mu held for writing.
+	links map[devIno][]string
 }
 
 // lowerDir is what the cache knows of one real lower directory: the names

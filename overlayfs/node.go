@@ -46,11 +46,13 @@ type entry struct {
 type attrs struct {
 	meta
 	target string // symlink
+	id     uint64 // identity (inode number) in the family's space of file identities; kept by metadata changes
 }
 
-// withAttrs returns an entry of kind k with metadata m and symlink target.
-func withAttrs(k kind, m meta, target string) entry {
-	return entry{kind: k, attrs: &attrs{meta: m, target: target}}
+// withAttrs returns an entry of kind k with metadata m and symlink target,
+// and a new identity.
+func (l *layer) withAttrs(k kind, m meta, target string) entry {
+	return entry{kind: k, attrs: &attrs{meta: m, target: target, id: l.fam.ino.Add(1)}}
 }
 
 // meta returns the metadata of an entry that is not a file (zero for files,

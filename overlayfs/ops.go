@@ -147,7 +147,7 @@ func (l *layer) mkdir(name, abs string, perm fs.FileMode) error {
 	}
 	m := l.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ l.creator().umask)
 	l.inheritLocked(at.rel, &m, true)
-	e := withAttrs(kindDir, m, "")
+	e := l.withAttrs(kindDir, m, "")
 	e.opaque = true
 	if err := l.inodeQuotaLocked(); err != nil {
 		return nameErr("mkdir", name, err)
@@ -267,7 +267,7 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 	if err := l.symlinkQuotaLocked(oldname); err != nil {
 		return asLinkErr("symlink", oldname, newname, err)
 	}
-	l.setEntry(at.rel, withAttrs(kindSymlink, m, oldname))
+	l.setEntry(at.rel, l.withAttrs(kindSymlink, m, oldname))
 	return nil
 }
 
@@ -394,6 +394,7 @@ func (l *layer) setMeta(op, name, abs string, outside func(host string) error, s
 		}
 		set(&a.meta, e.kind == kindDir)
 		e.attrs = &a
+		l.relinkLocked(e)
 	}
 	l.setEntry(at.rel, e)
 	return nil
@@ -613,13 +614,15 @@ func splitPath(name string) (dir, base string) {
 // unlinkLocked removes rel and its subtree from the view: layer entries go,
 // and a whiteout hides the lower where it has something there.
 func (l *layer) unlinkLocked(rel string, visible bool, n node) {
+	walked := l.keepLinksLocked(rel, visible, n)
 	l.goneLocked(rel)
 	l.deleteTreeLocked(rel)
-	l.whiteoutLocked(rel, visible, n)
+	l.whiteoutLocked(rel, visible, n, walked)
 }
 
-// whiteoutLocked hides the lower at rel if it shows something there.
-func (l *layer) whiteoutLocked(rel string, visible bool, n node) {
+// whiteoutLocked hides the lower at rel if it shows something there;
+// walked says the lower's subtree there is recorded already.
+func (l *layer) whiteoutLocked(rel string, visible bool, n node, walked bool) {
 	if !visible {
 		return
 	}
@@ -633,7 +636,7 @@ func (l *layer) whiteoutLocked(rel string, visible bool, n node) {
 	if low.fi != nil {
 		l.dependLocked(rel, low.fi)
 	}
-	if low.kind == kindDir {
+	if low.kind == kindDir && !walked {
 		l.dependBelowLocked(rel)
 	}
 	l.setEntry(rel, entry{kind: kindWhiteout})

@@ -30,7 +30,9 @@ import (
 // deleted or changed is left out, and so is a file or symlink written where
 // the lower has one (git apply cannot remove it first; likewise a file
 // written where the lower has a directory holding one). Every other change
-// is written; Changes lists them all.
+// is written; Changes lists them all. Git has no hard links either: each
+// name of a linked file (Fs.Link) is written as a file of its own, and
+// git apply makes independent files of them.
 //
 // Memory: a binary file (one with a NUL byte) of 1 MiB or more whose
 // content is not in the layer's memory (a lower file appended to, renamed

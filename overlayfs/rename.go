@@ -113,7 +113,7 @@ func (l *layer) renameRuleLocked(lo, ln loc, no, nn node) (same bool, err error)
 		return false, errInval // a directory into its own subtree
 	case nn.exists() && strings.HasPrefix(lo.rel, ln.rel+"/"):
 		return false, errNotEmpty // onto an ancestor
-	case lo.rel == ln.rel:
+	case lo.rel == ln.rel || l.sameLinkedLocked(lo.rel, no, ln.rel, nn):
 		return true, nil
 	case no.kind == kindDir && nn.exists() && nn.kind != kindDir:
 		return false, errNotDir
@@ -152,7 +152,7 @@ func (l *layer) moveLocked(lo, ln loc, no, nn node) error {
 	for _, k := range keys {
 		l.deleteEntry(k)
 	}
-	l.whiteoutLocked(lo.rel, lo.visible, no)
+	l.whiteoutLocked(lo.rel, lo.visible, no, false)
 	if nn.exists() {
 		l.unlinkLocked(ln.rel, ln.visible, nn)
 	}

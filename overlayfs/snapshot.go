@@ -19,6 +19,7 @@ type savedLayer struct {
 	paths *btree.Map[string, entry]
 	blobs *btree.Map[uint64, *blob]
 	deps  *btree.Map[string, dep]
+	links *btree.Map[uint64, uint32] // linkState.names
 	q     quotaState
 }
 
@@ -34,7 +35,7 @@ func (f *Fs) Snapshot() *Snapshot {
 func (l *layer) snapshot() *savedLayer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), q: l.q.saved()}
+	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), q: l.q.saved(), links: copyNames(l.links.names)}
 	l.gen = l.fam.gen.Add(1)
 	return s
 }
@@ -62,7 +63,7 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 	defer l.mu.Unlock()
 	l.fam.lowerChanged()
 	l.paths = newPathMap(s.paths.Copy())
-	l.blobs, l.deps = s.blobs.Copy(), s.deps.Copy()
+	l.blobs, l.deps, l.links.names = s.blobs.Copy(), s.deps.Copy(), copyNames(s.links)
 	if fam != l.fam {
 		// Identities and generations of another family may collide with ours.
 		old := l.blobs
@@ -85,6 +86,7 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 		for i, k := range keys {
 			l.paths.Set(k, ents[i])
 		}
+		l.links.names = remapLinks(l.links.names, remap)
 		l.q = s.q.remapped(remap)
 	} else {
 		l.q = s.q.saved()
@@ -118,6 +120,7 @@ func (l *layer) fork() *layer {
 		blobs:  l.blobs.Copy(),
 		deps:   l.deps.Copy(),
 		gen:    l.fam.gen.Add(1),
+		links:  linkState{names: copyNames(l.links.names)},
 		q:      l.q.saved(),
 	}
 	nf.paths = newPathMap(l.paths.Copy())

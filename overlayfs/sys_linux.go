@@ -11,7 +11,8 @@ import (
 // so code reading owners or link counts through Sys() keeps working.
 func sysStat(fi *fileInfo) any {
 	st := &syscall.Stat_t{
-		Nlink: 1,
+		Ino:   fi.ino,
+		Nlink: uint64(fi.nlink),
 		Uid:   uint32(fi.uid),
 		Gid:   uint32(fi.gid),
 		Size:  fi.size,
@@ -21,7 +22,6 @@ func sysStat(fi *fileInfo) any {
 	switch {
 	case fi.mode.IsDir():
 		st.Mode |= syscall.S_IFDIR
-		st.Nlink = 2
 	case fi.mode&fs.ModeSymlink != 0:
 		st.Mode |= syscall.S_IFLNK
 	case fi.mode&fs.ModeNamedPipe != 0:

@@ -35,6 +35,21 @@ func (s *finalState) get(p string) *finalEntry {
 	return e
 }
 
+// link makes new a second name of the entry at old: both names share one
+// entry, so that a later write or chmod through either shows in both. An
+// untouched lower entry becomes moved from old first, so that new does not
+// claim what the root held at its own path.
+func (s *finalState) link(old, new string) {
+	if old == OutsidePath || new == OutsidePath {
+		return
+	}
+	e := s.get(old)
+	if e.kind == "lower" {
+		e.kind, e.from = "moved", old
+	}
+	s.m[new] = e
+}
+
 func under(p, dir string) bool {
 	return dir == "." && p != "." || strings.HasPrefix(p, dir+"/")
 }
@@ -75,6 +90,8 @@ func (s *finalState) apply(r *Record) {
 		}
 	case OpSymlink:
 		s.m[r.Path] = &finalEntry{kind: "symlink", target: r.Target}
+	case OpLink:
+		s.link(r.Path, r.To)
 	case OpRemove, OpRemoveAll:
 		s.deleteTree(r.Path)
 		s.m[r.Path] = &finalEntry{kind: "deleted"}

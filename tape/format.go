@@ -12,7 +12,7 @@ import (
 const (
 	FormatName = "cowfs-tape" // header "format"
 	Version    = 1            // header "version": major; a reader rejects a larger one
-	Minor      = 3            // header "minor": 1.1 added command records, 1.2 the running chain hash, 1.3 any byte string as a name
+	Minor      = 3            // header "minor": 1.1 added command records, 1.2 the running chain hash, 1.3 any byte string as a name and link
 	HashAlgo   = "blake3"     // header "hash": the only algorithm of version 1
 )
 
@@ -52,6 +52,7 @@ const (
 	OpChtimes   = "chtimes"   // Fs.Chtimes
 	OpSymlink   = "symlink"   // Linker.SymlinkIfPossible: Path is the link, Target its text
 	OpReadlink  = "readlink"  // LinkReader.ReadlinkIfPossible
+	OpLink      = "link"      // Link (minor 3): Path is the old name, To the new one
 )
 
 // Ops of command records (minor 1): what a subprocess changed under the
@@ -69,7 +70,7 @@ const (
 var knownOps = map[string]bool{
 	OpStat: true, OpLstat: true, OpFstat: true, OpOpen: true, OpMkdir: true,
 	OpMkdirAll: true, OpRemove: true, OpRemoveAll: true, OpRename: true,
-	OpChmod: true, OpChown: true, OpChtimes: true, OpSymlink: true, OpReadlink: true,
+	OpChmod: true, OpChown: true, OpChtimes: true, OpSymlink: true, OpReadlink: true, OpLink: true,
 	OpCmdWrite: true, OpCmdRemove: true, OpCmdMkdir: true, OpCmdSymlink: true, OpCmdChmod: true, OpCmdMknod: true,
 }
 

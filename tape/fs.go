@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -299,6 +300,22 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 		err = &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: afero.ErrNoSymlink}
 	}
 	return f.simple(OpSymlink, newname, err, func(r *Record) { r.Target = f.target(oldname) })
+}
+
+// Link calls the inner file system's Link(oldname, newname string) error
+// (as cowfs's overlayfs.Fs has: afero has no interface for hard links), or fails
+// with an *os.LinkError wrapping [errors.ErrUnsupported] when it has none;
+// it records the call as a link record from the old name to the new.
+func (f *Fs) Link(oldname, newname string) error {
+	var err error
+	if l, ok := f.inner.(interface {
+		Link(oldname, newname string) error
+	}); ok {
+		err = l.Link(oldname, newname)
+	} else {
+		err = &os.LinkError{Op: "link", Old: oldname, New: newname, Err: errors.ErrUnsupported}
+	}
+	return f.simple(OpLink, oldname, err, func(r *Record) { r.To = f.rel(newname) })
 }
 
 // ReadlinkIfPossible calls the inner LinkReader, or fails with an
