@@ -107,7 +107,8 @@ func (b *blob) clone(gen uint64) *blob {
 // orphan while handles still use it.
 func (l *layer) dropBlobLocked(ino uint64) {
 	if l.unlinkNameLocked(ino) {
-		return // the file keeps other names
+		l.unlinkedQuotaLocked() // as tmpfs, each name of a file is an inode
+		return                  // the file keeps other names
 	}
 	l.dropFileQuotaLocked(ino)
 	l.hmu.Lock()

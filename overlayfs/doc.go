@@ -124,7 +124,8 @@
 // layer's root is not counted): file data in 4 KiB pages, a page for
 // every 4 KiB block written (holes take none), a copied-up file at its
 // whole size; an inode per file, directory, symlink, FIFO or socket the
-// layer holds (whiteouts take none); a symlink target longer than 128
+// layer holds, and per extra hard link, as tmpfs charges (whiteouts take
+// none); a symlink target longer than 128
 // bytes takes a page. A write past the limit writes what fits and fails
 // with ENOSPC (a short write; WriteAt then returns 0, as os.File.WriteAt
 // does); a create past the inode limit fails with ENOSPC. Truncate,

@@ -104,6 +104,9 @@ func faultCases() []faultCase {
 		{op: "symlink", name: "s", run: func(fsys afero.Fs, root string) error {
 			return fsys.(afero.Linker).SymlinkIfPossible("f", p(root, "s"))
 		}, osFail: func(root string) error { return os.Symlink("f", p(root, "f")) }},
+		{op: "link", name: "h", run: func(fsys afero.Fs, root string) error {
+			return fsys.(interface{ Link(string, string) error }).Link(p(root, "f"), p(root, "h"))
+		}, osFail: func(root string) error { return os.Link(p(root, "nope"), p(root, "h")) }},
 		{op: "readlink", name: "l", run: func(fsys afero.Fs, root string) error {
 			_, err := fsys.(afero.LinkReader).ReadlinkIfPossible(p(root, "l"))
 			return err
@@ -199,8 +202,8 @@ func TestFaultsEveryOp(t *testing.T) {
 			if c.op == "symlink" {
 				want = shape(&os.LinkError{Op: "symlink", Old: "f", New: filepath.Join(root, c.name)})
 			}
-			if c.op == "rename" {
-				want = shape(&os.LinkError{Op: "rename", Old: filepath.Join(root, "f"), New: filepath.Join(root, c.name)})
+			if c.op == "rename" || c.op == "link" {
+				want = shape(&os.LinkError{Op: c.op, Old: filepath.Join(root, "f"), New: filepath.Join(root, c.name)})
 			}
 			if c.op == "readdirent" || c.op == "mkdir" || strings.HasPrefix(want, "PathError") && c.osFail != nil && !strings.Contains(want, c.name) {
 				want = strings.Replace(want, filepath.Join(root, "f"), filepath.Join(root, c.name), 1)

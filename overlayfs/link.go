@@ -62,6 +62,9 @@ func inodeOf(id uint64) uint64 { return inoBase | id }
 // when newname lies outside the root (unless [AllowOutsideWrites] is
 // given: then two outside names are linked by os.Link).
 func (f *Fs) Link(oldname, newname string) error {
+	if err := f.faultLink("link", oldname, newname); err != nil {
+		return err
+	}
 	g, absOld := f.pick(oldname)
 	h, absNew := f.pick(newname)
 	if g != h {
@@ -131,12 +134,16 @@ func (l *layer) link(oldname, newname, absOld, absNew string) error {
 	case no.kind == kindDir:
 		return linkErr("link", oldname, newname, errPerm)
 	}
+	if err := l.linkQuotaLocked(no); err != nil {
+		return asLinkErr("link", oldname, newname, err)
+	}
 	e, err := l.copyUpLocked(lo.rel, no)
 	if err != nil {
 		return asLinkErr("link", oldname, newname, err)
 	}
 	l.setEntry(lo.rel, e)
 	l.setEntry(ln.rel, e)
+	l.linkedQuotaLocked(e)
 	l.addNameLocked(e)
 	return nil
 }

@@ -39,14 +39,17 @@ type quota struct {
 //     Rename); an O_TRUNC open of a lower file copies none, as the
 //     kernel's overlay does, and one of a layer file frees them.
 //   - Each file, directory, symlink, FIFO and socket the layer holds is an
-//     inode (a copied-up lower directory too); whiteouts and the root
-//     directory's own entry are not. A symlink whose target is longer than
+//     inode (a copied-up lower directory too), and so is each further
+//     name a [Fs.Link] gives it, as tmpfs charges a hard link; whiteouts
+//     and the root directory's own entry are not. A symlink whose target is longer than
 //     128 bytes also takes a page, as in tmpfs.
 //   - Truncating, removing, Reset and a Commit (which empties the layer)
 //     free what they drop; Snapshot and Restore save and restore the count;
 //     a Fork starts with its parent's count and counts on its own after.
 //     With several roots ([WithRoot]) each root's layer counts on its own,
 //     as one tmpfs per root.
+//
+// A Link past the inode limit fails with ENOSPC too.
 //
 // A write that would pass the byte limit writes what fits (up to the last
 // page that can be allocated) and returns that count with an
@@ -222,6 +225,35 @@ func (l *layer) symlinkQuotaLocked(target string) error {
 		return errNoSpace
 	}
 	return nil
+}
+
+// linkQuotaLocked returns errNoSpace when a new name of n (copied up
+// first if it is the lower's) would pass the inode limit: tmpfs counts an
+// inode for each name of a file.
+func (l *layer) linkQuotaLocked(n node) error {
+	need := int64(1)
+	if !n.layer {
+		need++ // the copy-up
+	}
+	if l.counting() && l.opts.quota.inodes != 0 && l.q.inodes+need > l.opts.quota.inodes {
+		return errNoSpace
+	}
+	return nil
+}
+
+// linkedQuotaLocked counts a new name of the file e (setEntry counts the
+// names of other entries).
+func (l *layer) linkedQuotaLocked(e entry) {
+	if l.counting() && e.kind == kindFile {
+		l.q.inodes++
+	}
+}
+
+// unlinkedQuotaLocked frees a name of a file that keeps others.
+func (l *layer) unlinkedQuotaLocked() {
+	if l.counting() {
+		l.q.inodes--
+	}
 }
 
 // pagesLocked returns the pages the file ino of size bytes takes.

@@ -79,7 +79,7 @@ func genQuotaOp(r *rand.Rand) quotaOp {
 			return r.Int64N(5 * 4096)
 		}
 	}
-	kinds := []string{"write", "write", "append", "append", "writeat", "truncate", "create", "mkdir", "mkdir", "symlink", "remove", "rename", "removeall"}
+	kinds := []string{"write", "write", "append", "append", "writeat", "truncate", "create", "mkdir", "mkdir", "symlink", "remove", "rename", "removeall", "link"}
 	o := quotaOp{kind: kinds[r.IntN(len(kinds))], a: name(), b: name(), n: size(), off: size(), longLink: r.IntN(3) == 0}
 	return o
 }
@@ -145,6 +145,11 @@ func applyQuotaOp(fsys afero.Fs, dir string, o quotaOp) (int64, error) {
 		return 0, fsys.RemoveAll(a)
 	case "rename":
 		return 0, fsys.Rename(a, b)
+	case "link":
+		if l, ok := fsys.(interface{ Link(string, string) error }); ok {
+			return 0, l.Link(a, b)
+		}
+		return 0, os.Link(a, b)
 	}
 	panic(o.kind)
 }
