@@ -244,8 +244,15 @@ func (l *layer) linkQuotaLocked(n node) error {
 // linkedQuotaLocked counts a new name of the file e (setEntry counts the
 // names of other entries).
 func (l *layer) linkedQuotaLocked(e entry) {
-	if l.counting() && e.kind == kindFile {
+	switch {
+	case !l.counting():
+	case e.kind == kindFile:
 		l.q.inodes++
+	default:
+		// setEntry counted the new name while the identity had one:
+		// a long symlink's page is shared.
+		_, pages := entryInodes(".", e)
+		l.q.pages -= pages
 	}
 }
 
@@ -401,14 +408,25 @@ func entryInodes(k string, e entry) (inodes, pages int64) {
 	return 1, 0
 }
 
+// entryUseLocked is entryInodes for an entry being set or deleted: the
+// page of a long symlink belongs to its identity, counted while it has
+// one name (see linkedQuotaLocked).
+func (l *layer) entryUseLocked(k string, e entry) (inodes, pages int64) {
+	inodes, pages = entryInodes(k, e)
+	if pages != 0 && e.attrs != nil && l.namesLocked(e.attrs.id) > 1 {
+		pages = 0
+	}
+	return inodes, pages
+}
+
 // setEntry sets the entry at k, counting a directory, symlink or special
 // file it adds or replaces.
 func (l *layer) setEntry(k string, e entry) {
 	prev, replaced := l.paths.Set(k, e)
 	if l.counting() {
-		in, pg := entryInodes(k, e)
+		in, pg := l.entryUseLocked(k, e)
 		if replaced {
-			pin, ppg := entryInodes(k, prev)
+			pin, ppg := l.entryUseLocked(k, prev)
 			in, pg = in-pin, pg-ppg
 		}
 		l.q.inodes += in
@@ -421,7 +439,7 @@ func (l *layer) setEntry(k string, e entry) {
 func (l *layer) deleteEntry(k string) (entry, bool) {
 	prev, ok := l.paths.Delete(k)
 	if ok && l.counting() {
-		in, pg := entryInodes(k, prev)
+		in, pg := l.entryUseLocked(k, prev)
 		l.q.inodes -= in
 		l.q.pages -= pg
 	}
