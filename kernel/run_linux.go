@@ -125,6 +125,24 @@ func init() {
 	}
 }
 
+// mountView mounts the overlay over the root in place, unless the request
+// is the copy fallback's: redirect_dir=on (directory renames) where the
+// kernel allows it, then nodev,nosuid, so that no device node made or
+// brought into the root is usable and no set-user-ID bit honoured.
+func (req runRequest) mountView() error {
+	if req.NoMount {
+		return nil
+	}
+	if _, err := mountOverlay(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr); err != nil {
+		return err
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
+	if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil && err != unix.ENOSYS {
+		return &fs.PathError{Op: "mount_setattr", Path: req.Root, Err: err}
+	}
+	return nil
+}
+
 func runHook(reqEnv string) {
 	var req runRequest
 	if err := decodeRequest(reqEnv, &req); err != nil {
@@ -137,17 +155,8 @@ func runHook(reqEnv string) {
 		os.Exit(125)
 	}
 	syscall.CloseOnExec(req.StatusFD)
-	if !req.NoMount {
-		// redirect_dir=on (directory renames) where the kernel allows it.
-		if _, err := mountOverlay(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr); err != nil {
-			fail("mount", err)
-		}
-		// No device node made or brought into the root is usable, no
-		// set-user-ID bit honoured.
-		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
-		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil && err != unix.ENOSYS {
-			fail("mount", &fs.PathError{Op: "mount_setattr", Path: req.Root, Err: err})
-		}
+	if err := req.mountView(); err != nil {
+		fail("mount", err)
 	}
 	// The command's directory is entered only now: under the overlay it may
 	// be one that only the layer holds (the supervisors start in "/").
@@ -202,15 +211,8 @@ func hookInInit(reqEnv string, c *exec.Cmd) (*os.File, *runStatus) {
 		s := newRunStatus(stage, err)
 		return status, &s
 	}
-	if !req.NoMount {
-		// redirect_dir=on (directory renames) where the kernel allows it.
-		if _, err := mountOverlay(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr); err != nil {
-			return fail("mount", err)
-		}
-		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
-		if err := unix.MountSetattr(unix.AT_FDCWD, req.Root, 0, &attr); err != nil && err != unix.ENOSYS {
-			return fail("mount", &fs.PathError{Op: "mount_setattr", Path: req.Root, Err: err})
-		}
+	if err := req.mountView(); err != nil {
+		return fail("mount", err)
 	}
 	if req.Dir != "" {
 		if stage, err := enterDir(req.Dir, req.StatDir, req.Caps); err != nil {
