@@ -3,6 +3,7 @@ package kernel
 import (
 	"bytes"
 	"errors"
+	"github.com/cowfs/cowfs/internal/longtest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -74,7 +75,8 @@ func TestMaterializeKeepsHoles(t *testing.T) {
 // again allocating less than 64 MiB; the root's file reads back as the
 // upper's did.
 func TestImportSparseBounded(t *testing.T) {
-	const size = 1 << 30
+	// 256 MiB (four times the bound) by default, 1 GiB with COWFS_LONG.
+	size := int64(longtest.N(256<<20, 1<<30))
 	lower, upper := t.TempDir(), filepath.Join(t.TempDir(), "upper")
 	if err := os.Mkdir(upper, 0o755); err != nil {
 		t.Fatal(err)

@@ -119,9 +119,9 @@ func TestCommitKill(t *testing.T) {
 	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
 		t.Skip("needs processes and signals")
 	}
-	// How many times to kill a committing process: 25, or 200 with
+	// How many times to kill a committing process: 12, or 200 with
 	// COWFS_LONG; COWFS_KILL_TRIALS overrides both.
-	trials := longtest.N(25, 200)
+	trials := longtest.N(12, 200)
 	if s := os.Getenv("COWFS_KILL_TRIALS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
