@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/cowfs/cowfs/internal/longtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,6 +106,9 @@ func TestReviewUnreadableLinkChild(t *testing.T) {
 // As root the search-permission cases succeed, for os/exec as for Run; they
 // fail for real in TestReviewDirUnprivileged.
 func TestReviewDirNotADirectoryLikeOS(t *testing.T) {
+	if !longtest.On() {
+		t.Skip("a long campaign: COWFS_LONG=1 runs it (.ci/run does)")
+	}
 	runDirCases(t)
 }
 
@@ -117,6 +121,9 @@ const reviewDirEnv = "COWFS_KERNEL_REVIEW_DIR"
 // The hook runs as uid 0 of a user namespace, whose capabilities let it
 // enter a directory of the caller's that the caller cannot.
 func TestReviewDirUnprivileged(t *testing.T) {
+	if !longtest.On() {
+		t.Skip("a long campaign: COWFS_LONG=1 runs it (.ci/run does)")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("TestReviewDirNotADirectoryLikeOS runs the cases unprivileged already")
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cowfs/cowfs/internal/longtest"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -500,6 +501,9 @@ func openFDs(t *testing.T) int {
 // left in the temporary directory, no process carrying the marker, no
 // zombie child, no descriptor more than before.
 func TestRunManyLeaveNothing(t *testing.T) {
+	if !longtest.On() {
+		t.Skip("a long campaign: COWFS_LONG=1 runs it (.ci/run does)")
+	}
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	marker := newMarker(t)

@@ -53,7 +53,7 @@ package overlayfs_test
 // alias names the path).
 //
 // COWFS_DIFF_SEQS sets the number of sequences (default 100, and 1,000
-// with COWFS_LONG=1; 30 and 100 for the generator's self-check) and COWFS_DIFF_SEED the first seed (default 1);
+// with COWFS_LONG=1; 10 and 100 for the generator's self-check) and COWFS_DIFF_SEED the first seed (default 1);
 // COWFS_DIFF_TRACE=1 prints every step. go test (and so .ci/run) runs the
 // default slice; a long run: COWFS_DIFF_SEQS=10000 go test -run
 // TestRandomDifferential -timeout 1h ./overlayfs. Not parallel: it changes
@@ -1022,7 +1022,7 @@ func runRandom(t *testing.T, baseA, baseB string, oracle bool) {
 	t.Chdir(wd) // restores the working directory at the end
 	def := longtest.N(100, 1000)
 	if oracle {
-		def = longtest.N(30, 100) // the generator's own check, on three pairs of file systems
+		def = longtest.N(10, 100) // the generator's own check, on three pairs of file systems
 	}
 	n, first := envInt("COWFS_DIFF_SEQS", def), envInt("COWFS_DIFF_SEED", 1)
 	failed := 0
