@@ -52,7 +52,7 @@ package overlayfs_test
 // os removed root/al (the mount holds the deleted directory; the overlay's
 // alias names the path).
 //
-// COWFS_DIFF_SEQS sets the number of sequences (default 100, and 1,000
+// COWFS_DIFF_SEQS sets the number of sequences (default 60, and 1,000
 // with COWFS_LONG=1; 10 and 100 for the generator's self-check) and COWFS_DIFF_SEED the first seed (default 1);
 // COWFS_DIFF_TRACE=1 prints every step. go test (and so .ci/run) runs the
 // default slice; a long run: COWFS_DIFF_SEQS=10000 go test -run
@@ -941,7 +941,7 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// TestRandomDifferential runs COWFS_DIFF_SEQS sequences (default 100, 1,000 with COWFS_LONG=1) from
+// TestRandomDifferential runs COWFS_DIFF_SEQS sequences (default 60, 1,000 with COWFS_LONG=1) from
 // seed COWFS_DIFF_SEED (default 1) on cowfs and on os, and reports every
 // diverging seed (at most five in full).
 func TestRandomDifferential(t *testing.T) {
@@ -1020,7 +1020,7 @@ func runRandom(t *testing.T, baseA, baseB string, oracle bool) {
 		t.Fatal(err)
 	}
 	t.Chdir(wd) // restores the working directory at the end
-	def := longtest.N(100, 1000)
+	def := longtest.N(60, 1000)
 	if oracle {
 		def = longtest.N(10, 100) // the generator's own check, on three pairs of file systems
 	}
