@@ -248,9 +248,9 @@ func (l *layer) linkedQuotaLocked(e entry) {
 	case !l.counting():
 	case e.kind == kindFile:
 		l.q.inodes++
-	default:
-		// setEntry counted the new name while the identity had one:
-		// a long symlink's page is shared.
+	case l.namesLocked(e.identity()) == 1:
+		// setEntry counted the new name's page while the identity had
+		// one name: a long symlink's page is shared.
 		_, pages := entryInodes(".", e)
 		l.q.pages -= pages
 	}

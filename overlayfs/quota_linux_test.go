@@ -436,3 +436,43 @@ func TestQuotaCopyUpKernel(t *testing.T) {
 		t.Logf("%s: %v, %+v", s.name, werr, want)
 	}
 }
+
+// TestQuotaCases runs short sequences the fuzzer found, each against a
+// real tmpfs as the differential does.
+func TestQuotaCases(t *testing.T) {
+	mountTmpfs(t, "size=4k") // skips without privileges
+	for _, tc := range []struct {
+		name string
+		ops  []quotaOp
+	}{
+		// A long symlink's page counted once across three names
+		// (FuzzQuota, CI of stop 28: the third name freed it).
+		{"symlink linked twice", []quotaOp{
+			{kind: "symlink", a: "c", longLink: true},
+			{kind: "link", a: "c", b: "e"},
+			{kind: "append", a: "a", n: 79},
+			{kind: "link", a: "c", b: "b"},
+			{kind: "remove", a: "e"},
+			{kind: "remove", a: "c"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := mountTmpfs(t, "size=26024,nr_inodes=5")
+			lower := t.TempDir()
+			ov, err := overlayfs.New(lower, overlayfs.WithQuota(26024, 4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range tc.ops {
+				wn, werr := applyQuotaOp(afero.NewOsFs(), mem, o)
+				gn, gerr := applyQuotaOp(ov, lower, o)
+				if quotaErrClass(werr) != quotaErrClass(gerr) || wn != gn {
+					t.Fatalf("%v: os wrote %d (%v), overlay %d (%v)", o, wn, werr, gn, gerr)
+				}
+				if want, got := tmpfsUsage(t, mem), ov.Usage(); want != got {
+					t.Fatalf("%v: tmpfs holds %+v, overlay counts %+v", o, want, got)
+				}
+			}
+		})
+	}
+}
