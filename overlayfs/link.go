@@ -261,7 +261,7 @@ func (l *layer) sameLinkedLocked(ra string, a node, rb string, b node) bool {
 	if b.fi == nil && err == nil {
 		b, err = l.lookup(rb, true)
 	}
-	return err == nil && a.fi != nil && b.fi != nil && os.SameFile(a.fi, b.fi)
+	return err == nil && a.fi != nil && b.fi != nil && sameLower(a.fi, b.fi)
 }
 
 // copyUpLinkedLocked copies up a lower non-directory that has several
@@ -284,7 +284,7 @@ func (l *layer) copyUpLinkedLocked(rel string, n node, trunc bool) (entry, error
 			continue
 		}
 		pn := l.nodeAtLocked(p)
-		if !pn.exists() || pn.layer || !os.SameFile(pn.fi, n.fi) {
+		if !pn.exists() || pn.layer || !sameLower(pn.fi, n.fi) {
 			continue // hidden, or replaced
 		}
 		l.dependLocked(p, pn.fi)

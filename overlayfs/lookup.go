@@ -111,7 +111,7 @@ func (l *layer) lowerIn(d *lowerDir, rel, host string) (node, error) {
 	if host == "" {
 		host = l.host(rel)
 	}
-	fi, err := os.Lstat(host)
+	fi, err := lstatHost(host)
 	if err != nil {
 		if isMissing(err) {
 			if d != nil {
@@ -229,9 +229,20 @@ func isMissing(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errno(err) == errNotDir
 }
 
+// sameLower is os.SameFile for infos of the lower, which may be
+// lowerInfos (lstatHost, listings) that os.SameFile does not know: the
+// same device and inode.
+func sameLower(a, b fs.FileInfo) bool {
+	if ka, _ := lowerLinkID(a); ka != (devIno{}) {
+		kb, _ := lowerLinkID(b)
+		return ka == kb
+	}
+	return os.SameFile(a, b)
+}
+
 // lowerNode returns the lower's node at rel ignoring the layer, or kindNone.
 func (l *layer) lowerNode(rel string) node {
-	fi, err := os.Lstat(l.host(rel))
+	fi, err := lstatHost(l.host(rel))
 	if err != nil {
 		return node{}
 	}

@@ -1,0 +1,11 @@
+//go:build !linux || !(amd64 || arm64 || riscv64 || ppc64 || ppc64le || s390x)
+
+package overlayfs
+
+import (
+	"io/fs"
+	"os"
+)
+
+// lstatHost is os.Lstat of a host path.
+func lstatHost(host string) (fs.FileInfo, error) { return os.Lstat(host) }
