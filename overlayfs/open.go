@@ -231,7 +231,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	}
 	if !at.have && !at.dirOnly {
 		if at.visible && l.noEntry(at.rel) {
-			fh, err := os.OpenFile(l.hostOf(at), flag|oNoFollow, 0)
+			fh, err := openLower(l.hostOf(at), flag|oNoFollow)
 			if err == nil {
 				return l.lowerHandle(fh, name, at.rel, flag), nil
 			}
@@ -274,7 +274,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	case n.layer:
 		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino)), nil
 	}
-	fh, err := os.OpenFile(l.hostOf(at), flag, 0)
+	fh, err := openLower(l.hostOf(at), flag)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}

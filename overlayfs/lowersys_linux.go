@@ -45,3 +45,27 @@ func lstatHost(host string) (fs.FileInfo, error) {
 		return nil, &fs.PathError{Op: "lstat", Path: host, Err: e}
 	}
 }
+
+// openLower is os.OpenFile(host, flag, 0) for reading a lower file, in two
+// system calls where os makes six: os.OpenFile puts a descriptor in the
+// netpoller (fcntl to set O_NONBLOCK, epoll_ctl, which refuses a regular
+// file or a directory, and fcntl twice to clear O_NONBLOCK again);
+// os.NewFile of a blocking descriptor leaves it out (one fcntl to see that
+// it is blocking), as os ends up leaving a regular file or a directory.
+// A FIFO or a terminal is not put in the netpoller either: its reads block
+// a thread, and SetReadDeadline reports os.ErrNoDeadline.
+func openLower(host string, flag int) (*os.File, error) {
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND|syscall.O_NONBLOCK) != 0 {
+		return os.OpenFile(host, flag, 0)
+	}
+	for {
+		fd, err := syscall.Open(host, flag|syscall.O_CLOEXEC, 0)
+		switch err {
+		case nil:
+			return os.NewFile(uintptr(fd), host), nil
+		case syscall.EINTR:
+			continue
+		}
+		return nil, &fs.PathError{Op: "open", Path: host, Err: err}
+	}
+}

@@ -2,6 +2,8 @@ package overlayfs
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -81,5 +83,66 @@ func TestLstatHostIsOsLstat(t *testing.T) {
 	b, _ := lstatHost(filepath.Join(root, "d"))
 	if sameLower(a, b) {
 		t.Errorf("sameLower: f and d are one file")
+	}
+}
+
+// TestOpenLowerIsOsOpenFile checks openLower against os.OpenFile, the
+// oracle: the same content, Stat and listing, or the same error, for
+// every kind of file and the flags reads use.
+func TestOpenLowerIsOsOpenFile(t *testing.T) {
+	root := t.TempDir()
+	for _, err := range []error{
+		os.WriteFile(filepath.Join(root, "f"), []byte("hello"), 0o640),
+		os.Mkdir(filepath.Join(root, "d"), 0o750),
+		os.WriteFile(filepath.Join(root, "d", "x"), nil, 0o600),
+		os.Symlink("f", filepath.Join(root, "l")),
+		syscall.Mkfifo(filepath.Join(root, "p"), 0o600),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	type result struct {
+		data  string
+		names []string
+		fi    string
+		err   string
+	}
+	open := func(fn func(string, int) (*os.File, error), name string, flag int) (r result) {
+		f, err := fn(filepath.Join(root, name), flag)
+		if err != nil {
+			return result{err: fmt.Sprintf("%#v", err)}
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := *fi.Sys().(*syscall.Stat_t)
+		st.Atim = syscall.Timespec{} // the first read of each moves it
+		r.fi = fmt.Sprint(fi.Name(), fi.Mode(), fi.Size(), fi.ModTime(), st, f.Name())
+		if fi.IsDir() {
+			r.names, err = f.Readdirnames(-1)
+		} else if fi.Mode().IsRegular() {
+			var b []byte
+			b, err = io.ReadAll(f)
+			r.data = string(b)
+		}
+		if err != nil {
+			r.err = err.Error()
+		}
+		return r
+	}
+	osOpen := func(name string, flag int) (*os.File, error) { return os.OpenFile(name, flag, 0) }
+	for _, name := range []string{"f", "d", "d/", "d/x", "l", "p", "missing", "f/x", "f/"} {
+		for _, flag := range []int{os.O_RDONLY, os.O_RDONLY | syscall.O_NOFOLLOW, os.O_RDONLY | syscall.O_NONBLOCK, os.O_RDWR} {
+			if name == "p" && flag&syscall.O_NONBLOCK == 0 {
+				continue // blocks until a writer comes, in both
+			}
+			got, want := open(openLower, name, flag), open(osOpen, name, flag)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("open %q flag %#x: %+v, os.OpenFile: %+v", name, flag, got, want)
+			}
+		}
 	}
 }
