@@ -80,6 +80,11 @@ func (l *layer) final(at loc) (node, error) {
 	if at.have {
 		return at.n, nil
 	}
+	if at.visible && l.noEntry(at.rel) {
+		// What the resolver's fast path knows of the directory settles
+		// the layer's side, mostly without a search (see dirStates).
+		return l.lowerLookup(at.rel, at.host)
+	}
 	return l.lookupAt(at.rel, at.host, at.visible)
 }
 
