@@ -62,15 +62,20 @@ func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, err
 		}
 		return renameInfo(fi, infoName(name)), nil
 	}
-	n, err := l.final(at)
-	if err != nil {
-		return nil, fixErr(op, name, err)
+	n := at.n // found by the resolver, in the common case: not copied again
+	if !at.have {
+		if n, err = l.final(at); err != nil {
+			return nil, fixErr(op, name, err)
+		}
 	}
 	if !n.exists() {
 		return nil, pathErr(op, name, errNoEnt)
 	}
 	if at.dirOnly && n.kind != kindDir {
 		return nil, pathErr(op, name, errNotDir)
+	}
+	if !n.layer {
+		return renameInfo(n.fi, infoName(name)), nil
 	}
 	return l.infoLocked(infoName(name), n), nil
 }

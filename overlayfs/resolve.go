@@ -15,17 +15,19 @@ const (
 )
 
 // loc is a resolved name: where an operation on it lands.
+// Its fields are ordered so that its size is a multiple of 16 bytes (see
+// node).
 type loc struct {
 	name    string // as the caller passed it; used in errors
-	inside  bool
 	rel     string // root-relative slash path, when inside
 	host    string // resolved host path, when outside (os resolves the rest); inside: f.host(rel), or "" until needed
-	visible bool   // the lower shows through rel's parent
-	dirOnly bool   // the name ended in a slash or "." or "..": it must be a directory
-	slash   bool   // the name ends in a slash after a normal last component
+	n       node   // the node at rel, when have is set
+	other   int    // outside: 1 + the index of the other root host lies in (see errOtherRoot), or 0
+	inside  bool
+	visible bool // the lower shows through rel's parent
+	dirOnly bool // the name ended in a slash or "." or "..": it must be a directory
+	slash   bool // the name ends in a slash after a normal last component
 	last    lastKind
-	other   int  // outside: 1 + the index of the other root host lies in (see errOtherRoot), or 0
-	n       node // the node at rel, when have is set
 	have    bool
 }
 
