@@ -50,8 +50,10 @@ func (p pathMap) Iter() btree.MapIter[string, entry] { return p.m.Iter() }
 // for as long as the entry lives.
 func (p pathMap) Set(k string, e entry) (entry, bool) {
 	prev, replaced := p.m.Set(strings.Clone(k), e)
-	if !replaced {
-		p.st.inserted(k)
+	if replaced {
+		p.st.replaced(k, e)
+	} else {
+		p.st.inserted(k, e)
 	}
 	return prev, replaced
 }
@@ -59,15 +61,23 @@ func (p pathMap) Set(k string, e entry) (entry, bool) {
 // Load is Set, fastest when k sorts last.
 func (p pathMap) Load(k string, e entry) (entry, bool) {
 	prev, replaced := p.m.Load(strings.Clone(k), e)
-	if !replaced {
-		p.st.inserted(k)
+	if replaced {
+		p.st.replaced(k, e)
+	} else {
+		p.st.inserted(k, e)
 	}
 	return prev, replaced
 }
 
-// Delete removes the entry at k. A removal never makes a recorded state
-// wrong: it only makes a directory barer than recorded.
-func (p pathMap) Delete(k string) (entry, bool) { return p.m.Delete(k) }
+// Delete removes the entry at k. A removal leaves the other states right:
+// it only makes a directory barer than recorded.
+func (p pathMap) Delete(k string) (entry, bool) {
+	prev, ok := p.m.Delete(k)
+	if ok {
+		p.st.deleted(k)
+	}
+	return prev, ok
+}
 
 // dirStates records, per root-relative directory D, what the layer's
 // entries leave free there:
@@ -79,15 +89,16 @@ func (p pathMap) Delete(k string) (entry, bool) { return p.m.Delete(k) }
 //     one is itself clear, and inserting it forgets every state.
 //   - dirKnown: whether the layer has an entry directly in D is known,
 //     and dirBare says it has none: then D/c needs no look at the layer.
-//     Where D has entries, the slot's kids, when set, are their names (a
-//     removal leaves a name there, which costs a search only): a name not
-//     there needs no look at the layer either. The root ("")
+//     Where D has entries, the slot's kids, when set, are those entries
+//     by name, kept as the B-tree's by every Set and Delete: the entry at
+//     D/c, or its absence, needs no search of the B-tree. The root ("")
 //     has only these bits.
 //
 // States are filled under the layer's read lock, by many goroutines, by
-// adding bits atomically, and changed under its write lock by an
-// insertion, so a state read under either lock is true of the entries. A
-// removal never makes one wrong: it only makes a directory barer than
+// adding bits atomically (a set of kids is made whole before it is
+// stored), and changed under its write lock by a change of the entries,
+// so a state read under either lock is true of the entries. A removal
+// never makes a state bit wrong: it only makes a directory barer than
 // recorded.
 type dirStates struct {
 	root dirSlot                 // the root's: names at the top cost no map lookup
@@ -100,10 +111,10 @@ type dirStates struct {
 type dirSlot struct {
 	dir  string
 	st   atomic.Uint32                       // a dirState
-	kids atomic.Pointer[map[string]struct{}] // with dirKnown and not dirBare: the names of the entries directly in dir, when at most maxKids
+	kids atomic.Pointer[map[string]entry] // with dirKnown and not dirBare: the entries directly in dir by name, when at most maxKids
 }
 
-// maxKids is the most entries a directory's set of names is made for:
+// maxKids is the most entries a directory's set of kids is made for:
 // past it a look at the layer is a B-tree search.
 const maxKids = 1024
 
@@ -155,9 +166,9 @@ func (s *dirStates) add(dir string, bits dirState) {
 	s.slot(dir).st.Or(uint32(bits))
 }
 
-// inserted updates the states for a new layer entry at k. Callers hold
+// inserted updates the states for a new layer entry e at k. Callers hold
 // the layer's lock for writing.
-func (s *dirStates) inserted(k string) {
+func (s *dirStates) inserted(k string, e entry) {
 	if k == "" || s.get(k)&dirClear != 0 {
 		s.m.Clear()
 		s.last.Store(nil)
@@ -175,12 +186,38 @@ func (s *dirStates) inserted(k string) {
 	kids := d.kids.Load()
 	switch {
 	case st&dirBare != 0:
-		d.kids.Store(&map[string]struct{}{base(k): {}})
+		d.kids.Store(&map[string]entry{base(k): e})
 		d.st.Store(uint32(st &^ dirBare))
 	case kids != nil && len(*kids) < maxKids:
-		(*kids)[base(k)] = struct{}{} // no reader holds the lock: no one reads it now
+		(*kids)[base(k)] = e // no reader holds the lock: no one reads it now
 	case kids != nil:
 		d.kids.Store(nil) // full: a B-tree search from now on
+	}
+}
+
+// replaced updates the states for the layer entry at k, replaced by e.
+// Callers hold the layer's lock for writing.
+func (s *dirStates) replaced(k string, e entry) {
+	if k == "" {
+		return
+	}
+	if d := s.find(parent(k)); d != nil {
+		if kids := d.kids.Load(); kids != nil {
+			(*kids)[base(k)] = e
+		}
+	}
+}
+
+// deleted updates the states for the layer entry at k, removed. Callers
+// hold the layer's lock for writing.
+func (s *dirStates) deleted(k string) {
+	if k == "" {
+		return
+	}
+	if d := s.find(parent(k)); d != nil {
+		if kids := d.kids.Load(); kids != nil {
+			delete(*kids, base(k))
+		}
 	}
 }
 
@@ -206,30 +243,38 @@ func (l *layer) clearDir(dir string) bool {
 	return true
 }
 
-// noEntry reports whether the layer has no entry at rel, searching the
-// B-tree only when what is known of rel's directory does not settle it,
-// and learning what it can of the directory when nothing is known.
+// noEntry reports whether the layer has no entry at rel (see entryAt).
 // Callers hold l.mu (read or write).
 func (l *layer) noEntry(rel string) bool {
-	dir := parent(rel)
-	d := l.paths.st.slot(dir)
+	_, ok := l.entryAt(rel)
+	return !ok
+}
+
+// entryAt returns the layer's entry at rel, searching the B-tree only
+// when what is known of rel's directory does not settle it, and learning
+// what it can of the directory when nothing is known.
+// Callers hold l.mu (read or write).
+func (l *layer) entryAt(rel string) (entry, bool) {
+	if rel == "" {
+		return l.paths.Get(rel)
+	}
+	d := l.paths.st.slot(parent(rel))
 	st := dirState(d.st.Load())
 	if st&dirKnown == 0 {
 		st = l.learn(d)
 	}
 	if st&dirBare != 0 {
-		return true
+		return entry{}, false
 	}
 	if kids := d.kids.Load(); kids != nil {
-		_, ok := (*kids)[base(rel)]
-		return !ok
+		e, ok := (*kids)[base(rel)]
+		return e, ok
 	}
-	_, ok := l.paths.Get(rel)
-	return !ok
+	return l.paths.Get(rel)
 }
 
 // learn records whether the layer has entries directly in d's directory
-// and, up to maxKids of them, their names, and returns its new state. It
+// and, up to maxKids of them, the entries, and returns its new state. It
 // visits each entry directly in the directory and seeks past each subtree
 // under it: a B-tree step per entry, a search per subtree.
 // Callers hold l.mu (read or write).
@@ -238,7 +283,7 @@ func (l *layer) learn(d *dirSlot) dirState {
 	if d.dir == "" {
 		prefix = ""
 	}
-	kids := map[string]struct{}{}
+	kids := map[string]entry{}
 	it := l.paths.Iter()
 	for ok := it.Seek(prefix); ok && len(kids) <= maxKids; {
 		k := it.Key()
@@ -253,7 +298,7 @@ func (l *layer) learn(d *dirSlot) dirState {
 		case i >= 0:
 			ok = it.Seek(prefix + name[:i] + "0") // '0' follows '/': past the subtree
 		default:
-			kids[name] = struct{}{}
+			kids[name] = it.Value()
 			ok = it.Next()
 		}
 	}
@@ -273,7 +318,8 @@ func (l *layer) learn(d *dirSlot) dirState {
 // (see dirStates). Then the merged view resolves it as the lower does up
 // to its last component, and the result is what walk gives, at the cost
 // of two map lookups and, when follow is set, the last component's lookup
-// (one lstat of the final host path, which walk makes too). ok is false
+// (a layer entry from its directory's kids, or one lstat of the final
+// host path, which walk makes too). ok is false
 // when the fast path does not apply, or the name ends in a symlink to
 // follow; the caller then walks.
 // Callers hold l.mu (read or write).
@@ -296,12 +342,9 @@ func (l *layer) fastLoc(op, name, abs string, follow bool) (at loc, ok bool, err
 		return at, true, nil
 	}
 	var n node
-	if l.noEntry(rel) {
-		n, err = l.lowerIn(d, rel, abs)
-	} else {
-		n, err = l.lookupAt(rel, abs, true)
-	}
-	if err != nil {
+	if e, ok := l.entryAt(rel); ok {
+		n = layerNode(e, true)
+	} else if n, err = l.lowerIn(d, rel, abs); err != nil {
 		return loc{}, true, fixErr(op, name, err)
 	}
 	switch {

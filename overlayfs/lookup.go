@@ -80,15 +80,21 @@ func (l *layer) lookup(rel string, visible bool) (node, error) {
 // ("" for f.host(rel)).
 func (l *layer) lookupAt(rel, host string, visible bool) (node, error) {
 	if e, ok := l.paths.Get(rel); ok {
-		if e.kind == kindWhiteout {
-			return node{}, nil
-		}
-		return node{kind: e.kind, layer: true, e: e, under: visible && e.kind == kindDir && !e.opaque}, nil
+		return layerNode(e, visible), nil
 	}
 	if !visible {
 		return node{}, nil
 	}
 	return l.lowerLookup(rel, host)
+}
+
+// layerNode returns the merged-view node of the layer entry e, whose
+// parent shows the lower when visible is set.
+func layerNode(e entry, visible bool) node {
+	if e.kind == kindWhiteout {
+		return node{}
+	}
+	return node{kind: e.kind, layer: true, e: e, under: visible && e.kind == kindDir && !e.opaque}
 }
 
 // lowerLookup returns the lower's node at rel, a path the layer has no

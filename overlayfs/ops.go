@@ -85,12 +85,15 @@ func (l *layer) final(at loc) (node, error) {
 	if at.have {
 		return at.n, nil
 	}
-	if at.visible && l.noEntry(at.rel) {
-		// What the resolver's fast path knows of the directory settles
-		// the layer's side, mostly without a search (see dirStates).
-		return l.lowerLookup(at.rel, at.host)
+	// What the resolver's fast path knows of the directory settles the
+	// layer's side, mostly without a search (see dirStates).
+	if e, ok := l.entryAt(at.rel); ok {
+		return layerNode(e, at.visible), nil
 	}
-	return l.lookupAt(at.rel, at.host, at.visible)
+	if !at.visible {
+		return node{}, nil
+	}
+	return l.lowerLookup(at.rel, at.host)
 }
 
 // writeEntryLoc is writeLoc for operations on the last component itself.
