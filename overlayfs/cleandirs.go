@@ -110,7 +110,7 @@ type dirStates struct {
 // them all.
 type dirSlot struct {
 	dir  string
-	st   atomic.Uint32                       // a dirState
+	st   atomic.Uint32                    // a dirState
 	kids atomic.Pointer[map[string]entry] // with dirKnown and not dirBare: the entries directly in dir by name, when at most maxKids
 }
 
