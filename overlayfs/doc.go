@@ -250,10 +250,13 @@
 // [New]; roots.go: [WithRoot] and the choice of a name's root; resolve.go:
 // the resolver, the only route from a name to a location (symlinks in the
 // merged view); cleandirs.go: the layer's entries (pathMap, wrapping the
-// B-tree), what they leave free per directory (dirStates), and the
-// resolver's one fast path (fastLoc) through real lower directories free
-// of layer entries; lookup.go: one path in the merged view and the one
-// cache of the lower (lowerCache, good for one epoch); the rules for
+// B-tree), what they leave free per directory (dirStates: the entries
+// directly in a directory by name, which settle a lookup there without a
+// search), and the resolver's one fast path (fastLoc) through real lower
+// directories free of layer entries; lookup.go: one path in the merged
+// view and the one cache of the lower (lowerCache, good for one epoch);
+// lowersys_*.go: the lower's lstat and open for reading, in fewer
+// allocations and system calls than os's (lstatHost, openLower); the rules for
 // root-relative paths are package internal/relpath's; node.go: the
 // kinds, layer entries and merged-view nodes; blob.go: file contents;
 // layer.go: subtrees of the layer and root-relative path helpers;
