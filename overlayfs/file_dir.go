@@ -138,7 +138,7 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 	kids, es := f.childrenLocked(d.rel)
 	k := 0
 	for i, name := range page.names {
-		for k < len(kids) && kids[k] < name {
+		for k < len(kids) && nameCmp(kids[k], name) < 0 {
 			k++
 		}
 		var fi fs.FileInfo

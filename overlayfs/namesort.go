@@ -5,6 +5,12 @@ import (
 	"strings"
 )
 
+// nameCmp is the order of every listing: bytewise, strings.Compare's,
+// which is also the order of the layer's B-tree (a directory's children
+// come out of it in this order, their subtrees skipped) and git's.
+// sortNames sorts by it; merges of sorted listings compare by it.
+func nameCmp(a, b string) int { return strings.Compare(a, b) }
+
 // nameOrder returns the indices 0 to n-1 (the idx fields) in bytewise
 // order of name(i), as sortNames orders them.
 func nameOrder(n int, name func(int) string) []keyed {
@@ -17,8 +23,7 @@ func nameOrder(n int, name func(int) string) []keyed {
 	return ks
 }
 
-// sortNames orders ks in bytewise order of name(k) (strings.Compare's
-// order, which is the layer's and git's), with tmp, of the same length,
+// sortNames orders ks in nameCmp's order of name(k), with tmp, of the same length,
 // as scratch. A directory's names mostly differ in a few bytes after a
 // shared prefix, and a comparison sort, which compares whole names about
 // log2(n) times each, costs as much as reading the directory. So this

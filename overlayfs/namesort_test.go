@@ -31,7 +31,7 @@ func randomNames(r *rand.Rand, n int) []string {
 }
 
 // TestNameOrder: nameOrder, and sortNames over spans of one text, order
-// names as slices.Sort (a comparison sort over strings.Compare) does, for sizes on both sides of the radix sort's
+// names as slices.SortFunc over nameCmp, the listings' one comparator, does, for sizes on both sides of the radix sort's
 // cutoff, with names equal but for trailing zero bytes.
 func TestNameOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(14, 1))
@@ -42,7 +42,7 @@ func TestNameOrder(t *testing.T) {
 		}
 		got := randomNames(r, n)
 		want := slices.Clone(got)
-		slices.Sort(want)
+		slices.SortFunc(want, nameCmp)
 		if !slices.Equal(inOrderText(got), want) {
 			t.Fatalf("trial %d (%d names, from one text): sorted differently from slices.Sort", trial, n)
 		}
@@ -68,7 +68,7 @@ func FuzzNameOrder(f *testing.F) {
 			got = append(got, got[i%len(got)]+in[i%max(1, len(in)):][:min(1, len(in))])
 		}
 		want := slices.Clone(got)
-		slices.Sort(want)
+		slices.SortFunc(want, nameCmp)
 		if text := inOrderText(got); !slices.Equal(text, want) {
 			t.Fatalf("sortNames(%q) from one text = %q, want %q", in, text, want)
 		}

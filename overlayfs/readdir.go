@@ -191,14 +191,14 @@ func mergeLower(low *lowerEntries, mode listMode, shown listing, hidden []string
 func (le *lowerEntries) search(start int, name string) int {
 	n := le.len()
 	lo, step := start, 1 // every entry before lo is below name
-	for lo+step-1 < n && le.name(lo+step-1) < name {
+	for lo+step-1 < n && nameCmp(le.name(lo+step-1), name) < 0 {
 		lo += step
 		step *= 2
 	}
 	hi := min(lo+step-1, n) // the entry at hi, if any, is not below name
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if le.name(mid) < name {
+		if nameCmp(le.name(mid), name) < 0 {
 			lo = mid + 1
 		} else {
 			hi = mid
