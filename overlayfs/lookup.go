@@ -152,7 +152,7 @@ func (l *layer) missed(d *lowerDir, dir string) {
 	}
 	switch d.misses.Add(1) {
 	case 2:
-		if fi, err := os.Lstat(l.host(dir)); err == nil && fi.Size() <= smallDir {
+		if fi, err := lstatHost(l.host(dir)); err == nil && fi.Size() <= smallDir {
 			l.cacheNames(d, dir)
 		}
 	case listAfter:
@@ -162,7 +162,7 @@ func (l *layer) missed(d *lowerDir, dir string) {
 
 // cacheNames lists the names in the lower directory d, at rel dir.
 func (l *layer) cacheNames(d *lowerDir, dir string) {
-	h, err := os.Open(l.host(dir))
+	h, err := openLower(l.host(dir), os.O_RDONLY)
 	if err != nil {
 		return
 	}

@@ -77,7 +77,7 @@ func (l *layer) listDirLocked(rel string, n node, mode listMode, lower *os.File)
 		return shown, nil
 	}
 	if lower == nil {
-		d, err := os.Open(l.host(rel))
+		d, err := openLower(l.host(rel), os.O_RDONLY)
 		if err != nil {
 			return listing{}, err
 		}
