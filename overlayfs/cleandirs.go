@@ -283,7 +283,7 @@ func (l *layer) learn(d *dirSlot) dirState {
 	if d.dir == "" {
 		prefix = ""
 	}
-	kids := map[string]entry{}
+	var kids map[string]entry // made at the first: a bare directory costs no map
 	it := l.paths.Iter()
 	for ok := it.Seek(prefix); ok && len(kids) <= maxKids; {
 		k := it.Key()
@@ -298,6 +298,9 @@ func (l *layer) learn(d *dirSlot) dirState {
 		case i >= 0:
 			ok = it.Seek(prefix + name[:i] + "0") // '0' follows '/': past the subtree
 		default:
+			if kids == nil {
+				kids = map[string]entry{}
+			}
 			kids[name] = it.Value()
 			ok = it.Next()
 		}
