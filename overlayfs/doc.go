@@ -150,7 +150,11 @@
 // Mutations are serialized by one lock per root (per Fs, without
 // [WithRoot]); reads (Stat, Open for reading, listings) take it shared and
 // run in parallel. Two goroutines racing on the first write or append to a lower
-// file never lose bytes: the copy-up happens once, under the lock.
+// file never lose bytes: the copy-up happens once, under the lock. A lower
+// file opened for reading is not put in Go's netpoller (os ends up leaving a
+// regular file out too): a lower FIFO or terminal opened for reading without
+// O_NONBLOCK blocks a thread in its reads, and its deadlines are not
+// supported.
 //
 // The lower must not change while an Fs uses it: its directories are cached
 // as seen once. Commit checks every path it touches (see Commit), and a
