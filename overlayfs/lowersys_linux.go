@@ -18,7 +18,7 @@ import (
 const lstatBuf = 512
 
 // atFDCWD is AT_FDCWD as a system call argument.
-var atFDCWD = ^uintptr(-unix.AT_FDCWD - 1)
+const atFDCWD = ^uintptr(-unix.AT_FDCWD - 1)
 
 // lstatHost is os.Lstat of a host path with one allocation where os makes
 // two: the NUL-terminated copy of the path os makes on the heap is made
