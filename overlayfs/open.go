@@ -140,6 +140,8 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 		return nil, pathErr("open", name, errIsDir)
 	case at.dirOnly:
 		return nil, pathErr("open", name, errNotDir)
+	case !l.mayOpenLocked(at.rel, n, flag):
+		return nil, pathErr("open", name, errAccess)
 	case n.kind == kindSocket:
 		return nil, pathErr("open", name, errNoDevice)
 	case n.kind == kindFIFO:
@@ -230,7 +232,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
 	if !at.have && !at.dirOnly {
-		if at.visible && l.noEntry(at.rel) {
+		if at.visible && l.opts.as == nil && l.noEntry(at.rel) { // AsUser: checked below
 			fh, err := os.OpenFile(l.hostOf(at), flag|oNoFollow, 0)
 			if err == nil {
 				return l.lowerHandle(fh, name, at.rel, flag), nil
@@ -263,6 +265,8 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		return nil, pathErr("open", name, errNoEnt)
 	case at.dirOnly && n.kind != kindDir:
 		return nil, pathErr("open", name, errNotDir)
+	case !l.mayOpenLocked(at.rel, n, flag):
+		return nil, pathErr("open", name, errAccess)
 	case n.kind == kindDir:
 		d := &dir{fs: l, name: name, rel: at.rel, n: n, appnd: flag&os.O_APPEND != 0}
 		d.slot = l.bind(&d.rel)

@@ -115,6 +115,11 @@ func (l *layer) renameRuleLocked(lo, ln loc, no, nn node) (same bool, err error)
 		return false, errNotEmpty // onto an ancestor
 	case lo.rel == ln.rel || l.sameLinkedLocked(lo.rel, no, ln.rel, nn):
 		return true, nil
+	}
+	if err := l.mayRenameLocked(lo, ln, no, nn); err != nil {
+		return false, err
+	}
+	switch {
 	case no.kind == kindDir && nn.exists() && nn.kind != kindDir:
 		return false, errNotDir
 	case no.kind != kindDir && nn.kind == kindDir:

@@ -123,7 +123,7 @@ func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool) (lo
 		}
 		abs = wd + "/" + name
 	}
-	if at, ok, err := l.fastLoc(op, name, abs, follow); ok {
+	if at, ok, err := l.fastLoc(op, name, abs, follow); ok && l.opts.as == nil { // AsUser: walk, checking
 		return at, err
 	}
 	last, slash := lastOf(name)
@@ -277,6 +277,11 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 			continue
 		}
 		top := stack[len(stack)-1]
+		if l.opts.as != nil {
+			if err := l.searchLocked(top.rel); err != nil {
+				return loc{}, pathErr(op, name, err)
+			}
+		}
 		if c == ".." {
 			if len(stack) == 1+ex.depth {
 				return l.outside(op, name, joinRaw(ex.dir(l), pending), follow, hops)

@@ -1,0 +1,384 @@
+//go:build linux
+
+package overlayfs_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cowfs/cowfs/internal/longtest"
+	"github.com/cowfs/cowfs/overlayfs"
+)
+
+// The identities of the AsUser differential: the user, its primary group,
+// a supplementary group, and another user.
+const (
+	permUID   = 65534
+	permGID   = 65534
+	permSup   = 5000
+	permOther = 1000
+)
+
+// permEntry is one entry of the permission fixture.
+type permEntry struct {
+	path     string
+	mode     fs.FileMode // type bits: fs.ModeDir, fs.ModeSymlink
+	uid, gid int
+	target   string // symlink
+}
+
+// permFixture has every mode the issue names (0, 0500, 0700, 0755, 0644,
+// 0600, sticky 01777, setgid 02775), entries of the user, of its groups
+// and of other users. Parents come before children; modes are set after
+// the children are made.
+var permFixture = []permEntry{
+	{"open", fs.ModeDir | 0o755, 0, 0, ""},
+	{"open/f644", 0o644, 0, 0, ""},
+	{"open/f600", 0o600, 0, 0, ""},
+	{"open/f666", 0o666, 0, 0, ""},
+	{"open/own", 0o644, permUID, permGID, ""},
+	{"open/ownro", 0o444, permUID, permGID, ""},
+	{"open/grp", 0o660, 0, permGID, ""},
+	{"open/sup", 0o640, 0, permSup, ""},
+	{"open/none", 0, 0, 0, ""},
+	{"open/noother", 0o604, permOther, permGID, ""}, // group class: no access, no fall through
+	{"d0", fs.ModeDir, 0, 0, ""},
+	{"d0/x", 0o644, 0, 0, ""},
+	{"d500", fs.ModeDir | 0o500, permUID, permGID, ""},
+	{"d500/x", 0o644, permUID, permGID, ""},
+	{"d700", fs.ModeDir | 0o700, 0, 0, ""},
+	{"d700/x", 0o644, 0, 0, ""},
+	{"d755", fs.ModeDir | 0o755, 0, 0, ""},
+	{"d755/x", 0o644, 0, 0, ""},
+	{"d755/sub", fs.ModeDir | 0o755, 0, 0, ""},
+	{"d755/sub/y", 0o666, 0, 0, ""},
+	{"d311", fs.ModeDir | 0o311, 0, 0, ""}, // search without read
+	{"d311/x", 0o644, 0, 0, ""},
+	{"d744", fs.ModeDir | 0o744, 0, 0, ""}, // read without search
+	{"d744/x", 0o644, 0, 0, ""},
+	{"tmp", fs.ModeDir | fs.ModeSticky | 0o777, 0, 0, ""},
+	{"tmp/mine", 0o644, permUID, permGID, ""},
+	{"tmp/theirs", 0o666, permOther, permOther, ""},
+	{"tmp/rootf", 0o666, 0, 0, ""},
+	{"tmp/dir", fs.ModeDir | 0o777, permOther, permOther, ""},
+	{"sgid", fs.ModeDir | fs.ModeSetgid | 0o775, 0, permSup, ""},
+	{"sgid/x", 0o664, 0, permSup, ""},
+	{"mine", fs.ModeDir | 0o755, permUID, permGID, ""},
+	{"mine/a", 0o644, permUID, permGID, ""},
+	{"mine/rootowned", 0o644, 0, 0, ""},
+	{"mine/sg", 0o2755, permUID, permOther, ""},
+	{"mine/sub", fs.ModeDir | 0o700, permUID, permGID, ""},
+	{"mine/sub/b", 0o600, permUID, permGID, ""},
+	{"mine/rd", fs.ModeDir | 0o555, 0, 0, ""}, // a root directory the user may not write
+	{"mine/rd/z", 0o644, 0, 0, ""},
+	{"other", fs.ModeDir | 0o775, permOther, permSup, ""},
+	{"other/y", 0o660, permOther, permSup, ""},
+	{"wdir", fs.ModeDir | 0o777, 0, 0, ""},
+	{"wdir/z", 0o644, 0, 0, ""},
+	{"wdir/zd", fs.ModeDir | 0o755, 0, 0, ""},
+	{"wdir/zd/q", 0o644, 0, 0, ""},
+	{"wdir/ze", fs.ModeDir | 0o755, permUID, permGID, ""},
+	{"lnk", fs.ModeSymlink, 0, 0, "open/f644"},
+	{"dlnk", fs.ModeSymlink, 0, 0, "d755"},
+	{"tlnk", fs.ModeSymlink, 0, 0, "d700/x"},
+}
+
+// makePermFixture writes the fixture under dir, as root.
+func makePermFixture(t testing.TB, dir string) {
+	t.Helper()
+	for _, e := range permFixture {
+		p := filepath.Join(dir, e.path)
+		var err error
+		switch {
+		case e.mode.IsDir():
+			err = os.Mkdir(p, 0o700)
+		case e.mode&fs.ModeSymlink != 0:
+			err = os.Symlink(e.target, p)
+		default:
+			err = os.WriteFile(p, []byte(e.path), 0o600)
+		}
+		if err == nil {
+			err = os.Lchown(p, e.uid, e.gid)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range slices.Backward(permFixture) {
+		if e.mode&fs.ModeSymlink != 0 {
+			continue
+		}
+		if err := os.Chmod(filepath.Join(dir, e.path), e.mode&(fs.ModePerm|fs.ModeSticky|fs.ModeSetgid|fs.ModeSetuid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// permNames are the names operations act on: the fixture's and new ones.
+var permNames = func() []string {
+	var out []string
+	for _, e := range permFixture {
+		out = append(out, e.path)
+	}
+	for _, d := range []string{"", "open/", "d0/", "d500/", "d700/", "d755/", "d311/", "d744/", "tmp/", "sgid/", "mine/", "mine/sub/", "mine/rd/", "other/", "wdir/", "wdir/zd/", "tmp/dir/", "dlnk/"} {
+		out = append(out, d+"new", d+"n2")
+	}
+	return append(out, "lnk/x", "dlnk/x", "d0/x/y")
+}()
+
+// randPermOp returns a random operation on the fixture's names.
+func randPermOp(r *rand.Rand) permOp {
+	name := func() string { return permNames[r.IntN(len(permNames))] }
+	pick := func(xs ...uint32) uint32 { return xs[r.IntN(len(xs))] }
+	switch r.IntN(13) {
+	case 0, 1:
+		flags := []int{os.O_RDONLY, os.O_WRONLY, os.O_RDWR, os.O_WRONLY | os.O_TRUNC, os.O_WRONLY | os.O_APPEND,
+			os.O_CREATE | os.O_WRONLY, os.O_CREATE | os.O_EXCL | os.O_WRONLY, os.O_CREATE | os.O_RDWR | os.O_TRUNC}
+		return permOp{Op: "open", A: name(), Flag: flags[r.IntN(len(flags))], Mode: pick(0o644, 0o600, 0o666, 0o755, 0o2775)}
+	case 2:
+		return permOp{Op: "mkdir", A: name(), Mode: pick(0o755, 0o700, 0o777, 0o1777, 0o500, 0o2775)}
+	case 3:
+		return permOp{Op: "remove", A: name()}
+	case 4:
+		return permOp{Op: "rename", A: name(), B: name()}
+	case 5:
+		return permOp{Op: "chmod", A: name(), Mode: pick(0o644, 0o600, 0o755, 0o2755, 0o777, 0o1777, 0, 0o4755)}
+	case 6:
+		ids := []int{-1, permUID, 0, permOther}
+		gids := []int{-1, permGID, permSup, 0, permOther}
+		return permOp{Op: "chown", A: name(), UID: ids[r.IntN(len(ids))], GID: gids[r.IntN(len(gids))]}
+	case 7:
+		// Not with two zero times: Linux's utimensat then succeeds even
+		// for a missing name, which overlayfs (with or without AsUser)
+		// does not follow.
+		return permOp{Op: "chtimes", A: name()}
+	case 8:
+		return permOp{Op: "symlink", A: name(), B: name()}
+	case 9:
+		return permOp{Op: "link", A: name(), B: name()}
+	case 10:
+		return permOp{Op: "readdir", A: name()}
+	case 11:
+		return permOp{Op: "lstat", A: name()}
+	}
+	return permOp{Op: "stat", A: name()}
+}
+
+// TestAsUserDifferential runs random sequences of operations as uid 65534
+// (without, then with, a supplementary group) on two sides: os in a child
+// process that dropped to that identity, on a real copy of the fixture,
+// and overlayfs.New(copy, AsUser(...)) here. Each operation's outcome
+// (errno, or what it read or stat'ed) and the final trees (modes, owners,
+// contents, symlink targets; the overlay's committed to its copy) must be
+// equal.
+func TestAsUserDifferential(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the fixture has other users' entries and the oracle drops to uid 65534")
+	}
+	n := longtest.N(100, 1000)
+	for _, groups := range [][]int{nil, {permSup}} {
+		t.Run(fmt.Sprintf("groups=%v", groups), func(t *testing.T) {
+			t.Parallel()
+			permDifferential(t, n, groups)
+		})
+	}
+}
+
+func permDifferential(t *testing.T, n int, groups []int) {
+	// A directory every user may search: t.TempDir's are root's, 0700.
+	base, err := os.MkdirTemp("", "cowfs-perm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The test binary, where the user may run it.
+	exe := filepath.Join(base, "test.bin")
+	if err := copyExe(exe); err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(len(groups))*1e6 + 1
+	r := rand.New(rand.NewPCG(seed, 24))
+	seqs := make([]permSeq, n)
+	for i := range seqs {
+		seqs[i].Root = filepath.Join(base, fmt.Sprint("os", i))
+		for range 1 + r.IntN(10) {
+			seqs[i].Ops = append(seqs[i].Ops, randPermOp(r))
+		}
+		if err := os.Mkdir(seqs[i].Root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		makePermFixture(t, seqs[i].Root)
+	}
+	want := runPermChild(t, exe, base, seqs, groups)
+	for i, s := range seqs {
+		low := filepath.Join(base, fmt.Sprint("ov", i))
+		if err := os.Mkdir(low, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		makePermFixture(t, low)
+		fsys, err := overlayfs.New(low, overlayfs.AsUser(permUID, permGID, groups...), overlayfs.WithUmask(0o022))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, op := range s.Ops {
+			got = append(got, runPermOp(fsys, low, op))
+		}
+		bad := false
+		for j := range s.Ops {
+			if j >= len(want[i]) || got[j] != want[i][j] {
+				bad = true
+			}
+		}
+		if err := fsys.Commit(); err != nil {
+			t.Fatalf("seq %d: commit: %v", i, err)
+		}
+		wt, gt := permTree(t, s.Root), permTree(t, low)
+		if bad || wt != gt {
+			var b strings.Builder
+			for j, op := range s.Ops {
+				w := ""
+				if j < len(want[i]) {
+					w = want[i][j]
+				}
+				mark := "  "
+				if w != got[j] {
+					mark = "!!"
+				}
+				fmt.Fprintf(&b, "%s %+v: os %q, overlay %q\n", mark, op, w, got[j])
+			}
+			if wt != gt {
+				fmt.Fprintf(&b, "tree differs:\n%s", lineDiff(wt, gt))
+			}
+			t.Fatalf("groups %v, sequence %d:\n%s", groups, i, b.String())
+		}
+	}
+}
+
+// runPermChild runs the sequences with os in a child process of uid
+// 65534, gid 65534 and groups, and returns the outcomes.
+func runPermChild(t *testing.T, exe, base string, seqs []permSeq, groups []int) [][]string {
+	spec := filepath.Join(base, "spec.json")
+	data, err := json.Marshal(seqs)
+	if err == nil {
+		err = os.WriteFile(spec, data, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := make([]uint32, len(groups))
+	for i, g := range groups {
+		gs[i] = uint32(g)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), permChildEnv+"="+spec)
+	cmd.Dir = base
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: permUID, Gid: permGID, Groups: gs}}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, stderr.String())
+	}
+	var res [][]string
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("child output: %v\n%s", err, out)
+	}
+	if len(res) != len(seqs) {
+		t.Fatalf("child ran %d sequences of %d", len(res), len(seqs))
+	}
+	return res
+}
+
+// copyExe copies the running test binary to dst, executable by all.
+func copyExe(dst string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// permTree describes the tree under root as root sees it: per entry its
+// type and mode bits, owner, and content or target (times are not
+// compared: each side has its own clock).
+func permTree(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		rel, _ := filepath.Rel(root, p)
+		fmt.Fprintf(&b, "%s %v %d:%d", rel, fi.Mode(), st.Uid, st.Gid)
+		switch {
+		case fi.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, " %q nlink=%d", data, st.Nlink)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, " -> %s", target)
+		}
+		b.WriteByte('\n')
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// lineDiff lists the lines of want missing in got ("-") and the reverse ("+").
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for _, l := range w {
+		if !slices.Contains(g, l) {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	}
+	for _, l := range g {
+		if !slices.Contains(w, l) {
+			fmt.Fprintf(&b, "+ %s\n", l)
+		}
+	}
+	return b.String()
+}
