@@ -208,6 +208,7 @@ func (l *layer) truncLocked(ino uint64, b *blob) *blob {
 	}
 	b.data, b.lazySrc = b.data[:0], nil
 	b.mtime = l.now()
+	l.opts.as.killPrivs(&b.meta) // AsUser
 	return b
 }
 

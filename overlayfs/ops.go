@@ -171,6 +171,7 @@ func (l *layer) inheritLocked(rel string, m *meta, isDir bool) {
 	if isDir {
 		m.perm |= fs.ModeSetgid
 	}
+	l.opts.as.stripSetgid(m, isDir)
 }
 
 // dirMetaLocked returns the metadata of dir, the directory of the view an

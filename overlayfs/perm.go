@@ -266,3 +266,28 @@ func (u *asUser) chmodBits(mode fs.FileMode, m meta) fs.FileMode {
 	}
 	return mode
 }
+
+// stripSetgid drops the setgid bit a new group-executable non-directory
+// m asked for in a setgid directory of a group the user is not in (m.gid
+// is the directory's group now), as Linux's mode_strip_sgid does. Without
+// AsUser (u nil) it does nothing.
+func (u *asUser) stripSetgid(m *meta, isDir bool) {
+	if u != nil && !isDir && m.perm&(fs.ModeSetgid|0o010) == fs.ModeSetgid|0o010 && !u.inGroup(m.gid) {
+		m.perm &^= fs.ModeSetgid
+	}
+}
+
+// killPrivs drops what a write or truncation by the user drops from a
+// regular file's mode, as Linux's file_remove_privs does for a process
+// without CAP_FSETID: the setuid bit, and the setgid bit when group
+// execution is on or the user is not in the file's group. Without AsUser
+// (u nil) it does nothing.
+func (u *asUser) killPrivs(m *meta) {
+	if u == nil {
+		return
+	}
+	m.perm &^= fs.ModeSetuid
+	if m.perm&fs.ModeSetgid != 0 && (m.perm&0o010 != 0 || !u.inGroup(m.gid)) {
+		m.perm &^= fs.ModeSetgid
+	}
+}

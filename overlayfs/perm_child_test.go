@@ -78,6 +78,17 @@ type osLinker struct{ *afero.OsFs }
 
 func (osLinker) Link(oldname, newname string) error { return os.Link(oldname, newname) }
 
+// goMode converts a unix mode (0o2775) to an fs.FileMode.
+func goMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m) & fs.ModePerm
+	for bit, fm := range map[uint32]fs.FileMode{0o4000: fs.ModeSetuid, 0o2000: fs.ModeSetgid, 0o1000: fs.ModeSticky} {
+		if m&bit != 0 {
+			mode |= fm
+		}
+	}
+	return mode
+}
+
 // permTime is the time Chtimes sets.
 var permTime = time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -90,7 +101,7 @@ func runPermOp(fsys permFs, root string, op permOp) string {
 	switch op.Op {
 	case "open":
 		var f afero.File
-		if f, err = fsys.OpenFile(a, op.Flag, fs.FileMode(op.Mode)); err == nil {
+		if f, err = fsys.OpenFile(a, op.Flag, goMode(op.Mode)); err == nil {
 			if op.Flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 				_, err = f.Write([]byte("w"))
 			} else if fi, serr := f.Stat(); serr == nil && !fi.IsDir() {
@@ -112,13 +123,13 @@ func runPermOp(fsys permFs, root string, op permOp) string {
 			f.Close()
 		}
 	case "mkdir":
-		err = fsys.Mkdir(a, fs.FileMode(op.Mode))
+		err = fsys.Mkdir(a, goMode(op.Mode))
 	case "remove":
 		err = fsys.Remove(a)
 	case "rename":
 		err = fsys.Rename(a, b)
 	case "chmod":
-		err = fsys.Chmod(a, fs.FileMode(op.Mode))
+		err = fsys.Chmod(a, goMode(op.Mode))
 	case "chown":
 		err = fsys.Chown(a, op.UID, op.GID)
 	case "chtimes":
