@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/spf13/afero"
+
 	"github.com/cowfs/cowfs/internal/longtest"
 	"github.com/cowfs/cowfs/overlayfs"
 )
@@ -176,72 +178,66 @@ func randPermOp(r *rand.Rand) permOp {
 	return permOp{Op: "stat", A: name()}
 }
 
-// TestAsUserDifferential runs random sequences of operations as uid 65534
+// TestAsUserDifferential runs sequences of operations as uid 65534
 // (without, then with, a supplementary group) on two sides: os in a child
 // process that dropped to that identity, on a real copy of the fixture,
-// and overlayfs.New(copy, AsUser(...)) here. Each operation's outcome
-// (errno, or what it read or stat'ed) and the final trees (modes, owners,
-// contents, symlink targets; the overlay's committed to its copy) must be
-// equal.
+// and overlayfs.New(copy, AsUser(...)) here. The sequences are permCases,
+// then random ones (40 per group set; 1,000 under COWFS_LONG). Each
+// operation's outcome (errno, or what it read, listed or stat'ed) and the
+// final trees (types, modes, owners, contents, link counts, symlink
+// targets) must be equal: the overlay's view as root sees it, and for the
+// first sequences the tree its Commit writes.
 func TestAsUserDifferential(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the fixture has other users' entries and the oracle drops to uid 65534")
 	}
-	n := longtest.N(50, 1000)
+	n := longtest.N(40, 1000)
 	for _, groups := range [][]int{nil, {permSup}} {
 		t.Run(fmt.Sprintf("groups=%v", groups), func(t *testing.T) {
 			t.Parallel()
 			r := rand.New(rand.NewPCG(uint64(len(groups))*1e6+1, 24))
-			seqs := make([][]permOp, n)
-			for i := range seqs {
+			seqs := slices.Clone(permCases)
+			for range n {
+				var ops []permOp
 				for range 1 + r.IntN(10) {
-					seqs[i] = append(seqs[i], randPermOp(r))
+					ops = append(ops, randPermOp(r))
 				}
+				seqs = append(seqs, ops)
 			}
 			permDifferential(t, seqs, groups)
 		})
 	}
 }
 
-// TestAsUserCases runs the rules of AsUser one by one, each a sequence
-// of the differential: the same oracle, the cases a random run may miss.
-func TestAsUserCases(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the fixture has other users' entries and the oracle drops to uid 65534")
-	}
-	cases := [][]permOp{
-		{{Op: "chmod", A: "mine/sg", Mode: 0o2755}, {Op: "stat", A: "mine/sg"}}, // setgid dropped: not in group 1000
-		{{Op: "chmod", A: "mine/a", Mode: 0o2755}, {Op: "stat", A: "mine/a"}},   // kept: in group 65534
-		{{Op: "chown", A: "mine/a", UID: -1, GID: permSup}, {Op: "stat", A: "mine/a"}},
-		{{Op: "chown", A: "mine/a", UID: permUID, GID: permOther}},
-		{{Op: "chown", A: "mine/a", UID: 0, GID: -1}},
-		{{Op: "chown", A: "open/f644", UID: 0, GID: -1}}, // its own uid, not the user's
-		{{Op: "chown", A: "open/f644", UID: -1, GID: -1}},
-		{{Op: "chtimes", A: "open/f666"}, {Op: "chtimes", A: "mine/a"}},
-		{{Op: "open", A: "sgid/new", Flag: os.O_CREATE | os.O_WRONLY, Mode: 0o644}, {Op: "stat", A: "sgid/new"}},
-		{{Op: "open", A: "sgid/new", Flag: os.O_CREATE | os.O_WRONLY, Mode: 0o2775}, {Op: "stat", A: "sgid/new"}, {Op: "open", A: "mine/new", Flag: os.O_CREATE | os.O_WRONLY, Mode: 0o2775}, {Op: "stat", A: "mine/new"}},
-		{{Op: "chmod", A: "mine/a", Mode: 0o6755}, {Op: "open", A: "mine/a", Flag: os.O_WRONLY}, {Op: "stat", A: "mine/a"}},
-		{{Op: "chmod", A: "mine/a", Mode: 0o2644}, {Op: "open", A: "mine/a", Flag: os.O_RDWR | os.O_TRUNC}, {Op: "stat", A: "mine/a"}},
-		{{Op: "chmod", A: "mine/sg", Mode: 0o4644}, {Op: "open", A: "mine/sg", Flag: os.O_RDONLY | os.O_TRUNC}, {Op: "stat", A: "mine/sg"}},
-		{{Op: "open", A: "sgw/n2", Flag: os.O_CREATE | os.O_RDONLY, Mode: 0o2775}, {Op: "stat", A: "sgw/n2"}, {Op: "open", A: "mine/n2", Flag: os.O_CREATE | os.O_RDONLY, Mode: 0o2775}, {Op: "stat", A: "mine/n2"}},
-		{{Op: "mkdir", A: "sgid/new", Mode: 0o755}, {Op: "stat", A: "sgid/new"}, {Op: "mkdir", A: "sgid/new/d", Mode: 0o700}, {Op: "stat", A: "sgid/new/d"}},
-		{{Op: "open", A: "open/noother", Flag: os.O_RDONLY}, {Op: "open", A: "open/grp", Flag: os.O_RDWR}, {Op: "open", A: "open/sup", Flag: os.O_RDONLY}},
-		{{Op: "open", A: "open/own", Flag: os.O_WRONLY | os.O_TRUNC}, {Op: "open", A: "open/ownro", Flag: os.O_WRONLY | os.O_TRUNC}, {Op: "open", A: "open/ownro", Flag: os.O_CREATE | os.O_RDONLY}},
-		{{Op: "readdir", A: "d311"}, {Op: "stat", A: "d311/x"}, {Op: "readdir", A: "d744"}, {Op: "stat", A: "d744/x"}, {Op: "lstat", A: "d744"}},
-		{{Op: "remove", A: "tmp/theirs"}, {Op: "remove", A: "tmp/mine"}, {Op: "rename", A: "tmp/rootf", B: "tmp/new"}, {Op: "rename", A: "tmp/mine", B: "tmp/rootf"}},
-		{{Op: "rename", A: "mine/rd", B: "wdir/new"}, {Op: "rename", A: "wdir/zd", B: "wdir/new"}, {Op: "rename", A: "wdir/ze", B: "mine/new"}},
-		{{Op: "remove", A: "mine/rd/z"}, {Op: "remove", A: "mine/rd"}, {Op: "remove", A: "d500/x"}, {Op: "remove", A: "wdir/zd"}},
-		{{Op: "link", A: "open/f666", B: "wdir/l"}, {Op: "link", A: "open/f644", B: "wdir/l2"}, {Op: "link", A: "mine/rootowned", B: "mine/l"}, {Op: "link", A: "mine/a", B: "d500/l"}},
-		{{Op: "symlink", A: "x", B: "d500/s"}, {Op: "symlink", A: "x", B: "mine/s"}, {Op: "lstat", A: "mine/s"}},
-		{{Op: "stat", A: "tlnk"}, {Op: "stat", A: "dlnk/x"}, {Op: "open", A: "lnk", Flag: os.O_WRONLY}},
-		{{Op: "mkdir", A: "mine/new", Mode: 0o777}, {Op: "chmod", A: "mine/new", Mode: 0}, {Op: "open", A: "mine/new/f", Flag: os.O_CREATE | os.O_WRONLY, Mode: 0o644}, {Op: "chmod", A: "mine/new", Mode: 0o300}, {Op: "open", A: "mine/new/f", Flag: os.O_CREATE | os.O_WRONLY, Mode: 0o644}, {Op: "readdir", A: "mine/new"}},
-	}
-	for _, groups := range [][]int{nil, {permSup}} {
-		t.Run(fmt.Sprintf("groups=%v", groups), func(t *testing.T) {
-			t.Parallel()
-			permDifferential(t, cases, groups)
-		})
-	}
+// permCases are the rules of AsUser one by one, each a sequence the
+// differential runs before its random ones: the cases a random run may
+// miss.
+var permCases = [][]permOp{
+	{{Op: "chmod", A: "mine/sg", Mode: 0o2755}, {Op: "stat", A: "mine/sg"}}, // setgid dropped: not in group 1000
+	{{Op: "chmod", A: "mine/a", Mode: 0o2755}, {Op: "stat", A: "mine/a"}},   // kept: in group 65534
+	{{Op: "chown", A: "mine/a", UID: -1, GID: permSup}, {Op: "stat", A: "mine/a"}},
+	{{Op: "chown", A: "mine/a", UID: permUID, GID: permOther}},
+	{{Op: "chown", A: "mine/a", UID: 0, GID: -1}},
+	{{Op: "chown", A: "open/f644", UID: 0, GID: -1}}, // its own uid, not the user's
+	{{Op: "chown", A: "open/f644", UID: -1, GID: -1}},
+	{{Op: "chtimes", A: "open/f666"}, {Op: "chtimes", A: "mine/a"}},
+	{{Op: "open", A: "sgid/new", Flag: os.O_CREATE | os.O_WRONLY, Mode: 0o644}, {Op: "stat", A: "sgid/new"}},
+	{{Op: "open", A: "sgid/new", Flag: os.O_CREATE | os.O_WRONLY, Mode: 0o2775}, {Op: "stat", A: "sgid/new"}, {Op: "open", A: "mine/new", Flag: os.O_CREATE | os.O_WRONLY, Mode: 0o2775}, {Op: "stat", A: "mine/new"}},
+	{{Op: "chmod", A: "mine/a", Mode: 0o6755}, {Op: "open", A: "mine/a", Flag: os.O_WRONLY}, {Op: "stat", A: "mine/a"}},
+	{{Op: "chmod", A: "mine/a", Mode: 0o2644}, {Op: "open", A: "mine/a", Flag: os.O_RDWR | os.O_TRUNC}, {Op: "stat", A: "mine/a"}},
+	{{Op: "chmod", A: "mine/sg", Mode: 0o4644}, {Op: "open", A: "mine/sg", Flag: os.O_RDONLY | os.O_TRUNC}, {Op: "stat", A: "mine/sg"}},
+	{{Op: "open", A: "sgw/n2", Flag: os.O_CREATE | os.O_RDONLY, Mode: 0o2775}, {Op: "stat", A: "sgw/n2"}, {Op: "open", A: "mine/n2", Flag: os.O_CREATE | os.O_RDONLY, Mode: 0o2775}, {Op: "stat", A: "mine/n2"}},
+	{{Op: "mkdir", A: "sgid/new", Mode: 0o755}, {Op: "stat", A: "sgid/new"}, {Op: "mkdir", A: "sgid/new/d", Mode: 0o700}, {Op: "stat", A: "sgid/new/d"}},
+	{{Op: "open", A: "open/noother", Flag: os.O_RDONLY}, {Op: "open", A: "open/grp", Flag: os.O_RDWR}, {Op: "open", A: "open/sup", Flag: os.O_RDONLY}},
+	{{Op: "open", A: "open/own", Flag: os.O_WRONLY | os.O_TRUNC}, {Op: "open", A: "open/ownro", Flag: os.O_WRONLY | os.O_TRUNC}, {Op: "open", A: "open/ownro", Flag: os.O_CREATE | os.O_RDONLY}},
+	{{Op: "readdir", A: "d311"}, {Op: "stat", A: "d311/x"}, {Op: "readdir", A: "d744"}, {Op: "stat", A: "d744/x"}, {Op: "lstat", A: "d744"}},
+	{{Op: "remove", A: "tmp/theirs"}, {Op: "remove", A: "tmp/mine"}, {Op: "rename", A: "tmp/rootf", B: "tmp/new"}, {Op: "rename", A: "tmp/mine", B: "tmp/rootf"}},
+	{{Op: "rename", A: "mine/rd", B: "wdir/new"}, {Op: "rename", A: "wdir/zd", B: "wdir/new"}, {Op: "rename", A: "wdir/ze", B: "mine/new"}},
+	{{Op: "remove", A: "mine/rd/z"}, {Op: "remove", A: "mine/rd"}, {Op: "remove", A: "d500/x"}, {Op: "remove", A: "wdir/zd"}},
+	{{Op: "link", A: "open/f666", B: "wdir/l"}, {Op: "link", A: "open/f644", B: "wdir/l2"}, {Op: "link", A: "mine/rootowned", B: "mine/l"}, {Op: "link", A: "mine/a", B: "d500/l"}},
+	{{Op: "symlink", A: "x", B: "d500/s"}, {Op: "symlink", A: "x", B: "mine/s"}, {Op: "lstat", A: "mine/s"}},
+	{{Op: "stat", A: "tlnk"}, {Op: "stat", A: "dlnk/x"}, {Op: "open", A: "lnk", Flag: os.O_WRONLY}},
+	{{Op: "mkdir", A: "mine/new", Mode: 0o777}, {Op: "chmod", A: "mine/new", Mode: 0}, {Op: "open", A: "mine/new/f", Flag: os.O_CREATE | os.O_WRONLY, Mode: 0o644}, {Op: "chmod", A: "mine/new", Mode: 0o300}, {Op: "open", A: "mine/new/f", Flag: os.O_CREATE | os.O_WRONLY, Mode: 0o644}, {Op: "readdir", A: "mine/new"}},
 }
 
 // permDifferential runs each sequence of operations on both sides (see
@@ -270,12 +266,21 @@ func permDifferential(t *testing.T, ops [][]permOp, groups []int) {
 		makePermFixture(t, seqs[i].Root)
 	}
 	want := runPermChild(t, exe, base, seqs, groups)
+	// The overlays' lowers: one each for the sequences that commit, one
+	// shared by the others (an overlay never writes its lower).
+	const commits = 5
+	shared := filepath.Join(base, "ov")
 	for i, s := range seqs {
-		low := filepath.Join(base, fmt.Sprint("ov", i))
-		if err := os.Mkdir(low, 0o755); err != nil {
-			t.Fatal(err)
+		low := shared
+		if i < commits {
+			low = filepath.Join(base, fmt.Sprint("ov", i))
 		}
-		makePermFixture(t, low)
+		if i <= commits {
+			if err := os.Mkdir(low, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			makePermFixture(t, low)
+		}
 		fsys, err := overlayfs.New(low, overlayfs.AsUser(permUID, permGID, groups...), overlayfs.WithUmask(0o022))
 		if err != nil {
 			t.Fatal(err)
@@ -290,10 +295,17 @@ func permDifferential(t *testing.T, ops [][]permOp, groups []int) {
 				bad = true
 			}
 		}
-		if err := fsys.Commit(); err != nil {
-			t.Fatalf("seq %d: commit: %v", i, err)
+		// The overlay's view as root sees it; the first sequences also
+		// commit it and compare the disk (Commit's fsyncs cost).
+		restore := overlayfs.Unchecked(fsys)
+		wt, gt := permTree(t, osLinker{&afero.OsFs{}}, s.Root), permTree(t, fsys, low)
+		restore()
+		if i < commits && wt == gt {
+			if err := fsys.Commit(); err != nil {
+				t.Fatalf("seq %d: commit: %v", i, err)
+			}
+			gt = permTree(t, osLinker{&afero.OsFs{}}, low)
 		}
-		wt, gt := permTree(t, s.Root), permTree(t, low)
 		if bad || wt != gt {
 			var b strings.Builder
 			for j, op := range s.Ops {
@@ -372,17 +384,13 @@ func copyExe(dst string) error {
 	return out.Close()
 }
 
-// permTree describes the tree under root as root sees it: per entry its
-// type and mode bits, owner, and content or target (times are not
-// compared: each side has its own clock).
-func permTree(t *testing.T, root string) string {
+// permTree describes the tree under root as root sees it through fsys:
+// per entry its type and mode bits, owner, and content and link count or
+// target (times are not compared: each side has its own clock).
+func permTree(t *testing.T, fsys permFs, root string) string {
 	t.Helper()
 	var b strings.Builder
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := os.Lstat(p)
+	err := afero.Walk(fsys, root, func(p string, fi fs.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
@@ -391,13 +399,13 @@ func permTree(t *testing.T, root string) string {
 		fmt.Fprintf(&b, "%s %v %d:%d", rel, fi.Mode(), st.Uid, st.Gid)
 		switch {
 		case fi.Mode().IsRegular():
-			data, err := os.ReadFile(p)
+			data, err := afero.ReadFile(fsys, p)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(&b, " %q nlink=%d", data, st.Nlink)
 		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
+			target, err := fsys.(afero.LinkReader).ReadlinkIfPossible(p)
 			if err != nil {
 				return err
 			}
