@@ -490,6 +490,9 @@ func (f *Fs) RemoveAll(name string) error {
 		return err
 	}
 	g, abs := f.pick(name)
+	if g.opts.as != nil {
+		return g.removeAllAs(name, abs)
+	}
 	return g.removeAll(name, abs)
 }
 

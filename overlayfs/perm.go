@@ -169,8 +169,7 @@ func (l *layer) mayDeleteAs(rel string, n node) error {
 // mayRenameLocked returns the error of moving no at lo onto ln (where nn
 // is, or nothing) as the AsUser user, nil without AsUser, in the kernel's
 // order (vfs_rename): removing the source, then removing the target or
-// creating there, then, for a directory changing parents, write on the
-// directory itself (its ".." changes).
+// creating there (see also mayMoveDirLocked).
 func (l *layer) mayRenameLocked(lo, ln loc, no, nn node) error {
 	if l.opts.as == nil {
 		return nil
@@ -185,7 +184,18 @@ func (l *layer) mayRenameLocked(lo, ln loc, no, nn node) error {
 	} else if err := l.mayCreateAs(ln.rel); err != nil {
 		return err
 	}
-	if no.kind == kindDir && parent(lo.rel) != parent(ln.rel) && !l.opts.as.may(l.nodeMetaLocked(lo.rel, no), mayWrite) {
+	return nil
+}
+
+// mayMoveDirLocked returns the error of moving the directory no at lo to
+// another parent as the AsUser user, nil without AsUser: its ".." changes,
+// which needs write on it (EACCES). The kernel checks it after the types
+// of source and target, before the target's emptiness.
+func (l *layer) mayMoveDirLocked(lo, ln loc, no node) error {
+	if l.opts.as == nil || no.kind != kindDir || parent(lo.rel) == parent(ln.rel) {
+		return nil
+	}
+	if !l.opts.as.may(l.nodeMetaLocked(lo.rel, no), mayWrite) {
 		return errAccess
 	}
 	return nil

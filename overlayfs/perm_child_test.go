@@ -126,6 +126,8 @@ func runPermOp(fsys permFs, root string, op permOp) string {
 		err = fsys.Mkdir(a, goMode(op.Mode))
 	case "remove":
 		err = fsys.Remove(a)
+	case "removeall":
+		err = fsys.RemoveAll(a)
 	case "rename":
 		err = fsys.Rename(a, b)
 	case "chmod":

@@ -144,7 +144,9 @@ var permNames = func() []string {
 func randPermOp(r *rand.Rand) permOp {
 	name := func() string { return permNames[r.IntN(len(permNames))] }
 	pick := func(xs ...uint32) uint32 { return xs[r.IntN(len(xs))] }
-	switch r.IntN(13) {
+	switch r.IntN(14) {
+	case 13:
+		return permOp{Op: "removeall", A: name()}
 	case 0, 1:
 		flags := []int{os.O_RDONLY, os.O_WRONLY, os.O_RDWR, os.O_WRONLY | os.O_TRUNC, os.O_WRONLY | os.O_APPEND,
 			os.O_CREATE | os.O_WRONLY, os.O_CREATE | os.O_EXCL | os.O_WRONLY, os.O_CREATE | os.O_RDWR | os.O_TRUNC}
@@ -213,6 +215,8 @@ func TestAsUserDifferential(t *testing.T) {
 // differential runs before its random ones: the cases a random run may
 // miss.
 var permCases = [][]permOp{
+	{{Op: "removeall", A: "wdir/zd"}, {Op: "removeall", A: "mine"}, {Op: "removeall", A: "tmp"}, {Op: "removeall", A: "wdir/ze"}, {Op: "removeall", A: "d744"}, {Op: "removeall", A: "d311"}},
+	{{Op: "mkdir", A: "mine/new", Mode: 0o755}, {Op: "mkdir", A: "mine/new/d", Mode: 0o755}, {Op: "open", A: "mine/new/d/f", Flag: os.O_CREATE | os.O_WRONLY, Mode: 0o644}, {Op: "chmod", A: "mine/new/d", Mode: 0o500}, {Op: "removeall", A: "mine/new"}, {Op: "chmod", A: "mine/new/d", Mode: 0o300}, {Op: "removeall", A: "mine/new"}, {Op: "chmod", A: "mine/new/d", Mode: 0o700}, {Op: "removeall", A: "mine/new"}, {Op: "removeall", A: "dlnk"}},
 	{{Op: "chmod", A: "mine/sg", Mode: 0o2755}, {Op: "stat", A: "mine/sg"}}, // setgid dropped: not in group 1000
 	{{Op: "chmod", A: "mine/a", Mode: 0o2755}, {Op: "stat", A: "mine/a"}},   // kept: in group 65534
 	{{Op: "chown", A: "mine/a", UID: -1, GID: permSup}, {Op: "stat", A: "mine/a"}},

@@ -124,7 +124,11 @@ func (l *layer) renameRuleLocked(lo, ln loc, no, nn node) (same bool, err error)
 		return false, errNotDir
 	case no.kind != kindDir && nn.kind == kindDir:
 		return false, errIsDir
-	case no.kind == kindDir && nn.kind == kindDir:
+	}
+	if err := l.mayMoveDirLocked(lo, ln, no); err != nil {
+		return false, err
+	}
+	if no.kind == kindDir && nn.kind == kindDir {
 		return false, l.emptyDirLocked(ln.rel, nn)
 	}
 	return false, nil
