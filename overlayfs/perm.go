@@ -72,6 +72,12 @@ func (l *layer) searchLocked(dir string) error {
 	return nil
 }
 
+// maySearchLocked reports whether the AsUser user may search the
+// directory dir (always, without AsUser).
+func (l *layer) maySearchLocked(dir string) bool {
+	return l.opts.as == nil || l.searchLocked(dir) == nil
+}
+
 // nodeMetaLocked returns the owner and mode of the node n at rel.
 func (l *layer) nodeMetaLocked(rel string, n node) meta {
 	switch {

@@ -122,6 +122,19 @@ func runPermOp(fsys permFs, root string, op permOp) string {
 			res += ":" + strings.Join(names, ",")
 			f.Close()
 		}
+	case "readdirinfo":
+		var f afero.File
+		if f, err = fsys.Open(a); err == nil {
+			var infos []fs.FileInfo
+			infos, err = f.Readdir(-1)
+			names := make([]string, len(infos))
+			for i, fi := range infos {
+				names[i] = fi.Name()
+			}
+			slices.Sort(names)
+			res += ":" + strings.Join(names, ",")
+			f.Close()
+		}
 	case "mkdir":
 		err = fsys.Mkdir(a, goMode(op.Mode))
 	case "remove":
