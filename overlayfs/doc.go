@@ -142,8 +142,7 @@
 // through the same checks.
 //
 // Not checked under AsUser: names outside the root (they go to os, which
-// checks them as the process), the directories above the root, the
-// "x/." form of a name (search on x), ACLs and the fs.protected_symlinks,
+// checks them as the process), the directories above the root, ACLs and the fs.protected_symlinks,
 // protected_regular and protected_fifos rules, and Chtimes with two zero
 // times (which Linux lets anyone do, even on a missing name; overlayfs
 // treats it as a metadata change of an existing entry). Handles check at

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -95,7 +94,7 @@ var permTime = time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 // runPermOp runs op in root on fsys and returns its outcome: "ok" (with
 // what was read, listed or stat'ed) or the errno's name.
 func runPermOp(fsys permFs, root string, op permOp) string {
-	a, b := filepath.Join(root, op.A), filepath.Join(root, op.B)
+	a, b := root+"/"+op.A, root+"/"+op.B // not cleaned: "x/." stays
 	var err error
 	res := "ok"
 	switch op.Op {

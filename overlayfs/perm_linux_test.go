@@ -234,6 +234,7 @@ var permCases = [][]permOp{
 	{{Op: "mkdir", A: "sgid/new", Mode: 0o755}, {Op: "stat", A: "sgid/new"}, {Op: "mkdir", A: "sgid/new/d", Mode: 0o700}, {Op: "stat", A: "sgid/new/d"}},
 	{{Op: "open", A: "open/noother", Flag: os.O_RDONLY}, {Op: "open", A: "open/grp", Flag: os.O_RDWR}, {Op: "open", A: "open/sup", Flag: os.O_RDONLY}},
 	{{Op: "open", A: "open/own", Flag: os.O_WRONLY | os.O_TRUNC}, {Op: "open", A: "open/ownro", Flag: os.O_WRONLY | os.O_TRUNC}, {Op: "open", A: "open/ownro", Flag: os.O_CREATE | os.O_RDONLY}},
+	{{Op: "stat", A: "d744/."}, {Op: "stat", A: "d311/."}, {Op: "readdir", A: "d744/."}, {Op: "stat", A: "d744/.."}, {Op: "mkdir", A: "d744/."}, {Op: "stat", A: "open/f644/."}},
 	{{Op: "readdirinfo", A: "d744"}, {Op: "readdirinfo", A: "d755"}, {Op: "readdirinfo", A: "d311"}, {Op: "mkdir", A: "mine/new", Mode: 0o755}, {Op: "chmod", A: "mine/new", Mode: 0o644}, {Op: "readdirinfo", A: "mine/new"}},
 	{{Op: "readdir", A: "d311"}, {Op: "stat", A: "d311/x"}, {Op: "readdir", A: "d744"}, {Op: "stat", A: "d744/x"}, {Op: "lstat", A: "d744"}},
 	{{Op: "remove", A: "tmp/theirs"}, {Op: "remove", A: "tmp/mine"}, {Op: "rename", A: "tmp/rootf", B: "tmp/new"}, {Op: "rename", A: "tmp/mine", B: "tmp/rootf"}},

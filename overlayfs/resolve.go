@@ -138,6 +138,9 @@ func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool) (lo
 		at, err = l.outside(op, name, abs, follow, 0)
 	}
 	at.name, at.dirOnly, at.slash, at.last = name, at.dirOnly || dirOnly, slash, last
+	if err == nil && last == lastDot && at.inside && l.opts.as != nil && l.searchLocked(at.rel) != nil {
+		return loc{}, pathErr(op, name, errAccess) // AsUser: "x/." looks "." up in x
+	}
 	if err == nil && !at.inside {
 		// The resolved host path, with what the name's end asks for.
 		switch {
