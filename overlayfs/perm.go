@@ -120,9 +120,10 @@ func accessOf(flag int) fs.FileMode {
 // AsUser's checks (always, without AsUser): the mode's bits for an
 // existing entry, write on the parent for one to create.
 func (l *layer) mayOpenLocked(rel string, n node, flag int) bool {
-	if l.opts.as == nil {
-		return true
-	}
+	return l.opts.as == nil || l.mayOpenAs(rel, n, flag)
+}
+
+func (l *layer) mayOpenAs(rel string, n node, flag int) bool {
 	if !n.exists() {
 		return l.mayCreateAs(rel) == nil
 	}
@@ -180,6 +181,10 @@ func (l *layer) mayRenameLocked(lo, ln loc, no, nn node) error {
 	if l.opts.as == nil {
 		return nil
 	}
+	return l.mayRenameAs(lo, ln, no, nn)
+}
+
+func (l *layer) mayRenameAs(lo, ln loc, no, nn node) error {
 	if err := l.mayDeleteAs(lo.rel, no); err != nil {
 		return err
 	}
@@ -198,7 +203,14 @@ func (l *layer) mayRenameLocked(lo, ln loc, no, nn node) error {
 // which needs write on it (EACCES). The kernel checks it after the types
 // of source and target, before the target's emptiness.
 func (l *layer) mayMoveDirLocked(lo, ln loc, no node) error {
-	if l.opts.as == nil || no.kind != kindDir || parent(lo.rel) == parent(ln.rel) {
+	if l.opts.as == nil {
+		return nil
+	}
+	return l.mayMoveDirAs(lo, ln, no)
+}
+
+func (l *layer) mayMoveDirAs(lo, ln loc, no node) error {
+	if no.kind != kindDir || parent(lo.rel) == parent(ln.rel) {
 		return nil
 	}
 	if !l.opts.as.may(l.nodeMetaLocked(lo.rel, no), mayWrite) {
@@ -217,6 +229,10 @@ func (l *layer) mayLinkLocked(lo, ln loc, no node) error {
 	if l.opts.as == nil {
 		return nil
 	}
+	return l.mayLinkAs(lo, ln, no)
+}
+
+func (l *layer) mayLinkAs(lo, ln loc, no node) error {
 	u := l.opts.as
 	m := l.nodeMetaLocked(lo.rel, no)
 	safe := no.kind == kindFile && m.perm&fs.ModeSetuid == 0 &&
@@ -266,7 +282,14 @@ func chtimesCheck(atime, mtime time.Time) metaCheck {
 // mayChangeLocked runs check on the metadata of n at rel as the AsUser
 // user; nil without AsUser.
 func (l *layer) mayChangeLocked(rel string, n node, check metaCheck) error {
-	if l.opts.as == nil || check == nil {
+	if l.opts.as == nil {
+		return nil
+	}
+	return l.mayChangeAs(rel, n, check)
+}
+
+func (l *layer) mayChangeAs(rel string, n node, check metaCheck) error {
+	if check == nil {
 		return nil
 	}
 	return check(l.opts.as, l.nodeMetaLocked(rel, n))
