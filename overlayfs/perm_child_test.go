@@ -134,6 +134,29 @@ func runPermOp(fsys permFs, root string, op permOp) string {
 			res += ":" + strings.Join(names, ",")
 			f.Close()
 		}
+	case "fsread", "fsreaddir", "fsstat":
+		// The io/fs view: os.DirFS on the os side, IOFS on overlayfs's.
+		var fsys2 fs.FS = os.DirFS(root)
+		if v, ok := fsys.(interface{ IOFS() fs.FS }); ok {
+			fsys2 = v.IOFS()
+		}
+		switch op.Op {
+		case "fsread":
+			var data []byte
+			data, err = fs.ReadFile(fsys2, op.A)
+			res += ":" + string(data)
+		case "fsreaddir":
+			var des []fs.DirEntry
+			des, err = fs.ReadDir(fsys2, op.A)
+			for _, d := range des {
+				res += ":" + d.Name()
+			}
+		default:
+			var fi fs.FileInfo
+			if fi, err = fs.Stat(fsys2, op.A); err == nil {
+				res += fmt.Sprintf(":%v", fi.Mode())
+			}
+		}
 	case "mkdir":
 		err = fsys.Mkdir(a, goMode(op.Mode))
 	case "remove":
