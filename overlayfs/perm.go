@@ -330,3 +330,17 @@ func (u *asUser) killPrivs(m *meta) {
 		m.perm &^= fs.ModeSetgid
 	}
 }
+
+// dirOpenErr is the error of opening name as a directory (O_DIRECTORY, as
+// os.ReadDir does) when a plain open of it failed with err: under AsUser a
+// non-directory the user may not read is ENOTDIR, which the kernel finds
+// before the permission.
+func (f *Fs) dirOpenErr(name string, err error) error {
+	if f.opts.as == nil || errno(err) != errAccess {
+		return err
+	}
+	if fi, serr := f.Stat(name); serr == nil && !fi.IsDir() {
+		return pathErr("open", name, errNotDir)
+	}
+	return err
+}
