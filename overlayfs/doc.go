@@ -328,7 +328,8 @@
 // deleteEntry, the write, truncate and O_TRUNC paths, the creates);
 // faults.go: [WithFaults], [ShortIO] and the handle wrapper; perm.go:
 // [AsUser] and its checks (hooks in resolve.go's walk, open.go, ops.go,
-// rename.go, link.go and file.go's write and truncate paths);
+// rename.go, link.go, file.go's write and truncate paths, file_dir.go's
+// Readdir and iofs.go's ReadDir);
 // perm_removeall.go: RemoveAll as that user; sys_*.go,
 // device_*.go, mknod_*.go: what differs by platform.
 package overlayfs
