@@ -305,8 +305,9 @@
 // RemoveAll; rootguard.go: outside writes that would remove or move a root;
 // outside_*.go: outside writes done on what the resolver decided;
 // alias.go, alias_*.go: names that reach a root by another path;
-// open.go and file.go: opening, and the handles (file.go's ReadFrom and
-// WriteTo follow os's copy_file_range path); handles.go:
+// open.go: opening; file.go, file_dir.go, file_os.go: the handles on a
+// layer file, a directory and a real file; file_copy.go: io.Copy between
+// handles (os's copy_file_range path); handles.go:
 // how open handles follow renames and removals; readdir.go and info.go: merged
 // listings and FileInfo; readdir_*.go: reading a lower directory (getdents
 // and fstatat on Linux, os's calls elsewhere); namesort.go: the order of a
