@@ -149,8 +149,10 @@
 // open, as the kernel does (Readdir's FileInfos need search on the
 // directory, as os's lstat of each entry does). The cost when on
 // is a lookup of each walked directory's metadata (cached for lower
-// directories) and one of the entry's; without AsUser, one pointer test
-// per operation.
+// directories) and one of the entry's, and a read-only open of a lower
+// file takes the general path (BenchmarkAsUserCost: a Stat 1.0x to 1.2x,
+// an open and close 1.4x to 1.5x of the same without AsUser); without
+// AsUser, one pointer test per operation.
 //
 // Not kept: access times and directory modification times changing with
 // their entries. The layer holds

@@ -72,6 +72,21 @@ func (l *layer) searchLocked(dir string) error {
 	return nil
 }
 
+// searchUpLocked reports whether the AsUser user may search every
+// directory from the root down to rel's: the resolver's fast path (a
+// real lower directory chain, no symlink on the way) keeps its result
+// then; else the walk finds which directory refuses.
+func (l *layer) searchUpLocked(rel string) bool {
+	for dir := parent(rel); ; dir = parent(dir) {
+		if l.searchLocked(dir) != nil {
+			return false
+		}
+		if dir == "" {
+			return true
+		}
+	}
+}
+
 // maySearchLocked reports whether the AsUser user may search the
 // directory dir (always, without AsUser).
 func (l *layer) maySearchLocked(dir string) bool {

@@ -123,7 +123,7 @@ func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool) (lo
 		}
 		abs = wd + "/" + name
 	}
-	if at, ok, err := l.fastLoc(op, name, abs, follow); ok && l.opts.as == nil { // AsUser: walk, checking
+	if at, ok, err := l.fastLoc(op, name, abs, follow); ok && (l.opts.as == nil || l.searchUpLocked(at.rel)) {
 		return at, err
 	}
 	last, slash := lastOf(name)
