@@ -24,8 +24,9 @@ const errAccess = syscall.EACCES
 // for root.
 //
 // Owners and modes are the lower's (its files' real owners) and the
-// layer's. Names outside the root are not checked: they go to os, which
-// checks them as the process.
+// layer's; on Windows, where files have no owners, every lower entry is
+// another user's. Names outside the root are not checked: they go to os,
+// which checks them as the process.
 func AsUser(uid, gid int, groups ...int) Option {
 	u := &asUser{uid: uid, gid: gid, groups: slices.Clone(groups)}
 	return func(o *options) { o.as = u }
