@@ -13,13 +13,14 @@ import (
 // parent, then from it unlink the name, and where that fails on a
 // directory remove what it holds (which needs read on it) and rmdir it,
 // carrying on past entries it may not remove and returning the first
-// error. Names outside the root go to os.RemoveAll as before.
+// error. Names outside the root go to os.RemoveAll as before, and the
+// root itself is refused whole as before.
 func (l *layer) removeAllAs(name, abs string) error {
 	if name == "" || name == "." || len(name) >= 2 && name[len(name)-1] == '.' && os.IsPathSeparator(name[len(name)-2]) {
 		return l.removeAll(name, abs)
 	}
-	if at, err := l.locate(name, abs); err == nil && !at.inside {
-		return l.removeAll(name, abs)
+	if at, err := l.locate(name, abs); err == nil && (!at.inside || at.rel == "") {
+		return l.removeAll(name, abs) // outside, or the root: refused whole (EBUSY)
 	}
 	err := l.remove(name, abs)
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
