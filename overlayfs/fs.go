@@ -89,6 +89,7 @@ type options struct {
 	umaskSet      bool
 	quota         quota                       // WithQuota (quota.go)
 	faults        func(op, name string) error // WithFaults (faults.go)
+	as            *asUser                     // AsUser (perm.go): nil checks nothing
 }
 
 // Option configures New.

@@ -75,6 +75,7 @@ func TestRewrittenFilesLeaveNothing(t *testing.T) {
 			len(l.opened), len(l.orphan), l.blobs.Len())
 	}
 }
+
 // TestRestoreLeavesNoOpenCounts: a test suite restores one snapshot
 // after each test. Files each test wrote twice (so put in the index of
 // files, their counts kept at zero by release) are gone with the Restore,
