@@ -56,6 +56,9 @@ type runRequest struct {
 	ChownEPERM bool `json:"chowneperm,omitempty"`
 	// KeepCaps: unconfined, the command keeps every capability.
 	KeepCaps bool `json:"keepcaps,omitempty"`
+	// noRecord: mount without the owner record (the thread's run, whose
+	// descriptors must not outlive it).
+	noRecord bool
 }
 
 // runStatus is written to the status pipe when the hook fails; a successful
@@ -133,7 +136,7 @@ func (req runRequest) mountView() error {
 	if req.NoMount {
 		return nil
 	}
-	if _, err := mountOverlay(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr); err != nil {
+	if _, err := mountOverlayRecord(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr, !req.noRecord); err != nil {
 		return err
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
@@ -628,6 +631,24 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	if abi == 0 {
 		before = f.LowerState()
 	}
+	// One start of this program fewer (thread_linux.go); a quota's tmpfs
+	// is calibrated for the re-executed init's mount (quota_linux.go).
+	if threadOK(userNS, cmd) && base == tmp {
+		// Without a context: os/exec's own watch would kill through a
+		// pidfd of the thread's descriptor table from another thread.
+		tc := &exec.Cmd{
+			Path: path, Args: c.Args[1:], Env: c.Env, Dir: dir,
+			Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, ExtraFiles: c.ExtraFiles,
+		}
+		hookErr, waitErr, err := runInThread(ctx, tc, req, ns, func() {
+			if cfg.report != nil {
+				cfg.report(mode)
+			}
+		})
+		if !errors.Is(err, errNoThread) {
+			return finishOverlay(f, cmd, upper, opts, before, hookErr, waitErr, err)
+		}
+	}
 	sup, hookErr, err := startHooked(c, req, []nsAttr{ns}, true, "mount")
 	if err != nil {
 		var se *startError
@@ -640,6 +661,15 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		cfg.report(mode)
 	}
 	waitErr := sup.wait()
+	return finishOverlay(f, cmd, upper, opts, before, hookErr, waitErr, nil)
+}
+
+// finishOverlay ends an overlay run: the hook's failure, else the check of
+// an unconfined run and the import of the upper.
+func finishOverlay(f *overlayfs.Fs, cmd *exec.Cmd, upper string, opts Options, before *overlayfs.LowerState, hookErr *runStatus, waitErr, err error) error {
+	if err != nil {
+		return err
+	}
 	if hookErr != nil {
 		return hookFailure(hookErr, cmd)
 	}
