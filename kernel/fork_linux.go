@@ -97,4 +97,3 @@ func initChild(src, target, typ, set, maxFD uintptr) {
 		syscall.RawSyscall6(syscall.SYS_RT_SIGTIMEDWAIT, set, 0, 0, 8, 0, 0)
 	}
 }
-

@@ -444,6 +444,9 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 		return err
 	}
 	cleanup(cfg.tempDir, false) // opportunistic: what killed callers left
+	if !cfg.forceCopy && cfg.dirRenames && overlayUserXattr(cfg) {
+		cfg.forceCopy, cfg.fallback = true, noRedirectFallback
+	}
 	if !cfg.forceCopy {
 		err := runOverlay(ctx, f, cmd, cfg)
 		var me *mountFailed
@@ -540,12 +543,26 @@ func cloneCmd(ctx context.Context, cmd *exec.Cmd) *exec.Cmd {
 	return c
 }
 
-func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig) error {
-	userNS := os.Geteuid() != 0
+// noRedirectFallback is Mode.Fallback when WithDirRenames chose the copy.
+const noRedirectFallback = "WithDirRenames: in a user namespace the overlay cannot rename the root's directories (the kernel forces redirect_dir=nofollow with userxattr: EXDEV)"
+
+// runUserNS reports whether the overlay run makes a user namespace.
+func runUserNS(cfg runConfig) bool {
 	if cfg.userNSSet {
-		userNS = cfg.userNS
+		return cfg.userNS
 	}
-	opts := Options{UserXattr: userNS || !inInitUserNS()}
+	return os.Geteuid() != 0
+}
+
+// overlayUserXattr reports whether the overlay run mounts with userxattr,
+// and so without directory redirects.
+func overlayUserXattr(cfg runConfig) bool {
+	return runUserNS(cfg) || !inInitUserNS()
+}
+
+func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig) error {
+	userNS := runUserNS(cfg)
+	opts := Options{UserXattr: overlayUserXattr(cfg)}
 	mode := Mode{Kind: ModeOverlay, Root: f.Root()}
 	if userNS {
 		mode.Kind = ModeOverlayUserNS
@@ -633,7 +650,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	}
 	// One start of this program fewer (thread_linux.go); a quota's tmpfs
 	// is calibrated for the re-executed init's mount (quota_linux.go).
-	if threadOK(userNS, cmd) && base == tmp {
+	if threadOK(userNS, cmd) && base == tmp && !cfg.noThread {
 		// Without a context: os/exec's own watch would kill through a
 		// pidfd of the thread's descriptor table from another thread.
 		tc := &exec.Cmd{

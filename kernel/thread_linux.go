@@ -301,9 +301,9 @@ func passedFDs(c *exec.Cmd) []int {
 type stdioPipes struct {
 	child  []*os.File // the command's ends, closed once it is gone
 	parent []int      // the copies' ends: the thread closes its own
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	err   error // the first copy error
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error // the first copy error
 }
 
 // pipeStdio replaces c's Stdin, Stdout and Stderr that are not *os.File
