@@ -23,7 +23,7 @@ type runConfig struct {
 	unconfined bool
 	noLandlock bool // act as if the kernel had no Landlock (tests)
 	network    bool
-	noThread   bool   // as root, re-execute this program as init anyway (benchmarks, tests)
+	noThread   bool // as root, re-execute this program as init anyway (benchmarks, tests)
 	dirRenames bool
 	fallback   string // why the overlay was not used, for the mode report
 	report     func(Mode)
