@@ -29,9 +29,9 @@ func init() {
 	}
 	if err := applyOps(afero.NewOsFs(), ".", decodeOps(s)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		exit(1)
 	}
-	os.Exit(0)
+	exit(0) // not os.Exit: under -race that waits a second (GORACE atexit_sleep_ms)
 }
 
 // fsOp is one step of a rename scenario: rename A B, write A (content B),
