@@ -25,7 +25,7 @@ type runConfig struct {
 	network    bool
 	noThread   bool // as root, re-execute this program as init anyway (benchmarks, tests)
 	dirRenames bool
-	noVolatile bool // mount without volatile (the benchmarks' peer)
+	noVolatile bool   // mount without volatile (the benchmarks' peer)
 	fallback   string // why the overlay was not used, for the mode report
 	report     func(Mode)
 }
