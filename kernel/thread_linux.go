@@ -115,6 +115,7 @@ func runInThread(ctx context.Context, c *exec.Cmd, req runRequest, ns nsAttr, re
 		}
 		return s, nil, nil
 	}
+	pipes.startStdin()
 	report()
 	waitErr = <-t.done
 	stop()
@@ -301,6 +302,8 @@ func passedFDs(c *exec.Cmd) []int {
 type stdioPipes struct {
 	child  []*os.File // the command's ends, closed once it is gone
 	parent []int      // the copies' ends: the thread closes its own
+	stdin  func() error // the copy into the command's stdin, once it runs
+	stdinW *os.File     // its pipe's end, closed by it or by finish
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	err    error // the first copy error
@@ -320,7 +323,10 @@ func pipeStdio(c *exec.Cmd) (*stdioPipes, error) {
 			c.Stdin = pr
 			p.child = append(p.child, pr)
 			p.parent = append(p.parent, fdOf(pw))
-			p.copy(func() error {
+			p.stdinW = pw
+			// Started with the command only: where the thread cannot run
+			// it, the re-executed init gets all of Stdin.
+			p.stdin = func() error {
 				_, err := io.Copy(pw, r)
 				if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
 					err = nil // the command did not read it all
@@ -329,7 +335,7 @@ func pipeStdio(c *exec.Cmd) (*stdioPipes, error) {
 					err = err1
 				}
 				return err
-			})
+			}
 		}
 	}
 	stdout := c.Stdout
@@ -367,6 +373,14 @@ func pipeStdio(c *exec.Cmd) (*stdioPipes, error) {
 	return p, nil
 }
 
+// startStdin starts the copy into the command's stdin, if there is one.
+func (p *stdioPipes) startStdin() {
+	if p.stdin != nil {
+		p.copy(p.stdin)
+		p.stdin = nil
+	}
+}
+
 func (p *stdioPipes) copy(fn func() error) {
 	p.wg.Add(1)
 	go func() {
@@ -383,6 +397,10 @@ func (p *stdioPipes) copy(fn func() error) {
 
 // finish closes the command's ends and waits for the copies.
 func (p *stdioPipes) finish() error {
+	if p.stdin != nil { // never started
+		p.stdinW.Close()
+		p.stdin = nil
+	}
 	for _, f := range p.child {
 		f.Close()
 	}
