@@ -355,13 +355,16 @@ func capsAtMost(caps uint64) (restore func()) {
 // the command sees them as they are on disk.
 //
 // The overlay lives in a private mount namespace of the command only. Run
-// materializes the layer into a temporary upper dir, starts the current
-// executable (which links this package) in a new mount namespace (and,
-// when not root in the initial user namespace, a new user namespace that
-// maps the caller to uid 0, mounting with userxattr), mounts there and
-// starts cmd; afterwards it imports the upper dir. In that mode the
-// command runs as the caller's own uid and gid, in a user namespace
-// nested in the mounting one.
+// materializes the layer into a temporary upper dir, mounts the overlay in
+// a new mount namespace and starts cmd; afterwards it imports the upper
+// dir. As root in the initial user namespace a thread of the caller makes
+// the namespaces for itself and starts cmd (see the package doc, "Running
+// commands"); otherwise Run starts the current executable (which links
+// this package) in the new namespaces (and, when not root in the initial
+// user namespace, a new user namespace that maps the caller to uid 0,
+// mounting with userxattr). In that mode the command runs as the caller's
+// own uid and gid, in a user namespace nested in the mounting one, and
+// cannot rename the root's directories unless [WithDirRenames].
 //
 // Where no overlay can be mounted (no overlayfs, no privilege, no user
 // namespaces), or with [WithCopyFallback], Run copies the view into a
