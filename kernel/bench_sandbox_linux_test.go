@@ -144,14 +144,13 @@ func BenchmarkRunTools(b *testing.B) {
 	if out, err := exec.Command("cp", "-a", root+"/.", plain).CombinedOutput(); err != nil {
 		b.Fatalf("%v: %s", err, out)
 	}
-	// overlay-sync: without the volatile mount option (its own measure).
 	modes := []struct {
 		name string
 		opts []RunOption
-	}{{"overlay", nil}, {"overlay-sync", []RunOption{withoutVolatile()}}, {"copy", []RunOption{WithCopyFallback()}}}
+	}{{"overlay", nil}, {"copy", []RunOption{WithCopyFallback()}}}
 	if why := canMount(b); why != "" {
 		b.Log("overlay mode skipped: ", why)
-		modes = modes[2:]
+		modes = modes[1:]
 	}
 	env := append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
 	for _, tool := range tools {

@@ -65,11 +65,6 @@
 // did not silently fall back to read-only ([ErrReadOnly]), as it does when
 // it cannot use the work directory.
 //
-// Run's own mount (not [Mount]) adds volatile where it uses the new mount
-// API (and not on a quota's tmpfs): the kernel then skips every sync of
-// the upper (copy-ups, the command's fsync), which Run imports and removes
-// anyway; BenchmarkRunTools measures it against the same mount without.
-//
 // The lower must not change while it is mounted: the kernel's behaviour is
 // then undefined.
 //

@@ -70,16 +70,13 @@ func Mount(ctx context.Context, lower, upper, work, target string, opts Options)
 // mountOverlay is Mount, with redirect_dir=on where redirect is set (Run's
 // own mount, whose import follows the redirects; see redirectOptions).
 func mountOverlay(ctx context.Context, lower, upper, work, target string, opts Options, redirect bool) (*MountPoint, error) {
-	return mountOverlayRecord(ctx, lower, upper, work, target, opts, redirect, true, false)
+	return mountOverlayRecord(ctx, lower, upper, work, target, opts, redirect, true)
 }
 
 // mountOverlayRecord is mountOverlay, without the owner record (see
 // claimMountRecord) unless record is set: Run's own mounts live in a
-// namespace of their own, which no Cleanup could reach. volatile adds the
-// volatile option where the new mount API is used (Linux 6.8+; the option
-// is 5.10's): no sync of the upper, which Run imports and removes, so a
-// command's copy-ups and fsyncs wait for no disk.
-func mountOverlayRecord(ctx context.Context, lower, upper, work, target string, opts Options, redirect, record, volatile bool) (*MountPoint, error) {
+// namespace of their own, which no Cleanup could reach.
+func mountOverlayRecord(ctx context.Context, lower, upper, work, target string, opts Options, redirect, record bool) (*MountPoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &fs.PathError{Op: "mount", Path: target, Err: err}
 	}
@@ -104,7 +101,7 @@ func mountOverlayRecord(ctx context.Context, lower, upper, work, target string, 
 	if record {
 		own = claimMountRecord(upper, work, target)
 	}
-	err = mountNewAPI(lower, upper, work, target, opts, redirect, volatile)
+	err = mountNewAPI(lower, upper, work, target, opts, redirect)
 	if errors.Is(err, errNoNewAPI) {
 		err = mountLegacy(lower, upper, work, target, opts, redirect)
 	}
@@ -195,7 +192,7 @@ var errNoNewAPI = errors.New("new mount API unavailable")
 // fsconfig string values are copied with strndup_user(value, 256).
 const fsconfigMaxString = 255
 
-func mountNewAPI(lower, upper, work, target string, opts Options, redirect, volatile bool) (err error) {
+func mountNewAPI(lower, upper, work, target string, opts Options, redirect bool) (err error) {
 	fd, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		switch err {
@@ -248,9 +245,6 @@ func mountNewAPI(lower, upper, work, target string, opts Options, redirect, vola
 		if err := unix.FsconfigSetFlag(fd, "userxattr"); err != nil {
 			return explain("fsconfig userxattr", err, drainLog(fd))
 		}
-	}
-	if volatile && unix.FsconfigSetFlag(fd, "volatile") != nil {
-		drainLog(fd) // best effort: a parameter refused leaves the context usable
 	}
 	if err := unix.FsconfigCreate(fd); err != nil {
 		return explain("fsconfig create", err, drainLog(fd))

@@ -59,8 +59,6 @@ type runRequest struct {
 	// noRecord: mount without the owner record (the thread's run, whose
 	// descriptors must not outlive it).
 	noRecord bool
-	// Volatile mounts with the volatile option (see mountOverlayRecord).
-	Volatile bool `json:"volatile,omitempty"`
 }
 
 // runStatus is written to the status pipe when the hook fails; a successful
@@ -138,7 +136,7 @@ func (req runRequest) mountView() error {
 	if req.NoMount {
 		return nil
 	}
-	if _, err := mountOverlayRecord(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr, !req.noRecord, req.Volatile); err != nil {
+	if _, err := mountOverlayRecord(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr, !req.noRecord); err != nil {
 		return err
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
@@ -643,9 +641,6 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	}
 	req.ChownEPERM = req.Nest && os.Geteuid() != 0
 	req.KeepCaps = cfg.unconfined
-	// Not on a quota's tmpfs: nothing to sync there, and its inodes are
-	// calibrated without volatile's work/incompat/volatile.
-	req.Volatile = !cfg.noVolatile && base == tmp
 	c.Env = append(c.Env, RootEnv+"="+f.Root(), "TMPDIR="+tmpDir)
 	// Go's child makes the new namespace's mounts private (MS_REC|MS_PRIVATE)
 	// after unshare(CLONE_NEWNS), so the overlay never propagates out.

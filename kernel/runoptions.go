@@ -25,7 +25,6 @@ type runConfig struct {
 	network    bool
 	noThread   bool // as root, re-execute this program as init anyway (benchmarks, tests)
 	dirRenames bool
-	noVolatile bool   // mount without volatile (the benchmarks' peer)
 	fallback   string // why the overlay was not used, for the mode report
 	report     func(Mode)
 }
@@ -110,10 +109,4 @@ func WithDirRenames() RunOption {
 // peer that the thread's speed is measured against.
 func withReexecInit() RunOption {
 	return func(c *runConfig) { c.noThread = true }
-}
-
-// withoutVolatile makes Run mount its overlay without the volatile option:
-// the peer that the option's speed is measured against.
-func withoutVolatile() RunOption {
-	return func(c *runConfig) { c.noVolatile = true }
 }

@@ -300,8 +300,8 @@ func passedFDs(c *exec.Cmd) []int {
 
 // stdioPipes are the pipes pipeStdio made in place of os/exec's.
 type stdioPipes struct {
-	child  []*os.File // the command's ends, closed once it is gone
-	parent []int      // the copies' ends: the thread closes its own
+	child  []*os.File   // the command's ends, closed once it is gone
+	parent []int        // the copies' ends: the thread closes its own
 	stdin  func() error // the copy into the command's stdin, once it runs
 	stdinW *os.File     // its pipe's end, closed by it or by finish
 	wg     sync.WaitGroup
