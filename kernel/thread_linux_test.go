@@ -84,3 +84,76 @@ func TestRunThreadLeavesCallerAlone(t *testing.T) {
 		}
 	}
 }
+
+// noSysAdminEnv makes the test binary run TestRunThreadFallback as the
+// child of that test: root without CAP_SYS_ADMIN (as in a default Docker
+// container), where the thread cannot make the namespaces.
+const noSysAdminEnv = "COWFS_KERNEL_NO_SYS_ADMIN"
+
+// TestRunThreadFallback runs Run as root without CAP_SYS_ADMIN (setpriv
+// drops it from the bounding set), where unshare(2) in the thread fails
+// and Run takes the re-executed init, which cannot mount either and falls
+// back to the copy: a command reading a Stdin that is not an *os.File
+// still gets all of it (the thread copies it only once the command runs),
+// and writes the same file as a plain run.
+func TestRunThreadFallback(t *testing.T) {
+	if os.Getenv(noSysAdminEnv) == "" {
+		if os.Geteuid() != 0 || !inInitUserNS() {
+			t.Skip("needs root in the initial user namespace, to drop CAP_SYS_ADMIN")
+		}
+		if _, err := landlockABI(runConfig{}); err != nil {
+			t.Skip("Landlock is not available (the copy fallback refuses without): ", err)
+		}
+		setpriv, err := exec.LookPath("setpriv")
+		if err != nil {
+			t.Skip("setpriv(1) is not installed (util-linux)")
+		}
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(setpriv, "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", self, "-test.run=^TestRunThreadFallback$", "-test.v")
+		cmd.Env = append(os.Environ(), noSysAdminEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child: %v\n%s", err, lastLines(string(out), 30))
+		}
+		if strings.Contains(string(out), "--- SKIP") {
+			t.Skip("child skipped: ", lastLines(string(out), 3))
+		}
+		t.Log(lastLines(string(out), 4))
+		return
+	}
+	input := strings.Repeat("0123456789abcdef", 1<<14) // 256 KiB, four pipe buffers
+	root := t.TempDir()
+	plain := exec.Command("sh", "-c", "cat > in.txt")
+	plain.Dir, plain.Stdin = root, strings.NewReader(input)
+	if out, err := plain.CombinedOutput(); err != nil {
+		t.Fatalf("plain run: %v\n%s", err, out)
+	}
+	want, err := os.ReadFile(filepath.Join(root, "in.txt"))
+	if err != nil || len(want) != len(input) {
+		t.Fatalf("plain run wrote %d bytes (%v)", len(want), err)
+	}
+	if err := os.Remove(filepath.Join(root, "in.txt")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := overlayfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", "cat > in.txt")
+	cmd.Dir, cmd.Stdin = root, strings.NewReader(input)
+	var mode Mode
+	if err := Run(context.Background(), f, cmd, WithModeReport(func(m Mode) { mode = m })); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Logf("mode: %v", mode)
+	if mode.Kind != ModeCopy || mode.Fallback == "" {
+		t.Errorf("ran as %v (fallback %q), want the copy fallback", mode.Kind, mode.Fallback)
+	}
+	got, err := afero.ReadFile(f, filepath.Join(root, "in.txt"))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the command read %d bytes (%v), a plain run %d", len(got), err, len(want))
+	}
+}
