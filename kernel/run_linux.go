@@ -369,7 +369,9 @@ func capsAtMost(caps uint64) (restore func()) {
 // temporary directory instead, runs the command there and imports the
 // difference. Both ways give the same layer. The fallback is decided
 // before the command runs, except when the helper process fails to mount:
-// then a Stdin that is not an *os.File may already have been partly read.
+// then a Stdin that is not an *os.File may already have been partly read
+// (not in a thread, as root in the initial user namespace, which mounts
+// before it reads Stdin).
 //
 // Sandbox: in every mode the command sees the host read-only but for the
 // root, its TMPDIR and the WithWritable paths, in a session, PID, UTS, IPC
