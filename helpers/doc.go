@@ -141,6 +141,10 @@
 // each other and with [overlayfs.WithFaults]. A failure injected through
 // [Env.Fs] is recorded on the test's tape like any outcome.
 //
+// [AsRootOwner] checks permissions as the owner of the root without
+// capabilities ([overlayfs.AsUser]): a test run as root, as in CI, meets
+// the EACCES and EPERM a developer's checkout gives.
+//
 // # Variations
 //
 // `replay check -vary` sets [EnvVary] and [EnvVarySeed] in the runs it
@@ -177,5 +181,6 @@
 // chaos.go: the listing shuffler and short reads; faults.go: the injected
 // failures; vary.go: [EnvVary], the moved root and [As]; pkgpath.go: the
 // package path of the
-// test; times_*.go: setting a symlink's times per platform.
+// test; times_*.go: setting a symlink's times per platform; owner_*.go:
+// the root's owner, for [AsRootOwner].
 package helpers

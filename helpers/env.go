@@ -80,12 +80,20 @@ func newEnv(t testing.TB, root string, cfg config) *Env {
 	if err != nil {
 		t.Fatalf("helpers: %v", err)
 	}
+	opts := cfg.overlay
+	if cfg.asOwner { // of the root as given, before any relocation
+		uid, gid, err := ownerOf(root)
+		if err != nil {
+			t.Fatalf("helpers: AsRootOwner: %v", err)
+		}
+		opts = append(opts[:len(opts):len(opts)], overlayfs.AsUser(uid, gid))
+	}
 	if vary.rootPath {
 		if root, err = relocate(t.TempDir(), root, vary.seed); err != nil {
 			t.Fatalf("helpers: %v", err)
 		}
 	}
-	ov, err := overlayfs.New(root, cfg.overlay...)
+	ov, err := overlayfs.New(root, opts...)
 	if err != nil {
 		// overlayfs.New names itself and the root; an empty root fails
 		// there too (fs.ErrInvalid), most often an unset variable.

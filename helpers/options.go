@@ -60,6 +60,7 @@ type config struct {
 	seed       uint64
 	seedSet    bool
 	artifacts  *bool // nil: as the -test.artifacts flag says
+	asOwner    bool  // AsRootOwner
 }
 
 // Chdir makes the test run in the root: t.Chdir(root), undone at the end of
@@ -73,6 +74,16 @@ func Chdir() Option {
 // [overlayfs.WithUmask] or [overlayfs.DenyOutsideReads].
 func OverlayOptions(opts ...overlayfs.Option) Option {
 	return func(c *config) { c.overlay = append(c.overlay, opts...) }
+}
+
+// AsRootOwner makes [Env.Fs] check every operation as Linux checks it
+// for the owner of the root directory (its uid and gid, read when the Env
+// is made) without capabilities: [overlayfs.AsUser] of that identity. A
+// test run as root, as in a CI container, then meets the EACCES and EPERM
+// a developer's own checkout gives: a read-only file or directory, a
+// directory it may not search, a chmod of a file it does not own.
+func AsRootOwner() Option {
+	return func(c *config) { c.asOwner = true }
 }
 
 // GoldenDir sets the directory of golden patches and tapes, "testdata" by

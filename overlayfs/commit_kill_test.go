@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(killChildEnv); spec != "" {
 		os.Exit(killChild(spec))
 	}
+	if spec := os.Getenv(permChildEnv); spec != "" {
+		os.Exit(permChild(spec))
+	}
 	os.Exit(m.Run())
 }
 

@@ -10,3 +10,12 @@ func CommitWithFaults(f *Fs, hook func(op, rel string) error) error { return f.c
 func RecoverWithFaults(root string, hook func(op, rel string) error) error {
 	return recoverRoot(root, hook)
 }
+
+// Unchecked makes f check nothing, as without AsUser, until the returned
+// function is called: a test reads the view as root does. f must not be in
+// use meanwhile.
+func Unchecked(f *Fs) (restore func()) {
+	as := f.opts.as
+	f.opts.as = nil
+	return func() { f.opts.as = as }
+}

@@ -205,6 +205,9 @@ func (h *file) writeContent(p []byte, off int64, appnd bool) (b *blob, done bool
 		return nil, false, err
 	}
 	h.last = b
+	if len(p) > 0 {
+		h.fs.opts.as.killPrivs(&b.meta) // AsUser
+	}
 	if b.lazy() && len(p) > 0 && (appnd || off == b.len()) {
 		b.data = append(b.data, p...)
 		b.mtime = h.fs.now()
@@ -311,6 +314,7 @@ func (h *file) Truncate(size int64) error {
 		return fixErr("truncate", h.name, err)
 	}
 	h.quotaResize(b.len(), size)
+	h.fs.opts.as.killPrivs(&b.meta) // AsUser
 	b.resize(size)
 	b.mtime = h.fs.now()
 	return nil

@@ -131,6 +131,10 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 	if d.rel == goneRel {
 		return infos, err // every entry vanished with the directory
 	}
+	if len(page.names) > 0 && !f.maySearchLocked(d.rel) {
+		// AsUser: os's lstat of an entry needs search on the directory.
+		return infos, pathErr("lstat", d.name+"/"+page.names[0], errAccess)
+	}
 	// The page's entries as they are now: the layer's children, looked up
 	// in one pass beside the page (both are in name order), over the
 	// lower's when it still shows through the directory.

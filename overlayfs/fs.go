@@ -89,6 +89,7 @@ type options struct {
 	umaskSet      bool
 	quota         quota                       // WithQuota (quota.go)
 	faults        func(op, name string) error // WithFaults (faults.go)
+	as            *asUser                     // AsUser (perm.go): nil checks nothing
 }
 
 // Option configures New.
@@ -99,6 +100,10 @@ type Option func(*options)
 // ErrOutsideRoot. A path that reaches the root by another name (a bind
 // mount of it, of a directory holding it or of one of its directories) is
 // not outside: its writes go to the layer (see the package documentation).
+// A hard link outside the root to a file of the root is that same file:
+// writing or changing it through the outside name changes the root's file
+// (nothing tells a name of an inode from its other names short of
+// searching the root).
 func AllowOutsideWrites() Option { return func(o *options) { o.outsideWrites = true } }
 
 // DenyOutsideReads makes reads of paths outside the root fail with

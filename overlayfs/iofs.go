@@ -55,7 +55,7 @@ func (v ioFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	}
 	fh, err := v.f.Open(h)
 	if err != nil {
-		return nil, fixErr("readdir", name, err)
+		return nil, fixErr("readdir", name, v.f.dirOpenErr(h, err))
 	}
 	defer fh.Close()
 	des, err := fh.(fs.ReadDirFile).ReadDir(-1)

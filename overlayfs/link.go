@@ -131,6 +131,11 @@ func (l *layer) link(oldname, newname, absOld, absNew string) error {
 		return linkErr("link", oldname, newname, errNoEnt) // Linux: "you asked for a directory"
 	case !lo.inside:
 		return linkErr("link", oldname, newname, errXDev)
+	}
+	if err := l.mayLinkLocked(lo, ln, no); err != nil {
+		return linkErr("link", oldname, newname, err)
+	}
+	switch {
 	case no.kind == kindDir:
 		return linkErr("link", oldname, newname, errPerm)
 	}

@@ -140,6 +140,8 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 		return nil, pathErr("open", name, errIsDir)
 	case at.dirOnly:
 		return nil, pathErr("open", name, errNotDir)
+	case !l.mayOpenLocked(at.rel, n, flag):
+		return nil, pathErr("open", name, errAccess)
 	case n.kind == kindSocket:
 		return nil, pathErr("open", name, errNoDevice)
 	case n.kind == kindFIFO:
@@ -206,6 +208,7 @@ func (l *layer) truncLocked(ino uint64, b *blob) *blob {
 	}
 	b.data, b.lazySrc = b.data[:0], nil
 	b.mtime = l.now()
+	l.opts.as.killPrivs(&b.meta) // AsUser
 	return b
 }
 
@@ -230,7 +233,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		return &osFile{File: fh, name: name, flag: flag}, nil
 	}
 	if !at.have && !at.dirOnly {
-		if at.visible && l.noEntry(at.rel) {
+		if at.visible && l.opts.as == nil && l.noEntry(at.rel) { // AsUser: checked below
 			fh, err := os.OpenFile(l.hostOf(at), flag|oNoFollow, 0)
 			if err == nil {
 				return l.lowerHandle(fh, name, at.rel, flag), nil
@@ -263,6 +266,8 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		return nil, pathErr("open", name, errNoEnt)
 	case at.dirOnly && n.kind != kindDir:
 		return nil, pathErr("open", name, errNotDir)
+	case !l.mayOpenLocked(at.rel, n, flag):
+		return nil, pathErr("open", name, errAccess)
 	case n.kind == kindDir:
 		d := &dir{fs: l, name: name, rel: at.rel, n: n, appnd: flag&os.O_APPEND != 0}
 		d.slot = l.bind(&d.rel)

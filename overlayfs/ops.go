@@ -145,6 +145,9 @@ func (l *layer) mkdir(name, abs string, perm fs.FileMode) error {
 	if n.exists() {
 		return pathErr("mkdir", name, errExist)
 	}
+	if err := l.mayCreateLocked(at.rel); err != nil {
+		return pathErr("mkdir", name, err)
+	}
 	m := l.newMeta(perm & (fs.ModePerm | fs.ModeSticky) &^ l.creator().umask)
 	l.inheritLocked(at.rel, &m, true)
 	e := l.withAttrs(kindDir, m, "")
@@ -168,6 +171,7 @@ func (l *layer) inheritLocked(rel string, m *meta, isDir bool) {
 	if isDir {
 		m.perm |= fs.ModeSetgid
 	}
+	l.opts.as.stripSetgid(m, isDir)
 }
 
 // dirMetaLocked returns the metadata of dir, the directory of the view an
@@ -262,6 +266,9 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 	if oldname == "" {
 		return linkErr("symlink", oldname, newname, errNoEnt)
 	}
+	if err := l.mayCreateLocked(at.rel); err != nil {
+		return linkErr("symlink", oldname, newname, err)
+	}
 	m := l.newMeta(fs.ModePerm)
 	l.inheritLocked(at.rel, &m, false)
 	if err := l.symlinkQuotaLocked(oldname); err != nil {
@@ -313,14 +320,14 @@ func (l *layer) readlink(name, abs string) (string, error) {
 // Chmod changes the mode of name, following symlinks. A lower entry's
 // metadata is copied up; its content is not read.
 func (f *Fs) Chmod(name string, mode fs.FileMode) error {
-	return f.setMeta("chmod", name, func(host string) error { return os.Chmod(host, mode) }, func(m *meta, _ bool) {
-		m.perm = mode & permBits
+	return f.setMeta("chmod", name, ownerOnly, func(host string) error { return os.Chmod(host, mode) }, func(m *meta, _ bool) {
+		m.perm = f.opts.as.chmodBits(mode, *m)
 	})
 }
 
 // Chown changes the owner of name, following symlinks; -1 keeps a value.
 func (f *Fs) Chown(name string, uid, gid int) error {
-	return f.setMeta("chown", name, func(host string) error { return os.Chown(host, uid, gid) }, func(m *meta, isDir bool) {
+	return f.setMeta("chown", name, chownCheck(uid, gid), func(host string) error { return os.Chown(host, uid, gid) }, func(m *meta, isDir bool) {
 		// As Linux: a chown, even by root, even to the same owner, clears
 		// the setuid bit of a non-directory, and its setgid bit when group
 		// execution is on (alone it marks mandatory locking).
@@ -342,22 +349,24 @@ func (f *Fs) Chown(name string, uid, gid int) error {
 // Chtimes changes the modification time of name, following symlinks. A
 // zero time leaves it unchanged, as in os. Access times are not kept.
 func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
-	return f.setMeta("chtimes", name, func(host string) error { return os.Chtimes(host, atime, mtime) }, func(m *meta, _ bool) {
+	return f.setMeta("chtimes", name, chtimesCheck(atime, mtime), func(host string) error { return os.Chtimes(host, atime, mtime) }, func(m *meta, _ bool) {
 		if !mtime.IsZero() {
 			m.mtime = mtime
 		}
 	})
 }
 
-func (f *Fs) setMeta(op, name string, outside func(host string) error, set func(m *meta, isDir bool)) error {
+func (f *Fs) setMeta(op, name string, check metaCheck, outside func(host string) error, set func(m *meta, isDir bool)) error {
 	if err := f.fault(op, name); err != nil {
 		return err
 	}
 	g, abs := f.pick(name)
-	return g.setMeta(op, name, abs, outside, set)
+	return g.setMeta(op, name, abs, check, outside, set)
 }
 
-func (l *layer) setMeta(op, name, abs string, outside func(host string) error, set func(m *meta, isDir bool)) error {
+// setMeta changes the metadata of name with set, once check (AsUser's)
+// allows it.
+func (l *layer) setMeta(op, name, abs string, check metaCheck, outside func(host string) error, set func(m *meta, isDir bool)) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at, ok, err := l.writeLoc(op, name, abs, true)
@@ -380,6 +389,9 @@ func (l *layer) setMeta(op, name, abs string, outside func(host string) error, s
 	}
 	if at.dirOnly && n.kind != kindDir {
 		return pathErr(op, name, errNotDir)
+	}
+	if err := l.mayChangeLocked(at.rel, n, check); err != nil {
+		return pathErr(op, name, err)
 	}
 	e, err := l.copyUpLocked(at.rel, n)
 	if err != nil {
@@ -449,6 +461,9 @@ func (l *layer) remove(name, abs string) error {
 	case at.dirOnly && n.kind != kindDir:
 		return pathErr("remove", name, errNotDir)
 	}
+	if err := l.mayDeleteLocked(at.rel, n); err != nil {
+		return pathErr("remove", name, err)
+	}
 	if n.kind == kindDir {
 		ents, err := l.listLocked(at.rel, n)
 		if err != nil {
@@ -475,6 +490,9 @@ func (f *Fs) RemoveAll(name string) error {
 		return err
 	}
 	g, abs := f.pick(name)
+	if g.opts.as != nil {
+		return g.removeAllAs(name, abs)
+	}
 	return g.removeAll(name, abs)
 }
 

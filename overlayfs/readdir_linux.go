@@ -62,7 +62,7 @@ const (
 type lowerEntries struct {
 	text  string
 	ks    []keyed
-	stats []*[infoSlab]lowerInfo // listInfos: entry i's lstat is stats[i/infoSlab][i%infoSlab]
+	stats []*lowerInfo // listInfos: entry i's lstat
 }
 
 func (le *lowerEntries) len() int          { return len(le.ks) }
@@ -73,20 +73,11 @@ func (le *lowerEntries) typ(i int) fs.FileMode {
 	return typeOfDirent(le.text[le.ks[i].idx-1])
 }
 
-// info returns entry i's lstat. The infos are allocated infoSlab at a
-// time: a caller that keeps one keeps at most that many alive, not the
-// whole listing's (os's are allocations of their own).
+// info returns entry i's lstat, an allocation of its own as os's are: a
+// caller that keeps one keeps no other alive.
 func (le *lowerEntries) info(i int) fs.FileInfo {
-	return le.stat(i)
+	return le.stats[i]
 }
-
-// stat returns where entry i's lstat is.
-func (le *lowerEntries) stat(i int) *lowerInfo {
-	return &le.stats[i/infoSlab][i%infoSlab]
-}
-
-// infoSlab is how many infos share an allocation (10 KiB).
-const infoSlab = 64
 
 // readDirFd reads the directory fd (named name, for errors) from its
 // offset to its end, and lstats its entries when mode asks for infos.
@@ -182,13 +173,11 @@ func appendDirents(text, buf []byte) ([]byte, int, bool) {
 // Readdir does, into one slice; an entry gone since it was listed is left
 // out, as os leaves it out.
 func (le *lowerEntries) lstatAt(fd int, name string) error {
-	le.stats = make([]*[infoSlab]lowerInfo, 0, (len(le.ks)+infoSlab-1)/infoSlab)
+	le.stats = make([]*lowerInfo, 0, len(le.ks))
 	k := 0
 	for i, e := range le.ks {
-		if k/infoSlab == len(le.stats) {
-			le.stats = append(le.stats, new([infoSlab]lowerInfo))
-		}
-		st := (*unix.Stat_t)(unsafe.Pointer(&le.stat(k).st))
+		info := new(lowerInfo)
+		st := (*unix.Stat_t)(unsafe.Pointer(&info.st))
 		err := lstatEntry(fd, le.text, e, st)
 		for err == syscall.EINTR {
 			err = lstatEntry(fd, le.text, e, st)
@@ -200,7 +189,8 @@ func (le *lowerEntries) lstatAt(fd int, name string) error {
 			le.ks = le.ks[:k]
 			return &fs.PathError{Op: "fstatat", Path: name, Err: err}
 		}
-		le.stat(k).name = le.name(i)
+		info.name = le.name(i)
+		le.stats = append(le.stats, info)
 		le.ks[k] = e
 		k++
 	}
@@ -319,4 +309,10 @@ func (fi *lowerInfo) Mode() fs.FileMode {
 		m |= fs.ModeSticky
 	}
 	return m
+}
+
+// lstatEntry lstats entry k of text (see lowerEntries) relative to the
+// directory fd, as os's Readdir does.
+func lstatEntry(fd int, text string, k keyed, st *unix.Stat_t) error {
+	return unix.Fstatat(fd, text[k.idx:k.end], st, unix.AT_SYMLINK_NOFOLLOW)
 }

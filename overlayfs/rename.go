@@ -115,11 +115,20 @@ func (l *layer) renameRuleLocked(lo, ln loc, no, nn node) (same bool, err error)
 		return false, errNotEmpty // onto an ancestor
 	case lo.rel == ln.rel || l.sameLinkedLocked(lo.rel, no, ln.rel, nn):
 		return true, nil
+	}
+	if err := l.mayRenameLocked(lo, ln, no, nn); err != nil {
+		return false, err
+	}
+	switch {
 	case no.kind == kindDir && nn.exists() && nn.kind != kindDir:
 		return false, errNotDir
 	case no.kind != kindDir && nn.kind == kindDir:
 		return false, errIsDir
-	case no.kind == kindDir && nn.kind == kindDir:
+	}
+	if err := l.mayMoveDirLocked(lo, ln, no); err != nil {
+		return false, err
+	}
+	if no.kind == kindDir && nn.kind == kindDir {
 		return false, l.emptyDirLocked(ln.rel, nn)
 	}
 	return false, nil

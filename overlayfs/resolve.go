@@ -123,7 +123,7 @@ func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool) (lo
 		}
 		abs = wd + "/" + name
 	}
-	if at, ok, err := l.fastLoc(op, name, abs, follow); ok {
+	if at, ok, err := l.fastLoc(op, name, abs, follow); ok && (l.opts.as == nil || l.searchUpLocked(at.rel)) {
 		return at, err
 	}
 	last, slash := lastOf(name)
@@ -138,6 +138,9 @@ func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool) (lo
 		at, err = l.outside(op, name, abs, follow, 0)
 	}
 	at.name, at.dirOnly, at.slash, at.last = name, at.dirOnly || dirOnly, slash, last
+	if err == nil && last == lastDot && at.inside && l.opts.as != nil && l.searchLocked(at.rel) != nil {
+		return loc{}, pathErr(op, name, errAccess) // AsUser: "x/." looks "." up in x
+	}
 	if err == nil && !at.inside {
 		// The resolved host path, with what the name's end asks for.
 		switch {
@@ -277,6 +280,11 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 			continue
 		}
 		top := stack[len(stack)-1]
+		if l.opts.as != nil {
+			if err := l.searchLocked(top.rel); err != nil {
+				return loc{}, pathErr(op, name, err)
+			}
+		}
 		if c == ".." {
 			if len(stack) == 1+ex.depth {
 				return l.outside(op, name, joinRaw(ex.dir(l), pending), follow, hops)

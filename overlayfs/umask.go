@@ -21,6 +21,9 @@ type creator struct {
 func (s *shared) creator() creator {
 	s.fam.once.Do(func() {
 		c := creator{umask: s.opts.umask, uid: os.Getuid(), gid: os.Getgid()}
+		if u := s.opts.as; u != nil {
+			c.uid, c.gid = u.uid, u.gid
+		}
 		if !s.opts.umaskSet {
 			c.umask = processUmask()
 		}

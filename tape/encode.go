@@ -2,10 +2,8 @@ package tape
 
 import (
 	"fmt"
-	"math/bits"
 	"os"
 	"reflect"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -18,7 +16,7 @@ import (
 // added here.
 func appendRecord(b []byte, r *Record) []byte {
 	b = append(b, `{"seq":`...)
-	b = appendDecimal(b, r.Seq)
+	b = strconv.AppendInt(b, r.Seq, 10)
 	if out, ok := appendReadHandle(b, r); ok {
 		return out
 	}
@@ -41,9 +39,9 @@ func appendRecord(b []byte, r *Record) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, '[')
-			b = appendDecimal(b, s.Off)
+			b = strconv.AppendInt(b, s.Off, 10)
 			b = append(b, ',')
-			b = appendDecimal(b, s.Len)
+			b = strconv.AppendInt(b, s.Len, 10)
 			b = append(b, ']')
 		}
 		b = append(b, ']')
@@ -90,16 +88,16 @@ func appendReadHandle(b []byte, r *Record) (out []byte, ok bool) {
 	b = append(b, `","rhash":"`...)
 	b = append(b, r.RHash...)
 	b = append(b, `","rsize":`...)
-	b = appendDecimal(b, r.RSize)
+	b = strconv.AppendInt(b, r.RSize, 10)
 	if len(r.Spans) > 0 {
 		b = append(b, `,"spans":[[`...)
 		for i, s := range r.Spans {
 			if i > 0 {
 				b = append(b, `],[`...)
 			}
-			b = appendDecimal(b, s.Off)
+			b = strconv.AppendInt(b, s.Off, 10)
 			b = append(b, ',')
-			b = appendDecimal(b, s.Len)
+			b = strconv.AppendInt(b, s.Len, 10)
 		}
 		b = append(b, `]]`...)
 	}
@@ -114,7 +112,7 @@ func appendReadHandle(b []byte, r *Record) (out []byte, ok bool) {
 // OpFstat.
 func appendStat(b []byte, seq int64, op, path, err string, mode os.FileMode, size int64) []byte {
 	b = append(b, `{"seq":`...)
-	return appendStatRest(appendDecimal(b, seq), op, path, err, mode, size)
+	return appendStatRest(strconv.AppendInt(b, seq, 10), op, path, err, mode, size)
 }
 
 // appendStatRest is appendStat after the seq number. Stat is the most
@@ -137,7 +135,7 @@ func appendStatRest(b []byte, op, path, err string, mode os.FileMode, size int64
 	}
 	if size != 0 {
 		b = append(b, `,"size":`...)
-		b = appendDecimal(b, size)
+		b = strconv.AppendInt(b, size, 10)
 	}
 	return append(b, '}')
 }
@@ -195,57 +193,6 @@ func appendStatAny(b []byte, op, path, err string, mode os.FileMode, size int64)
 	return append(b, '}')
 }
 
-// appendDecimal appends v in decimal, as strconv.AppendInt(b, v, 10)
-// does, but writes the digits of a non-negative v in place instead of
-// through a scratch buffer and a copy: seq, size and span numbers are a
-// third of a record's encoding otherwise (TestAppendDecimal).
-func appendDecimal(b []byte, v int64) []byte {
-	if v < 0 {
-		return strconv.AppendInt(b, v, 10)
-	}
-	if v < 10 {
-		return append(b, byte('0'+v))
-	}
-	u := uint64(v)
-	// Digits: log10 from the bit length (1233/4096 ≈ log10 2), one
-	// compare to correct it.
-	t := bits.Len64(u) * 1233 >> 12
-	n := t + 1
-	if u < pow10[t] {
-		n--
-	}
-	i := len(b) + n
-	b = slices.Grow(b, n)[:i]
-	for u >= 100 {
-		d := u % 100 * 2
-		u /= 100
-		i -= 2
-		b[i], b[i+1] = decimalPairs[d], decimalPairs[d+1]
-	}
-	if u >= 10 {
-		b[i-2], b[i-1] = decimalPairs[u*2], decimalPairs[u*2+1]
-	} else {
-		b[i-1] = byte('0' + u)
-	}
-	return b
-}
-
-// pow10[i] is 10 to the i.
-var pow10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
-
-// decimalPairs holds "00" to "99".
-const decimalPairs = "00010203040506070809" +
-	"10111213141516171819" +
-	"20212223242526272829" +
-	"30313233343536373839" +
-	"40414243444546474849" +
-	"50515253545556575859" +
-	"60616263646566676869" +
-	"70717273747576777879" +
-	"80818283848586878889" +
-	"90919293949596979899"
-
 // appendField appends key and the string v unless v is empty (omitempty).
 func appendField(b []byte, key, v string) []byte {
 	if v == "" {
@@ -259,7 +206,7 @@ func appendInt(b []byte, key string, v int64) []byte {
 	if v == 0 {
 		return b
 	}
-	return appendDecimal(append(b, key...), v)
+	return strconv.AppendInt(append(b, key...), v, 10)
 }
 
 // appendStrings appends key and a JSON array of vs unless vs is empty.
@@ -367,51 +314,13 @@ func unwireRecord(r *Record) error {
 func jsonPlain(s string) bool { return plainPrefix(s) == len(s) }
 
 // plainPrefix returns the length of the longest prefix of s with no byte
-// to escape, looking at eight bytes at a time.
+// to escape.
 func plainPrefix(s string) int {
 	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		if needsEscape(load64(s[i:])) {
-			break
-		}
-	}
 	for i < len(s) && jsonSafe[s[i]] {
 		i++
 	}
 	return i
-}
-
-// load64 reads s[0:8] little-endian (s has at least 8 bytes); the
-// compiler makes it one load.
-func load64(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-const (
-	lsb = 0x0101010101010101 // 0x01 in every byte
-	msb = 0x8080808080808080 // 0x80 in every byte
-)
-
-// needsEscape reports whether any of the eight bytes in x is not
-// jsonSafe: below 0x20, from 0x80 up, or one of " & < > \\. It uses the
-// word tricks "has a zero byte" ((v-0x01..)&^v&0x80..) and "has a byte
-// below n" ((v-n*0x01..)&^v&0x80..), which are exact as yes/no answers:
-// a borrow only spreads upwards from a byte that itself satisfies the
-// test. '"' (0x22) and '&' (0x26) differ in bit 2 only, '<' (0x3c) and
-// '>' (0x3e) in bit 1 only, so setting that bit tests both with one
-// compare.
-func needsEscape(x uint64) bool {
-	qa := (x | lsb*0x04) ^ (lsb * 0x26) // zero where x is '"' or '&'
-	lg := (x | lsb*0x02) ^ (lsb * 0x3e) // zero where x is '<' or '>'
-	bs := x ^ (lsb * '\\')              // zero where x is '\\'
-	hit := x |
-		(x-lsb*0x20)&^x |
-		(qa-lsb)&^qa |
-		(lg-lsb)&^lg |
-		(bs-lsb)&^bs
-	return hit&msb != 0
 }
 
 // appendJSONStringFrom is appendJSONString's general loop; s[:i] is known

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -227,29 +226,6 @@ func TestModeKey(t *testing.T) {
 	}
 }
 
-// TestAppendDecimal: appendDecimal writes what strconv.AppendInt writes,
-// for every number of digits, both signs, the extremes and random values,
-// after a prefix already in the buffer.
-func TestAppendDecimal(t *testing.T) {
-	vals := []int64{math.MinInt64, math.MinInt64 + 1, -1, math.MaxInt64}
-	for v := range int64(1000) {
-		vals = append(vals, v, -v)
-	}
-	for p := int64(10); p > 0 && p <= math.MaxInt64/10; p *= 10 {
-		vals = append(vals, p-1, p, p+1, -p)
-	}
-	rng := rand.New(rand.NewPCG(14, 3))
-	for range 100000 {
-		vals = append(vals, rng.Int64()>>rng.IntN(63), -rng.Int64()>>rng.IntN(63))
-	}
-	for _, v := range vals {
-		want := strconv.AppendInt([]byte(`"x":`), v, 10)
-		if got := appendDecimal([]byte(`"x":`), v); !bytes.Equal(got, want) {
-			t.Fatalf("appendDecimal(%d) = %s, want %s", v, got, want)
-		}
-	}
-}
-
 // TestAppendJSONStringWords: the eight-bytes-at-a-time scan stops at every
 // byte value that needs an escape, at every position in a word and in the
 // tail, as encoding/json escapes it.
@@ -267,17 +243,6 @@ func TestAppendJSONStringWords(t *testing.T) {
 					t.Fatalf("byte %#x at %d of %d: appendJSONString %s, json.Marshal %s", c, at, n, got, want)
 				}
 			}
-		}
-	}
-}
-
-// TestSeqDigits: the decimal counter reads as strconv writes its count,
-// through every carry up to seven digits.
-func TestSeqDigits(t *testing.T) {
-	var s seqDigits
-	for n := 1; n <= 1_100_000; n++ {
-		if got := s.next(); string(got) != strconv.Itoa(n) {
-			t.Fatalf("after %d increments: %q", n, got)
 		}
 	}
 }

@@ -134,8 +134,7 @@ type Recorder struct {
 	bufSize int    // write when buf holds more; 0 after every line
 	armed   bool   // timer set to write buf
 	chain   chainHash
-	chained int       // buf[chained:] are record lines not chained yet (see settle)
-	seqText seqDigits // seq in decimal
+	chained int // buf[chained:] are record lines not chained yet (see settle)
 
 	open    openHandles
 	final   *finalState
@@ -332,7 +331,7 @@ func (r *Recorder) emitStat(op, path string, fi os.FileInfo, err error, k *versi
 		r.seq++
 		from := len(r.buf)
 		b := append(r.buf, `{"seq":`...)
-		b = append(b, r.seqText.next()...)
+		b = strconv.AppendInt(b, r.seq, 10)
 		r.buf = append(appendStatRest(b, op, path, outcome, mode, size), '\n')
 		r.written(from)
 	}
@@ -369,7 +368,6 @@ func (r *Recorder) emitLocked(rec *Record) *Divergence {
 		return nil
 	}
 	r.seq++
-	r.seqText.next()
 	rec.Seq = r.seq
 	from := len(r.buf)
 	r.buf = append(appendRecord(r.buf, rec), '\n')
@@ -522,37 +520,6 @@ func (l *openHandles) remove(f *file) bool {
 	f.openPrev, f.openNext, f.inOpen = nil, nil, false
 	l.n--
 	return true
-}
-
-// seqDigits is a counter kept in decimal text: incrementing it changes
-// the last digit and, on a carry, the ones before, so the seq of a record
-// is written without a division or a table (TestSeqDigits).
-type seqDigits struct {
-	d     [21]byte // the digits, right-aligned (an int64 has at most 19)
-	start int8     // d[start:] holds them; 0 before the first next
-}
-
-// next increments the counter and returns its digits, valid until the
-// next call.
-func (s *seqDigits) next() []byte {
-	if s.start == 0 {
-		s.start = int8(len(s.d) - 1)
-		s.d[s.start] = '1'
-		return s.d[s.start:]
-	}
-	for i := len(s.d) - 1; ; i-- {
-		if i < int(s.start) {
-			s.start--
-			s.d[s.start] = '1'
-			break
-		}
-		if s.d[i] != '9' {
-			s.d[i]++
-			break
-		}
-		s.d[i] = '0'
-	}
-	return s.d[s.start:]
 }
 
 // writing marks the start of a call that may change a file's bytes; the

@@ -1,7 +1,6 @@
 package overlayfs_test
 
-// Review of the index of layer files, the clock and aliases: each test
-// names the bug it shows, checked against os on a real tree.
+// Handles that outlive a Reset: closing them behaves as on os.
 
 import (
 	"os"
@@ -24,12 +23,12 @@ func closeNoPanic(t *testing.T, h afero.File) (err error) {
 	return h.Close()
 }
 
-// TestReviewResetWithIndexedHandle: a handle from the second open for
+// TestResetWithOpenWriteHandle: a handle from the second open for
 // writing of a layer file (the one that put it in the index of files, gone,
 // "sticky") closed after Reset or ResetLayer. On os, closing a handle never
 // fails because of what happened to the tree; release wrote the kept count
 // into the map that Reset had set to nil.
-func TestReviewResetWithIndexedHandle(t *testing.T) {
+func TestResetWithOpenWriteHandle(t *testing.T) {
 	for _, reset := range []string{"Reset", "ResetLayer"} {
 		t.Run(reset, func(t *testing.T) {
 			root := t.TempDir()

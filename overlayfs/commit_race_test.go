@@ -11,14 +11,14 @@ import (
 	"github.com/cowfs/cowfs/overlayfs"
 )
 
-// TestReview2JournalUnseenDuringCommit: a Stat racing with a Commit sees
+// TestCommitJournalUnseenByStat: a Stat racing with a Commit sees
 // the view before or after it, and neither has the commit's journal
 // directory. Lstat of a top-level name in a root recorded to hold no layer
 // entry there took no lock (the lock-free tier, gone), so it lstatted the
 // journal while the Commit had it in the root and reported a directory. The hook runs
 // the Lstat in the middle of the Commit; a Lstat that waits for the lock
 // gets its answer after the Commit.
-func TestReview2JournalUnseenDuringCommit(t *testing.T) {
+func TestCommitJournalUnseenByStat(t *testing.T) {
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -89,13 +89,13 @@ func createWith1(c *overlayfs.Fs, name string) error {
 	return fh.Close()
 }
 
-// TestReview2ForkCommitStaleParent: a fork's Commit changes the lower the
+// TestForkCommitStaleParent: a fork's Commit changes the lower the
 // parent overlays, but only the committing layer drops what it cached of
 // the lower (the real directories, the listings, the clean states). The
 // parent, whose layer is empty, then shows the lower as it was: Stat of a
 // name under a directory the fork replaced with a file says ENOENT where
 // os says ENOTDIR, and Mkdir under that file succeeds.
-func TestReview2ForkCommitStaleParent(t *testing.T) {
+func TestForkCommitStaleParent(t *testing.T) {
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "d"), 0o755); err != nil {
 		t.Fatal(err)
