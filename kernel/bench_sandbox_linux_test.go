@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -95,6 +96,51 @@ func BenchmarkRunVsBwrap(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkRunLargeCaller compares Run of true(1) in a thread (its init a
+// fork, which copies the caller's page tables) with the re-executed init
+// (os/exec's vfork copies none), alternating within each iteration, in a
+// caller with 512 MiB of its own memory resident: the measure of
+// threadMaxRSS, above which Run takes the re-executed init.
+//
+//	go test -run '^$' -bench RunLargeCaller -benchtime 20x ./kernel/
+func BenchmarkRunLargeCaller(b *testing.B) {
+	if os.Geteuid() != 0 || !inInitUserNS() {
+		b.Skip("the thread runs as root in the initial user namespace only")
+	}
+	if why := canMount(b); why != "" {
+		b.Skip(why)
+	}
+	big := make([]byte, 512<<20)
+	for i := 0; i < len(big); i += 4096 {
+		big[i] = 1
+	}
+	f, err := overlayfs.New(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ways := [][]RunOption{
+		{func(c *runConfig) { c.maxRSS = 1 << 62 }}, // the thread whatever the memory
+		{withReexecInit()},
+	}
+	spent := make([]time.Duration, len(ways))
+	i := 0
+	for b.Loop() {
+		for k := range ways {
+			k = (k + i) % len(ways)
+			t0 := time.Now()
+			if err := Run(context.Background(), f, exec.Command("true"), ways[k]...); err != nil {
+				b.Fatal(err)
+			}
+			spent[k] += time.Since(t0)
+		}
+		i++
+	}
+	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(i), "thread-ns/op")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(i), "reexec-ns/op")
+	b.ReportMetric(float64(spent[0])/float64(spent[1]), "thread/reexec")
+	runtime.KeepAlive(big)
 }
 
 // writeFiles writes n small files into dir, ten to a directory.

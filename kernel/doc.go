@@ -103,7 +103,9 @@
 // imports. The mount dies with the namespace.
 //
 // As root in the initial user namespace (the usual case in CI and
-// containers), without a quota or a cmd.SysProcAttr, all of this happens
+// containers), without a quota or a cmd.SysProcAttr, and in a caller with
+// at most 128 MiB resident (the fork below copies its page tables: beyond
+// that a start of the program costs less), all of this happens
 // in one thread of the caller, locked to its goroutine and ended
 // afterwards: it unshares its descriptor table, file system attributes
 // and the mount, PID, UTS, IPC and network namespaces for itself alone,

@@ -655,7 +655,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	}
 	// One start of this program fewer (thread_linux.go); a quota's tmpfs
 	// is calibrated for the re-executed init's mount (quota_linux.go).
-	if threadOK(userNS, cmd) && base == tmp && !cfg.noThread {
+	if threadOK(userNS, cmd, cfg.maxRSS) && base == tmp && !cfg.noThread {
 		// Without a context: os/exec's own watch would kill through a
 		// pidfd of the thread's descriptor table from another thread.
 		tc := &exec.Cmd{

@@ -25,6 +25,7 @@ type runConfig struct {
 	network    bool
 	noThread   bool // as root, re-execute this program as init anyway (benchmarks, tests)
 	dirRenames bool
+	maxRSS     int64  // the thread's resident-memory limit, 0 for threadMaxRSS (benchmarks)
 	fallback   string // why the overlay was not used, for the mode report
 	report     func(Mode)
 }
