@@ -81,26 +81,48 @@
 // contents stay lazy references to the lower), then stacks the upper's
 // own changes on it. The layer is the same as the copy mode's and the
 // in-process Fs's for the same command. The kernel refuses redirect_dir=on
-// together with userxattr, so in an unprivileged user namespace
-// ([ModeOverlayUserNS]) such a rename still fails with EXDEV, as it does
-// across filesystems: mv copes by copying, os.Rename does not; use the
-// copy mode ([WithCopyFallback]) for such commands there.
+// together with userxattr (it forces redirect_dir=nofollow: redirects
+// neither made nor followed), and an unprivileged user namespace has no
+// other way to record a renamed lower directory (trusted.* xattrs need
+// CAP_SYS_ADMIN in the initial user namespace; metacopy is refused with
+// userxattr too). So in a user namespace ([ModeOverlayUserNS]) such a
+// rename fails with EXDEV, as it does across filesystems: mv copes by
+// copying, os.Rename and python's os.rename do not. [WithDirRenames]
+// makes such commands work as in a plain run everywhere: where Run would
+// mount with userxattr, it runs the command in the copy mode instead and
+// says so (Mode.Fallback); as root it changes nothing.
+// TestRunDirectoryRename checks it as uid 65534 against a plain run.
 //
 // # Running commands
 //
-// Run materializes f's layer into a temporary upper directory and starts
-// the current executable again, in a new mount namespace (and, when the
-// caller is not root in the initial user namespace, a new user namespace
-// that maps it to uid 0). An init function of this package recognises that
-// process by an environment variable, mounts the overlay over the root in
-// place, changes back into its working directory (now inside the overlay)
-// and execs the command (two supervising processes come in between, see
-// below). The command sees the root at its usual absolute
-// path, with the layer's changes, and every write lands in the upper
-// directory, which Run then imports. The mount dies with the namespace.
-// Re-executing the program itself needs no external tool and works in test
-// binaries; its cost is that any program calling Run must link this
-// package, which it does by calling Run.
+// Run materializes f's layer into a temporary upper directory, mounts the
+// overlay over the root in place in a new mount namespace, enters the
+// working directory (now inside the overlay) and starts the command. The
+// command sees the root at its usual absolute path, with the layer's
+// changes, and every write lands in the upper directory, which Run then
+// imports. The mount dies with the namespace.
+//
+// As root in the initial user namespace (the usual case in CI and
+// containers), without a quota or a cmd.SysProcAttr, and in a caller with
+// at most 128 MiB resident (the fork below copies its page tables: beyond
+// that a start of the program costs less), all of this happens
+// in one thread of the caller, locked to its goroutine and ended
+// afterwards: it unshares its descriptor table, file system attributes
+// and the mount, PID, UTS, IPC and network namespaces for itself alone,
+// mounts, forks the PID namespace's init (a bare fork that runs a few
+// system calls and never executes anything, see below), confines itself
+// (Landlock, capabilities) and starts the command with os/exec; its
+// children inherit all of that, the rest of the process never sees it.
+// Otherwise (a user namespace must be made, which a thread of a
+// multithreaded process cannot do; a quota; a SysProcAttr) Run starts
+// the current executable again as the PID namespace's init, in the new
+// namespaces (and, when the caller is not root in the initial user
+// namespace, a new user namespace that maps it to uid 0). An init
+// function of this package recognises that process by an environment
+// variable and does the same work. Re-executing the program itself needs
+// no external tool and works in test binaries; its cost is that any
+// program calling Run must link this package, which it does by calling
+// Run.
 //
 // Run covers the primary root, f.Root(), only: the command sees roots
 // added with [overlayfs.WithRoot] as they are on disk, without their
@@ -280,7 +302,19 @@
 //
 // No process that Run starts outlives it: not when the command returns,
 // not when ctx is cancelled, not when the caller dies, even by SIGKILL.
-// Run starts an init process (this program again) in a new PID namespace
+//
+// In a thread (as root, see Running commands), init is a fork of the
+// caller that mounts the namespace's /proc, closes every descriptor and
+// reaps orphans; it carries PR_SET_PDEATHSIG SIGKILL, tied to the thread,
+// which lives until the command is gone (the thread ends only with the
+// caller otherwise). The command is its sibling in its namespace, started
+// by os/exec, so Run's error is the command's own (*exec.ExitError with
+// its code or signal). When the command exits, and when ctx is cancelled,
+// Run kills init, the kernel kills the rest of the namespace, and Run
+// returns when init is reaped, so all are gone; when the caller dies, the
+// thread's death kills init, with the same effect.
+//
+// Otherwise Run starts an init process (this program again) in a new PID namespace
 // (inside the user namespace, when there is one), which starts the
 // command. init reads a pipe from the caller: at end of file (the caller
 // is gone) it exits; ctx kills it; either way the kernel kills the rest
@@ -309,8 +343,9 @@
 // stays), so that $$ and getpid() name the command's own entries there;
 // processes outside the namespace are not visible in it.
 //
-// This costs two more starts of the program, and the namespaces, per
-// Run (see BenchmarkRunVsBwrap for the figures against bubblewrap).
+// The re-executed init costs one more start of the program per Run (4–7
+// ms for a test binary), the thread's fork a copy of the page tables
+// (BenchmarkRunVsBwrap measures both against bubblewrap in one run).
 //
 // The copy fallback does the same, with a mount namespace for the /proc.
 // Without root it makes them inside a user namespace that maps the caller
@@ -386,7 +421,8 @@
 // renames; private_linux.go: content kept by reference; special_linux.go:
 // FIFOs, sockets and devices in a layer; mount_linux.go: [Mount];
 // oci_linux.go: the OCI layer tar; run_linux.go: [Run] and its re-executed
-// helper (the mount, dropped capabilities); runcopy_linux.go: Run's copy
+// helper (the mount, dropped capabilities); thread_linux.go: the run in a
+// thread as root, and fork_linux.go its forked init; runcopy_linux.go: Run's copy
 // fallback; landlock_linux.go: confinement; seccomp_linux.go: chown's EPERM
 // in a user namespace; lifecycle_linux.go (also the sandbox's namespaces,
 // read-only host and descriptors) and

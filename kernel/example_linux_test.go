@@ -216,3 +216,26 @@ func ExampleWithNetwork() {
 	// default: lo
 	// WithNetwork, the host's: true
 }
+
+func ExampleWithDirRenames() {
+	root := exampleRoot()
+	defer os.RemoveAll(root)
+	f, _ := overlayfs.New(root)
+
+	// A command that renames a directory the root already has. As root
+	// the overlay records the rename; in a user namespace it could not
+	// (rename(2) would fail with EXDEV), and WithDirRenames makes Run
+	// take the copy there, saying so in Mode.Fallback.
+	cmd := exec.Command("sh", "-c", `cd "$COWFS_ROOT" && mv conf settings`)
+	if err := kernel.Run(context.Background(), f, cmd, kernel.WithDirRenames()); err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range f.Changes() {
+		fmt.Println(c)
+	}
+	// Output:
+	// D conf
+	// D conf/app.ini
+	// A settings
+	// A settings/app.ini
+}

@@ -308,6 +308,7 @@ func startInitDirect(c *exec.Cmd, req superviseRequest, outer *syscall.SysProcAt
 	initReq := req
 	initReq.Stage, initReq.Direct = "init", true
 	args, files, env := slices.Clip(c.Args), slices.Clip(c.ExtraFiles), slices.Clip(c.Env)
+	var nsErr error
 	for _, ns := range req.Namespaces {
 		initReq.Namespaces = []nsAttr{ns}
 		initEnv, err := encodeRequest(initReq)
@@ -345,8 +346,16 @@ func startInitDirect(c *exec.Cmd, req superviseRequest, outer *syscall.SysProcAt
 			closeAll()
 			return nil, &startError{stage: "namespace", path: req.Path, err: fmt.Errorf("cannot start the PID namespace's init: %w", err)}
 		}
+		nsErr = err
 	}
 	closeAll()
+	if req.NSRequired {
+		// The outer supervisor would try the same namespaces with the same
+		// privileges and only report this; starting it would also let
+		// os/exec copy part of a Stdin that is not an *os.File into it,
+		// lost to the fallback that follows.
+		return nil, &startError{stage: "namespace", path: req.Path, err: fmt.Errorf("cannot create the namespaces: %w", nsErr)}
+	}
 	return nil, nil
 }
 

@@ -70,6 +70,13 @@ func Mount(ctx context.Context, lower, upper, work, target string, opts Options)
 // mountOverlay is Mount, with redirect_dir=on where redirect is set (Run's
 // own mount, whose import follows the redirects; see redirectOptions).
 func mountOverlay(ctx context.Context, lower, upper, work, target string, opts Options, redirect bool) (*MountPoint, error) {
+	return mountOverlayRecord(ctx, lower, upper, work, target, opts, redirect, true)
+}
+
+// mountOverlayRecord is mountOverlay, without the owner record (see
+// claimMountRecord) unless record is set: Run's own mounts live in a
+// namespace of their own, which no Cleanup could reach.
+func mountOverlayRecord(ctx context.Context, lower, upper, work, target string, opts Options, redirect, record bool) (*MountPoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &fs.PathError{Op: "mount", Path: target, Err: err}
 	}
@@ -90,7 +97,10 @@ func mountOverlay(ctx context.Context, lower, upper, work, target string, opts O
 	if err := checkUpperWork(upper, work); err != nil {
 		return nil, &fs.PathError{Op: "mount", Path: target, Err: err}
 	}
-	own := claimMountRecord(upper, work, target)
+	var own *ownerLock
+	if record {
+		own = claimMountRecord(upper, work, target)
+	}
 	err = mountNewAPI(lower, upper, work, target, opts, redirect)
 	if errors.Is(err, errNoNewAPI) {
 		err = mountLegacy(lower, upper, work, target, opts, redirect)

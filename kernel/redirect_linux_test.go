@@ -29,9 +29,9 @@ func init() {
 	}
 	if err := applyOps(afero.NewOsFs(), ".", decodeOps(s)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		exit(1)
 	}
-	os.Exit(0)
+	exit(0) // not os.Exit: under -race that waits a second (GORACE atexit_sleep_ms)
 }
 
 // fsOp is one step of a rename scenario: rename A B, write A (content B),
@@ -169,9 +169,10 @@ const renameUnprivEnv = "COWFS_KERNEL_RENAME_UNPRIV"
 // overlay mode (redirect_dir=on, the redirects imported as renames) and in
 // copy mode; the in-process Fs applying the same steps leaves it too, and
 // the two modes' Changes are equal. As uid 65534 (through setpriv) the
-// copy mode does the same, and the overlay mode, in a user namespace,
-// fails with EXDEV as documented (the kernel refuses redirect_dir=on with
-// userxattr).
+// copy mode does the same, and so does Run with WithDirRenames, which
+// takes the copy there (its Changes equal the copy's), while the overlay
+// mode without it, in a user namespace, fails with EXDEV as documented
+// (the kernel refuses redirect_dir=on with userxattr).
 func TestRunDirectoryRename(t *testing.T) {
 	if _, err := landlockABI(runConfig{}); err != nil {
 		t.Skip("Landlock is not available: ", err)
@@ -180,7 +181,7 @@ func TestRunDirectoryRename(t *testing.T) {
 		if os.Geteuid() == 0 {
 			t.Fatal("child runs as root")
 		}
-		runRenames(t, []string{"copy"})
+		runRenames(t, []string{"copy", "renames"})
 		t.Run("userns-exdev", renameUserNSRefused)
 		return
 	}
@@ -322,15 +323,26 @@ func runRenames(t *testing.T, modes []string) {
 					cmd.Stderr = &stderr
 					var got Mode
 					opts := []RunOption{WithModeReport(func(m Mode) { got = m })}
-					if mode == "copy" {
+					wantKind := map[string]ModeKind{"overlay": ModeOverlay, "copy": ModeCopy}[mode]
+					switch mode {
+					case "copy":
 						opts = append(opts, WithCopyFallback())
+					case "renames":
+						opts = append(opts, WithDirRenames())
+						wantKind = ModeOverlay
+						if overlayUserXattr(runConfig{}) {
+							wantKind = ModeCopy
+						}
 					}
 					if err := Run(context.Background(), f, cmd, opts...); err != nil {
 						t.Errorf("%s: Run: %v\n%s", mode, err, stderr.String())
 						continue
 					}
-					if want := map[string]ModeKind{"overlay": ModeOverlay, "copy": ModeCopy}[mode]; got.Kind != want {
-						t.Errorf("ran as %v, want %v", got.Kind, want)
+					if got.Kind != wantKind {
+						t.Errorf("%s: ran as %v, want %v", mode, got.Kind, wantKind)
+					}
+					if mode == "renames" && wantKind == ModeCopy && got.Fallback != noRedirectFallback {
+						t.Errorf("%s: Mode.Fallback %q, want %q", mode, got.Fallback, noRedirectFallback)
 					}
 					checkView(t, mode, f, want)
 					changes[mode] = fmt.Sprint(f.Changes())
@@ -342,8 +354,10 @@ func runRenames(t *testing.T, modes []string) {
 						t.Errorf("%s: the real root changed:\n%v", mode, err)
 					}
 				}
-				if len(modes) == 2 && changes["overlay"] != changes["copy"] {
-					t.Errorf("the modes' Changes differ:\noverlay: %s\ncopy:    %s", changes["overlay"], changes["copy"])
+				for _, mode := range modes[1:] {
+					if changes[mode] != changes[modes[0]] {
+						t.Errorf("the modes' Changes differ:\n%s: %s\n%s: %s", modes[0], changes[modes[0]], mode, changes[mode])
+					}
 				}
 			})
 		}

@@ -56,6 +56,9 @@ type runRequest struct {
 	ChownEPERM bool `json:"chowneperm,omitempty"`
 	// KeepCaps: unconfined, the command keeps every capability.
 	KeepCaps bool `json:"keepcaps,omitempty"`
+	// noRecord: mount without the owner record (the thread's run, whose
+	// descriptors must not outlive it).
+	noRecord bool
 }
 
 // runStatus is written to the status pipe when the hook fails; a successful
@@ -133,7 +136,7 @@ func (req runRequest) mountView() error {
 	if req.NoMount {
 		return nil
 	}
-	if _, err := mountOverlay(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr); err != nil {
+	if _, err := mountOverlayRecord(context.Background(), req.Root, req.Upper, req.Work, req.Root, Options{UserXattr: req.UserXattr}, !req.UserXattr, !req.noRecord); err != nil {
 		return err
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
@@ -350,20 +353,25 @@ func capsAtMost(caps uint64) (restore func()) {
 // the command sees them as they are on disk.
 //
 // The overlay lives in a private mount namespace of the command only. Run
-// materializes the layer into a temporary upper dir, starts the current
-// executable (which links this package) in a new mount namespace (and,
-// when not root in the initial user namespace, a new user namespace that
-// maps the caller to uid 0, mounting with userxattr), mounts there and
-// starts cmd; afterwards it imports the upper dir. In that mode the
-// command runs as the caller's own uid and gid, in a user namespace
-// nested in the mounting one.
+// materializes the layer into a temporary upper dir, mounts the overlay in
+// a new mount namespace and starts cmd; afterwards it imports the upper
+// dir. As root in the initial user namespace a thread of the caller makes
+// the namespaces for itself and starts cmd (see the package doc, "Running
+// commands"); otherwise Run starts the current executable (which links
+// this package) in the new namespaces (and, when not root in the initial
+// user namespace, a new user namespace that maps the caller to uid 0,
+// mounting with userxattr). In that mode the command runs as the caller's
+// own uid and gid, in a user namespace nested in the mounting one, and
+// cannot rename the root's directories unless [WithDirRenames].
 //
 // Where no overlay can be mounted (no overlayfs, no privilege, no user
 // namespaces), or with [WithCopyFallback], Run copies the view into a
 // temporary directory instead, runs the command there and imports the
 // difference. Both ways give the same layer. The fallback is decided
 // before the command runs, except when the helper process fails to mount:
-// then a Stdin that is not an *os.File may already have been partly read.
+// then a Stdin that is not an *os.File may already have been partly read
+// (not in a thread, as root in the initial user namespace, which mounts
+// before it reads Stdin).
 //
 // Sandbox: in every mode the command sees the host read-only but for the
 // root, its TMPDIR and the WithWritable paths, in a session, PID, UTS, IPC
@@ -441,6 +449,9 @@ func Run(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption)
 		return err
 	}
 	cleanup(cfg.tempDir, false) // opportunistic: what killed callers left
+	if !cfg.forceCopy && cfg.dirRenames && overlayUserXattr(cfg) {
+		cfg.forceCopy, cfg.fallback = true, noRedirectFallback
+	}
 	if !cfg.forceCopy {
 		err := runOverlay(ctx, f, cmd, cfg)
 		var me *mountFailed
@@ -537,12 +548,26 @@ func cloneCmd(ctx context.Context, cmd *exec.Cmd) *exec.Cmd {
 	return c
 }
 
-func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig) error {
-	userNS := os.Geteuid() != 0
+// noRedirectFallback is Mode.Fallback when WithDirRenames chose the copy.
+const noRedirectFallback = "WithDirRenames: in a user namespace the overlay cannot rename the root's directories (the kernel forces redirect_dir=nofollow with userxattr: EXDEV)"
+
+// runUserNS reports whether the overlay run makes a user namespace.
+func runUserNS(cfg runConfig) bool {
 	if cfg.userNSSet {
-		userNS = cfg.userNS
+		return cfg.userNS
 	}
-	opts := Options{UserXattr: userNS || !inInitUserNS()}
+	return os.Geteuid() != 0
+}
+
+// overlayUserXattr reports whether the overlay run mounts with userxattr,
+// and so without directory redirects.
+func overlayUserXattr(cfg runConfig) bool {
+	return runUserNS(cfg) || !inInitUserNS()
+}
+
+func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig) error {
+	userNS := runUserNS(cfg)
+	opts := Options{UserXattr: overlayUserXattr(cfg)}
 	mode := Mode{Kind: ModeOverlay, Root: f.Root()}
 	if userNS {
 		mode.Kind = ModeOverlayUserNS
@@ -628,6 +653,24 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	if abi == 0 {
 		before = f.LowerState()
 	}
+	// One start of this program fewer (thread_linux.go); a quota's tmpfs
+	// is calibrated for the re-executed init's mount (quota_linux.go).
+	if threadOK(userNS, cmd, cfg.maxRSS) && base == tmp && !cfg.noThread {
+		// Without a context: os/exec's own watch would kill through a
+		// pidfd of the thread's descriptor table from another thread.
+		tc := &exec.Cmd{
+			Path: path, Args: c.Args[1:], Env: c.Env, Dir: dir,
+			Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, ExtraFiles: c.ExtraFiles,
+		}
+		hookErr, waitErr, err := runInThread(ctx, tc, req, ns, func() {
+			if cfg.report != nil {
+				cfg.report(mode)
+			}
+		})
+		if !errors.Is(err, errNoThread) {
+			return finishOverlay(f, cmd, upper, opts, before, hookErr, waitErr, err)
+		}
+	}
 	sup, hookErr, err := startHooked(c, req, []nsAttr{ns}, true, "mount")
 	if err != nil {
 		var se *startError
@@ -640,6 +683,15 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		cfg.report(mode)
 	}
 	waitErr := sup.wait()
+	return finishOverlay(f, cmd, upper, opts, before, hookErr, waitErr, nil)
+}
+
+// finishOverlay ends an overlay run: the hook's failure, else the check of
+// an unconfined run and the import of the upper.
+func finishOverlay(f *overlayfs.Fs, cmd *exec.Cmd, upper string, opts Options, before *overlayfs.LowerState, hookErr *runStatus, waitErr, err error) error {
+	if err != nil {
+		return err
+	}
 	if hookErr != nil {
 		return hookFailure(hookErr, cmd)
 	}

@@ -67,10 +67,15 @@ func newOverlay(t *testing.T, root string) *overlayfs.Fs {
 	return f
 }
 
+// runModes are the ways to run a command that the tests compare. As root,
+// "overlay" takes the re-executed init (withReexecInit) and "Run" the
+// thread (thread_linux.go), so that both are covered.
 func runModes() []runMode {
 	cfg := runConfig{tempDir: os.TempDir()}
 	ns := cfg
 	ns.userNS, ns.userNSSet = true, true
+	reexec := cfg
+	reexec.noThread = true
 	with := func(c runConfig, opts []RunOption) runConfig {
 		for _, o := range opts {
 			o(&c)
@@ -79,7 +84,7 @@ func runModes() []runMode {
 	}
 	return []runMode{
 		{"overlay", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
-			return runOverlay(ctx, f, cmd, with(cfg, opts))
+			return runOverlay(ctx, f, cmd, with(reexec, opts))
 		}},
 		{"overlay-userns", func(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) error {
 			return runOverlay(ctx, f, cmd, with(ns, opts))

@@ -23,6 +23,9 @@ type runConfig struct {
 	unconfined bool
 	noLandlock bool // act as if the kernel had no Landlock (tests)
 	network    bool
+	noThread   bool // as root, re-execute this program as init anyway (benchmarks, tests)
+	dirRenames bool
+	maxRSS     int64  // the thread's resident-memory limit, 0 for threadMaxRSS (benchmarks)
 	fallback   string // why the overlay was not used, for the mode report
 	report     func(Mode)
 }
@@ -83,4 +86,28 @@ func WithModeReport(fn func(Mode)) RunOption {
 // loopback and no abstract unix socket outside.
 func WithNetwork() RunOption {
 	return func(c *runConfig) { c.network = true }
+}
+
+// WithDirRenames says the command may rename directories the root
+// already has (rename(2) of a lower directory: python's os.rename, Go's
+// os.Rename, mv) and must see them work as in a plain run. As root in the
+// initial user namespace the overlay does that anyway (redirect_dir=on,
+// imported as renames), and the option changes nothing. In a user
+// namespace it cannot: the kernel takes redirect_dir=on only with
+// trusted.* xattrs, and forces redirect_dir=nofollow with userxattr, so
+// that such a rename fails with EXDEV there. With this option Run then
+// runs the command in the copy mode instead, where renames work, and says
+// why through [WithModeReport] (Mode.Fallback). The copy costs a copy of
+// the whole view (see Run's Cost) and has the copy mode's limit on tools
+// that record inode numbers (git's index, see the package doc).
+func WithDirRenames() RunOption {
+	return func(c *runConfig) { c.dirRenames = true }
+}
+
+// withReexecInit makes Run start the PID namespace's init by executing
+// this program again even where a thread could make the namespaces (see
+// thread_linux.go): the path taken with a quota or a SysProcAttr, and the
+// peer that the thread's speed is measured against.
+func withReexecInit() RunOption {
+	return func(c *runConfig) { c.noThread = true }
 }

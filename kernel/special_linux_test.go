@@ -34,9 +34,9 @@ func init() {
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bind %s: %v\n", p, err)
-		os.Exit(1)
+		exit(1)
 	}
-	os.Exit(0)
+	exit(0) // not os.Exit: under -race that waits a second (GORACE atexit_sleep_ms)
 }
 
 // specialModes are Run's modes that this file's tests exercise.

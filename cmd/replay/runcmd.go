@@ -76,6 +76,13 @@ In the copy fallback a read-only command can still leave changes where a
 tool records inode numbers or ctimes (git's index): the copy has new
 ones. The kernel overlay, chosen whenever it can be, has no such effect.
 
+Renaming a directory the tree already has (mv, python's os.rename, Go's
+os.Rename) works in the copy and, as root, in the kernel overlay. Not
+as root, the overlay runs in a user namespace, where the kernel cannot
+record such a rename: it fails with "Invalid cross-device link" (mv copes
+by copying). -renames runs such a command in the copy instead when that
+is the case (as root it changes nothing).
+
 Afterwards run prints what the command changed under the root, one line
 per path as git's name-status does ("A path", "M path", "D path"), and
 with -patch the changes as a git patch after the list; git apply skips the
@@ -106,6 +113,7 @@ which are not imported (every other change is, and is printed).
 			})
 			fs.BoolVar(&o.unconfined, "unconfined", false, "do not confine the command's writes with Landlock nor make the host read-only")
 			fs.BoolVar(&o.network, "net", false, "let the command use the host's network (default: none)")
+			fs.BoolVar(&o.renames, "renames", false, "the command renames directories of the tree: not as root, run it in the copy")
 			fs.BoolVar(&o.verbose, "v", false, "print the mode used (overlay or copy, confined or not) on standard error")
 			return func(e *env, args []string) int {
 				o.root, o.patch, o.copy = *root, *patch, *copyFallback
@@ -122,6 +130,7 @@ type runOpts struct {
 	allowWrite  []string
 	unconfined  bool
 	network     bool
+	renames     bool
 	verbose     bool
 }
 
@@ -157,6 +166,9 @@ func runRun(e *env, args []string, o runOpts) int {
 	}
 	if o.network {
 		opts = append(opts, kernel.WithNetwork())
+	}
+	if o.renames {
+		opts = append(opts, kernel.WithDirRenames())
 	}
 	if o.verbose {
 		opts = append(opts, kernel.WithModeReport(func(m kernel.Mode) {
