@@ -69,7 +69,7 @@ func TestRunQuota(t *testing.T) {
 	if err := unix.Statfs(mem, &st); err != nil {
 		t.Fatal(err)
 	}
-	wantUse := overlayfs.Usage{Bytes: int64(st.Blocks-st.Bfree) * st.Bsize, Inodes: int64(st.Files-st.Ffree) - 1}
+	wantUse := overlayfs.Usage{Bytes: int64(st.Blocks-st.Bfree) * int64(st.Bsize), Inodes: int64(st.Files-st.Ffree) - 1}
 	if got := f.Usage(); got != wantUse {
 		t.Errorf("the layer counts %+v; the tmpfs holds %+v", got, wantUse)
 	}

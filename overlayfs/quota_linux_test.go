@@ -51,7 +51,7 @@ func tmpfsUsage(t testing.TB, dir string) overlayfs.Usage {
 	if err := unix.Statfs(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	return overlayfs.Usage{Bytes: int64(st.Blocks-st.Bfree) * st.Bsize, Inodes: int64(st.Files-st.Ffree) - 1}
+	return overlayfs.Usage{Bytes: int64(st.Blocks-st.Bfree) * int64(st.Bsize), Inodes: int64(st.Files-st.Ffree) - 1}
 }
 
 type quotaOp struct {

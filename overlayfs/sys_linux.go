@@ -11,14 +11,14 @@ import (
 // so code reading owners or link counts through Sys() keeps working.
 func sysStat(fi *fileInfo) any {
 	st := &syscall.Stat_t{
-		Ino:   fi.ino,
-		Nlink: uint64(fi.nlink),
-		Uid:   uint32(fi.uid),
-		Gid:   uint32(fi.gid),
-		Size:  fi.size,
-		Mtim:  syscall.NsecToTimespec(fi.mtime.UnixNano()),
-		Mode:  uint32(fi.mode.Perm()),
+		Ino:  fi.ino,
+		Uid:  uint32(fi.uid),
+		Gid:  uint32(fi.gid),
+		Size: fi.size,
+		Mtim: syscall.NsecToTimespec(fi.mtime.UnixNano()),
+		Mode: uint32(fi.mode.Perm()),
 	}
+	setUint(&st.Nlink, uint64(fi.nlink)) // uint64 on amd64, uint32 on arm64 and 386
 	switch {
 	case fi.mode.IsDir():
 		st.Mode |= syscall.S_IFDIR
@@ -82,3 +82,7 @@ func plainDir(abs, name string) (has, ok bool) {
 	}
 	return false, false
 }
+
+// setUint sets *p to v, for the Stat_t fields whose width differs
+// between architectures.
+func setUint[T ~uint32 | ~uint64](p *T, v uint64) { *p = T(v) }
