@@ -260,10 +260,20 @@ func (t *threadRun) fork() error {
 	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Cur < 1<<16 {
 		maxFD = int(lim.Cur)
 	}
-	args := newInitArgs(maxFD)
+	// life: its write end stays in this thread's descriptor table (its
+	// own since the unshare; close-on-exec, so the command does not get
+	// it) until the thread ends; init watches the read end.
+	var life [2]int
+	if err := unix.Pipe2(life[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return err
+	}
+	args := newInitArgs(maxFD, life[0])
 	pid, errno := forkInit(args)
 	runtime.KeepAlive(args)
 	unix.Close(p[1])
+	unix.Close(life[0])
 	if errno != 0 {
 		unix.Close(p[0])
 		return fmt.Errorf("fork: %w", errno)
