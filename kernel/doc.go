@@ -307,7 +307,9 @@
 // caller that mounts the namespace's /proc, closes every descriptor and
 // reaps orphans; it carries PR_SET_PDEATHSIG SIGKILL, tied to the thread,
 // which lives until the command is gone (the thread ends only with the
-// caller otherwise). The command is its sibling in its namespace, started
+// caller otherwise), and also ends when a pipe whose write end only the
+// thread holds closes (within 0.1 s): Landlock's signal scope can refuse
+// the death signal from the confined thread. The command is its sibling in its namespace, started
 // by os/exec, so Run's error is the command's own (*exec.ExitError with
 // its code or signal). When the command exits, and when ctx is cancelled,
 // Run kills init, the kernel kills the rest of the namespace, and Run
