@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/cowfs/cowfs/internal/longtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +11,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cowfs/cowfs/internal/longtest"
 	"github.com/spf13/afero"
 )
 
-// TestReviewReadOnlyPassedFilesStayReadOnly: a confined command given
+// TestRunPassedFilesStayReadOnly: a confined command given
 // descriptors opened read-only (as extra files) on a file of the real root
 // and on one outside every writable path may read them, but reopening them
 // for writing by /proc/self/fd/N must fail as any other write there does:
@@ -23,7 +23,7 @@ import (
 // the descriptor's access mode, so the command wrote the real root (under
 // the overlay, unseen by the layer) and the outside file. Oracle: the disk
 // around the root, as os sees it, before and after.
-func TestReviewReadOnlyPassedFilesStayReadOnly(t *testing.T) {
+func TestRunPassedFilesStayReadOnly(t *testing.T) {
 	needLandlock(t)
 	for _, mode := range runModes() {
 		t.Run(mode.name, func(t *testing.T) {
@@ -67,34 +67,34 @@ func TestReviewReadOnlyPassedFilesStayReadOnly(t *testing.T) {
 	}
 }
 
-// reviewLinkEnv makes the test binary run TestReviewUnreadableLinkChild;
+// unreadableLinkEnv makes the test binary run TestRunUnreadableLinkChild;
 // its value is a work directory the child owns.
-const reviewLinkEnv = "COWFS_KERNEL_REVIEW_LINK"
+const unreadableLinkEnv = "COWFS_KERNEL_REVIEW_LINK"
 
 // reviewLinkScript leaves a file its own user cannot read under two hard
 // links.
 const reviewLinkScript = `echo s > a && ln a b && chmod 0 a`
 
-// TestReviewUnreadableHardLink runs, as uid 65534, a command that leaves
+// TestRunUnreadableHardLink runs, as uid 65534, a command that leaves
 // an unreadable file under two names. makeReadable gives the owner read
 // permission on the first name it meets and records its mode; the second
 // name is the same inode, now readable, so nothing is recorded for it and
 // it is imported with the mode makeReadable gave it (0400) instead of the
 // one the command left (0). Oracle: the same command by os/exec on a plain
 // copy, modes read before any is given back.
-func TestReviewUnreadableHardLink(t *testing.T) {
-	runUnprivChild(t, "TestReviewUnreadableLinkChild", reviewLinkEnv)
+func TestRunUnreadableHardLink(t *testing.T) {
+	runUnprivChild(t, "TestRunUnreadableLinkChild", unreadableLinkEnv)
 }
 
-func TestReviewUnreadableLinkChild(t *testing.T) {
-	work := os.Getenv(reviewLinkEnv)
+func TestRunUnreadableLinkChild(t *testing.T) {
+	work := os.Getenv(unreadableLinkEnv)
 	if work == "" {
-		t.Skip("runs as a child of TestReviewUnreadableHardLink")
+		t.Skip("runs as a child of TestRunUnreadableHardLink")
 	}
 	unreadableAgainstPlain(t, work, reviewLinkScript, []string{"a", "b"})
 }
 
-// TestReviewDirNotADirectoryLikeOS: a cmd.Dir that cannot be entered
+// TestRunDirNotADirectoryLikeOS: a cmd.Dir that cannot be entered
 // fails as os/exec fails, in every mode. os/exec stats Dir before the fork
 // (only when SysProcAttr is nil): a Dir it cannot stat (missing, dangling
 // symlink, a file on the way, a parent it cannot search) gives "chdir DIR:
@@ -104,30 +104,30 @@ func TestReviewUnreadableLinkChild(t *testing.T) {
 // modes named the test binary instead of the program. Oracle: os/exec on
 // a plain copy of the view (the view's paths put back in its message).
 // As root the search-permission cases succeed, for os/exec as for Run; they
-// fail for real in TestReviewDirUnprivileged.
-func TestReviewDirNotADirectoryLikeOS(t *testing.T) {
+// fail for real in TestRunDirUnprivileged.
+func TestRunDirNotADirectoryLikeOS(t *testing.T) {
 	if !longtest.On() {
 		t.Skip("a long campaign: COWFS_LONG=1 runs it (.ci/run does)")
 	}
 	runDirCases(t)
 }
 
-// reviewDirEnv makes the test binary run TestReviewDirUnprivilegedChild;
+// reviewDirEnv makes the test binary run TestRunDirUnprivilegedChild;
 // its value is a work directory the child owns.
 const reviewDirEnv = "COWFS_KERNEL_REVIEW_DIR"
 
-// TestReviewDirUnprivileged runs the cases of TestReviewDirNotADirectoryLikeOS
+// TestRunDirUnprivileged runs the cases of TestRunDirNotADirectoryLikeOS
 // as uid 65534, where a directory without search permission stops os/exec.
 // The hook runs as uid 0 of a user namespace, whose capabilities let it
 // enter a directory of the caller's that the caller cannot.
-func TestReviewDirUnprivileged(t *testing.T) {
+func TestRunDirUnprivileged(t *testing.T) {
 	if !longtest.On() {
 		t.Skip("a long campaign: COWFS_LONG=1 runs it (.ci/run does)")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("TestReviewDirNotADirectoryLikeOS runs the cases unprivileged already")
+		t.Skip("TestRunDirNotADirectoryLikeOS runs the cases unprivileged already")
 	}
-	cmd, work := unprivChild(t, "TestReviewDirUnprivilegedChild", 0o755)
+	cmd, work := unprivChild(t, "TestRunDirUnprivilegedChild", 0o755)
 	cmd.Env = append(os.Environ(), reviewDirEnv+"="+work, "TMPDIR="+work)
 	out, err := cmd.CombinedOutput()
 	text := string(out)
@@ -139,9 +139,9 @@ func TestReviewDirUnprivileged(t *testing.T) {
 	}
 }
 
-func TestReviewDirUnprivilegedChild(t *testing.T) {
+func TestRunDirUnprivilegedChild(t *testing.T) {
 	if os.Getenv(reviewDirEnv) == "" {
-		t.Skip("runs as a child of TestReviewDirUnprivileged")
+		t.Skip("runs as a child of TestRunDirUnprivileged")
 	}
 	runDirCases(t)
 }
