@@ -171,12 +171,9 @@ func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	pn := l.nodeAtLocked(parent(rel))
-	if pn.kind != kindDir {
-		if pn.exists() {
-			return pathErr("put", e.Path, errNotDir)
-		}
-		return pathErr("put", e.Path, errNoEnt)
+	pn, err := l.putParentLocked(rel)
+	if err != nil {
+		return err
 	}
 	visible := pn.under
 	cur, err := l.lookup(rel, visible)
@@ -261,4 +258,17 @@ func readSized(r io.Reader, size int64) ([]byte, error) {
 		return append(data, rest...), err
 	}
 	return nil, err
+}
+
+// putParentLocked returns the node of rel's parent for PutEntry: ENOTDIR
+// when it is not a directory, ENOENT when it does not exist.
+func (l *layer) putParentLocked(rel string) (node, error) {
+	pn := l.nodeAtLocked(parent(rel))
+	if pn.kind != kindDir {
+		if pn.exists() {
+			return pn, pathErr("put", rel, errNotDir)
+		}
+		return pn, pathErr("put", rel, errNoEnt)
+	}
+	return pn, nil
 }

@@ -489,12 +489,9 @@ func (l *layer) putLink(e LayerEntry) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	pn := l.nodeAtLocked(parent(rel))
-	if pn.kind != kindDir {
-		if pn.exists() {
-			return pathErr("put", e.Path, errNotDir)
-		}
-		return pathErr("put", e.Path, errNoEnt)
+	pn, err := l.putParentLocked(rel)
+	if err != nil {
+		return err
 	}
 	src := l.nodeAtLocked(e.LinkTo)
 	want := map[EntryType]kind{EntryFile: kindFile, EntrySymlink: kindSymlink, EntryFIFO: kindFIFO, EntrySocket: kindSocket}[e.Type]
