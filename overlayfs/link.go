@@ -114,29 +114,16 @@ func (l *layer) link(oldname, newname, absOld, absNew string) error {
 		}
 		return asLinkErr("link", oldname, newname, err)
 	}
-	if ln.last != lastNorm {
-		if err := l.dirCheck(ln); err != nil {
-			return asLinkErr("link", oldname, newname, err)
-		}
-		return linkErr("link", oldname, newname, errExist)
+	if err := l.newNameLocked("link", oldname, newname, ln); err != nil {
+		return err
 	}
-	nn, err := l.final(ln)
-	if err != nil {
-		return asLinkErr("link", oldname, newname, err)
-	}
-	switch {
-	case nn.exists():
-		return linkErr("link", oldname, newname, errExist)
-	case ln.dirOnly:
-		return linkErr("link", oldname, newname, errNoEnt) // Linux: "you asked for a directory"
-	case !lo.inside:
+	if !lo.inside {
 		return linkErr("link", oldname, newname, errXDev)
 	}
 	if err := l.mayLinkLocked(lo, ln, no); err != nil {
 		return linkErr("link", oldname, newname, err)
 	}
-	switch {
-	case no.kind == kindDir:
+	if no.kind == kindDir {
 		return linkErr("link", oldname, newname, errPerm)
 	}
 	if err := l.linkQuotaLocked(no); err != nil {
@@ -534,3 +521,26 @@ type sysInfo struct {
 }
 
 func (fi sysInfo) Sys() any { return fi.sys }
+
+// newNameLocked returns the *os.LinkError of op (link or symlink) making
+// the name at, which must not exist: EEXIST for an entry (or "." and
+// ".."), ENOENT for a name that ends in a slash ("you asked for a
+// directory").
+func (l *layer) newNameLocked(op, oldname, newname string, at loc) error {
+	if at.last != lastNorm {
+		if err := l.dirCheck(at); err != nil {
+			return asLinkErr(op, oldname, newname, err)
+		}
+		return linkErr(op, oldname, newname, errExist)
+	}
+	n, err := l.final(at)
+	switch {
+	case err != nil:
+		return asLinkErr(op, oldname, newname, err)
+	case n.exists():
+		return linkErr(op, oldname, newname, errExist)
+	case at.dirOnly:
+		return linkErr(op, oldname, newname, errNoEnt)
+	}
+	return nil
+}

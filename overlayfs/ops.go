@@ -260,21 +260,8 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 		}
 		return asLinkErr("symlink", oldname, newname, err)
 	}
-	if at.last != lastNorm {
-		if err := l.dirCheck(at); err != nil {
-			return asLinkErr("symlink", oldname, newname, err)
-		}
-		return linkErr("symlink", oldname, newname, errExist)
-	}
-	n, err := l.final(at)
-	if err != nil {
-		return asLinkErr("symlink", oldname, newname, err)
-	}
-	switch {
-	case n.exists():
-		return linkErr("symlink", oldname, newname, errExist)
-	case at.dirOnly:
-		return linkErr("symlink", oldname, newname, errNoEnt) // Linux: "you asked for a directory"
+	if err := l.newNameLocked("symlink", oldname, newname, at); err != nil {
+		return err
 	}
 	if oldname == "" {
 		return linkErr("symlink", oldname, newname, errNoEnt)
