@@ -107,28 +107,53 @@ func (l *layer) lowerLookup(rel, host string) (node, error) {
 // lowerIn is lowerLookup with the record of rel's directory, nil when it
 // is not a known real lower directory chain.
 func (l *layer) lowerIn(d *lowerDir, rel, host string) (node, error) {
-	if d != nil {
+	if strings.IndexByte(rel, 0) >= 0 {
+		// As os: no NUL in a C string (a removed handle's goneRel).
+		return node{}, &fs.PathError{Op: "lstat", Path: l.host(rel), Err: errInval}
+	}
+	fi, err := l.lowerStat(d, rel, host, false)
+	if fi == nil {
+		return node{}, err
+	}
+	k := kindOfMode(fi.Mode())
+	return node{kind: k, fi: fi, under: k == kindDir}, nil
+}
+
+// lowerStat returns the lower's Lstat at rel, or nil when it has nothing
+// there; d is the record of rel's directory, as for lowerIn. A name the
+// directory's listing lacks is missing without a system call, unless
+// stat is set: a Stat or Lstat pays os's lstat for a miss too, and for a
+// name that exists the listing would only add its lookup. rel holds no
+// NUL (lowerIn checks; the fast path's names were): its host path goes to
+// the kernel unchecked.
+func (l *layer) lowerStat(d *lowerDir, rel, host string, stat bool) (fs.FileInfo, error) {
+	if d != nil && !stat {
 		if names := d.names.Load(); names != nil {
 			if _, ok := (*names)[base(rel)]; !ok {
-				return node{}, nil
+				return nil, nil
 			}
 		}
 	}
 	if host == "" {
 		host = l.host(rel)
 	}
-	fi, err := lstatHost(host)
+	var fi fs.FileInfo
+	var err error
+	if rel == "" {
+		fi, err = lstatHost(host) // the root: named as its host directory
+	} else {
+		fi, err = lstatNamed(host, base(rel))
+	}
 	if err != nil {
 		if isMissing(err) {
 			if d != nil {
 				l.missed(d, parent(rel))
 			}
-			return node{}, nil
+			return nil, nil
 		}
-		return node{}, err
+		return nil, err
 	}
-	k := kindOfMode(fi.Mode())
-	return node{kind: k, fi: fi, under: k == kindDir}, nil
+	return fi, nil
 }
 
 // A lower directory's names are listed (see cacheNames) at the second

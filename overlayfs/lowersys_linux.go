@@ -27,12 +27,22 @@ const atFDCWD = ^uintptr(-unix.AT_FDCWD - 1)
 // os's. os.SameFile does not know a lowerInfo: compare lower infos with
 // sameLower.
 func lstatHost(host string) (fs.FileInfo, error) {
-	if len(host) >= lstatBuf || strings.IndexByte(host, 0) >= 0 {
+	if strings.IndexByte(host, 0) >= 0 {
+		return os.Lstat(host)
+	}
+	return lstatNamed(host, filepath.Base(host))
+}
+
+// lstatNamed is lstatHost of a host path that holds no NUL (a path the
+// layer made of a name resolveName checked), named name in its info
+// (filepath.Base(host): the caller has it at hand).
+func lstatNamed(host, name string) (fs.FileInfo, error) {
+	if len(host) >= lstatBuf {
 		return os.Lstat(host)
 	}
 	var buf [lstatBuf]byte
 	copy(buf[:], host)
-	fi := &lowerInfo{name: filepath.Base(host)}
+	fi := &lowerInfo{name: name}
 	for {
 		_, _, e := syscall.Syscall6(unix.SYS_NEWFSTATAT, atFDCWD, uintptr(unsafe.Pointer(&buf[0])),
 			uintptr(unsafe.Pointer(&fi.st)), unix.AT_SYMLINK_NOFOLLOW, 0, 0)

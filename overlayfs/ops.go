@@ -44,8 +44,8 @@ func (l *layer) stat(op, name, abs string, follow bool) (fs.FileInfo, error) {
 
 // statRLocked is stat under the read lock.
 func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, error) {
-	at, err := l.resolve(op, name, abs, follow)
-	if err != nil {
+	var at loc
+	if err := l.resolveInto(&at, op, name, abs, howOf(follow)|hSlashFollows|hStat); err != nil {
 		return nil, err
 	}
 	if !at.inside {
@@ -62,11 +62,13 @@ func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, err
 		}
 		return renameInfo(fi, infoName(name)), nil
 	}
-	n := at.n // found by the resolver, in the common case: not copied again
+	n := &at.n // found by the resolver, in the common case: not copied
 	if !at.have {
-		if n, err = l.final(at); err != nil {
+		fn, err := l.final(at)
+		if err != nil {
 			return nil, fixErr(op, name, err)
 		}
+		n = &fn
 	}
 	if !n.exists() {
 		return nil, pathErr(op, name, errNoEnt)
@@ -77,7 +79,7 @@ func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, err
 	if !n.layer {
 		return renameInfo(n.fi, infoName(name)), nil
 	}
-	return l.infoLocked(infoName(name), n), nil
+	return l.infoLocked(infoName(name), *n), nil
 }
 
 // final returns the node a resolved location names.

@@ -91,7 +91,9 @@ func (l *layer) dirCheck(at loc) error {
 // abs is name made absolute (see Fs.pick), or "" for resolve to make it.
 // Callers hold l.mu (read or write).
 func (l *layer) resolve(op, name, abs string, follow bool) (loc, error) {
-	return l.resolveName(op, name, abs, follow, true)
+	var at loc
+	err := l.resolveInto(&at, op, name, abs, howOf(follow)|hSlashFollows)
+	return at, err
 }
 
 // resolveEntry resolves a name whose last component an operation creates
@@ -99,21 +101,42 @@ func (l *layer) resolve(op, name, abs string, follow bool) (loc, error) {
 // follow a final symlink, as in Linux; dirOnly still reports the slash.
 // Callers check l.last: the kernel never acts on a last "." or "..".
 func (l *layer) resolveEntry(op, name, abs string) (loc, error) {
-	return l.resolveName(op, name, abs, false, false)
+	var at loc
+	err := l.resolveInto(&at, op, name, abs, 0)
+	return at, err
 }
 
-// resolveName resolves name: resolve and resolveEntry. It is the only
-// route from a name to a location: a clean name in a known directory takes
-// the fast path (fastLoc), anything else is walked.
-func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool) (loc, error) {
+// how says how resolveInto resolves a name.
+type how uint8
+
+const (
+	hFollow       how = 1 << iota // follow a final symlink
+	hSlashFollows                 // a trailing slash follows a final symlink (not for resolveEntry)
+	hStat                         // the caller reads the node: Stat, Lstat (see fastLoc)
+)
+
+// howOf returns hFollow when follow is set.
+func howOf(follow bool) how {
+	if follow {
+		return hFollow
+	}
+	return 0
+}
+
+// resolveInto resolves name into *at: resolve and resolveEntry, and Stat's
+// resolution (hStat). It is the only route from a name to a location: a
+// clean name in a known directory takes the fast path (fastLoc), anything
+// else is walked. at is the caller's, zero on entry, filled in place: a
+// Stat moves no loc from one frame to the next.
+func (l *layer) resolveInto(at *loc, op, name, abs string, h how) error {
 	if name == "" {
-		return loc{}, pathErr(op, name, errNoEnt)
+		return pathErr(op, name, errNoEnt)
 	}
 	if strings.IndexByte(name, 0) >= 0 {
-		return loc{}, pathErr(op, name, errInval) // as os: no NUL in a C string
+		return pathErr(op, name, errInval) // as os: no NUL in a C string
 	}
 	if len(name) >= pathMax {
-		return loc{}, pathErr(op, name, errNameTooLong)
+		return pathErr(op, name, errNameTooLong)
 	}
 	if abs == "" {
 		abs = name
@@ -121,27 +144,28 @@ func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool) (lo
 	if !filepath.IsAbs(abs) {
 		wd, err := getwd()
 		if err != nil {
-			return loc{}, pathErr(op, name, err)
+			return pathErr(op, name, err)
 		}
 		abs = wd + "/" + name
 	}
-	if at, ok, err := l.fastLoc(op, name, abs, follow); ok && (l.opts.as == nil || l.searchUpLocked(at.rel)) {
-		return at, err
+	follow := h&hFollow != 0
+	if ok, err := l.fastLoc(at, op, name, abs, h); ok && (l.opts.as == nil || l.searchUpLocked(at.rel)) {
+		return err
 	}
 	last, slash := lastOf(name)
 	dirOnly := slash || last != lastNorm
 	// "x/." walks x as a directory to look "." up in: x is always followed.
-	follow = follow || last == lastDot || slash && slashFollows
-	var at loc
+	follow = follow || last == lastDot || slash && h&hSlashFollows != 0
 	var err error
 	if rest, ok := l.within(lexClean(abs)); ok {
-		at, err = l.walk(op, name, splitRel(rest), exit{}, follow, 0)
+		*at, err = l.walk(op, name, splitRel(rest), exit{}, follow, 0)
 	} else {
-		at, err = l.outside(op, name, abs, follow, 0)
+		*at, err = l.outside(op, name, abs, follow, 0)
 	}
 	at.name, at.dirOnly, at.slash, at.last = name, at.dirOnly || dirOnly, slash, last
 	if err == nil && last == lastDot && at.inside && l.opts.as != nil && l.searchLocked(at.rel) != nil {
-		return loc{}, pathErr(op, name, errAccess) // AsUser: "x/." looks "." up in x
+		*at = loc{}
+		return pathErr(op, name, errAccess) // AsUser: "x/." looks "." up in x
 	}
 	if err == nil && !at.inside {
 		// The resolved host path, with what the name's end asks for.
@@ -152,7 +176,7 @@ func (l *layer) resolveName(op, name, abs string, follow, slashFollows bool) (lo
 			at.host += "/"
 		}
 	}
-	return at, err
+	return err
 }
 
 // within reports whether a lexically clean absolute path lies in the root,
