@@ -258,7 +258,17 @@ func (l *layer) entryAt(rel string) (entry, bool) {
 	if rel == "" {
 		return l.paths.Get(rel)
 	}
-	d := l.paths.st.slot(parent(rel))
+	return l.entryIn(rel, strings.LastIndexByte(rel, '/'))
+}
+
+// entryIn is entryAt of a path other than the root whose last slash is at
+// i (-1: none), which the caller found already.
+func (l *layer) entryIn(rel string, i int) (entry, bool) {
+	dir := ""
+	if i >= 0 {
+		dir = rel[:i]
+	}
+	d := l.paths.st.slot(dir)
 	st := dirState(d.st.Load())
 	if st&dirKnown == 0 {
 		st = l.learn(d)
@@ -267,7 +277,7 @@ func (l *layer) entryAt(rel string) (entry, bool) {
 		return entry{}, false
 	}
 	if kids := d.kids.Load(); kids != nil {
-		e, ok := (*kids)[base(rel)]
+		e, ok := (*kids)[rel[i+1:]]
 		return e, ok
 	}
 	return l.paths.Get(rel)
@@ -334,7 +344,11 @@ func (l *layer) fastLoc(at *loc, op, name, abs string, h how) (ok bool, err erro
 	if !in || !relpath.Valid(rel) || rel == relpath.Root || !relpath.NamesFit(rel, nameMax) {
 		return false, nil
 	}
-	dir := parent(rel)
+	slash := strings.LastIndexByte(rel, '/')
+	dir := ""
+	if slash >= 0 {
+		dir = rel[:slash]
+	}
 	c := l.lower()
 	d := c.dir(dir)
 	if d == nil || !l.clearDir(dir) {
@@ -348,7 +362,7 @@ func (l *layer) fastLoc(at *loc, op, name, abs string, h how) (ok bool, err erro
 	if h&(hFollow|hStat) == 0 {
 		return true, nil
 	}
-	if e, ok := l.entryAt(rel); ok {
+	if e, ok := l.entryIn(rel, slash); ok {
 		at.n = layerNode(e, true)
 	} else {
 		fi, err := l.lowerStat(d, rel, abs, h&hStat != 0)
