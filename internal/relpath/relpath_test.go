@@ -31,6 +31,11 @@ func check(t *testing.T, rel string) {
 	if relpath.Valid(rel) != (want || rel == ".") {
 		t.Fatalf("Valid(%q) = %v", rel, relpath.Valid(rel))
 	}
+	for _, m := range []int{1, 255} {
+		if !got && relpath.Fits(rel, m) {
+			t.Fatalf("Fits(%q, %d) but not Below", rel, m)
+		}
+	}
 	if !got {
 		return
 	}
@@ -50,6 +55,9 @@ func check(t *testing.T, rel string) {
 		long = max(long, len(c))
 	}
 	for _, m := range []int{1, 3, 255} {
+		if relpath.Fits(rel, m) != (long <= m) {
+			t.Fatalf("Fits(%q, %d) = %v; Below, longest component %d", rel, m, !(long <= m), long)
+		}
 		if relpath.NamesFit(rel, m) != (long <= m) {
 			t.Fatalf("NamesFit(%q, %d) = %v, longest component %d", rel, m, !(long <= m), long)
 		}
@@ -58,7 +66,9 @@ func check(t *testing.T, rel string) {
 
 func TestBelow(t *testing.T) {
 	for _, rel := range []string{"", ".", "..", "...", ".a", "a.", "a", "a/b", "a/.", "a/..", "./a", "../a",
-		"a/./b", "a/../b", "a//b", "/a", "a/", "a\x00", "\xff\xfe", "a/.../b", "..a/b..", strings.Repeat("x", 300)} {
+		"a/./b", "a/../b", "a//b", "/a", "a/", "a\x00", "\xff\xfe", "a/.../b", "..a/b..", strings.Repeat("x", 300),
+		"...", "a/...", ".a/.b", "a/..", "../", "a\x00b", "a/\x00", "-/_", "a b/c~", "abc/defg/h", strings.Repeat("ab/", 10) + "..",
+		strings.Repeat("ab/", 10) + "abc", strings.Repeat("ab/", 11) + "abc"} {
 		check(t, rel)
 	}
 }
@@ -81,4 +91,15 @@ func ExampleBelow() {
 	// . false true
 	// a/../b false false
 	// a/ false false
+}
+
+func ExampleFits() {
+	for _, rel := range []string{"a/b", "a/..", "abc/d", "..."} {
+		fmt.Println(rel, relpath.Fits(rel, 3))
+	}
+	// Output:
+	// a/b true
+	// a/.. false
+	// abc/d true
+	// ... true
 }
