@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 )
 
 // TestLstatHostIsOsLstat checks lstatHost against os.Lstat, the oracle,
@@ -49,6 +50,14 @@ func TestLstatHostIsOsLstat(t *testing.T) {
 		// Around the buffer's end: the NUL must fit.
 		n := lstatBuf - i
 		names = append(names, root+"/"+strings.Repeat("z", n-len(root)-1))
+	}
+	var st syscall.Stat_t
+	for n := int(unsafe.Sizeof(st)) - 4; n <= int(unsafe.Sizeof(st))+1; n++ {
+		// Around the end of the stat buffer the path goes in: the NUL
+		// must fit; a file there and a missing name.
+		p := root + "/" + strings.Repeat("s", n-len(root)-1)
+		must(os.WriteFile(p, []byte(p), 0o600))
+		names = append(names, p, p[:len(p)-1]+"-")
 	}
 	for _, name := range names {
 		p := name
