@@ -290,7 +290,9 @@
 // file contents. A lookup that misses in a lower directory costs an lstat
 // until the overlay lists the directory's names, at the second miss in a
 // small directory (at most 4 KiB) or the 16th in a bigger one; from then
-// on a miss there (creating a new file) costs no system call.
+// on a miss there (creating a new file) costs no system call. Stat and
+// Lstat lstat a lower name whatever the listing says, as os does: for a
+// name that exists the listing would only add a lookup.
 //
 // # Where things live
 //
@@ -305,7 +307,8 @@
 // directories free of layer entries; lookup.go: one path in the merged
 // view and the one cache of the lower (lowerCache, good for one epoch);
 // lowersys_*.go: the lower's lstat and open for reading, in fewer
-// allocations and system calls than os's (lstatHost, openLower); the rules for
+// allocations and system calls than os's (lstatHost and the resolver's
+// lstatNamed, openLower); the rules for
 // root-relative paths are package internal/relpath's; node.go: the
 // kinds, layer entries and merged-view nodes; blob.go: file contents;
 // layer.go: subtrees of the layer and root-relative path helpers;
