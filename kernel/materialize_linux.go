@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/cowfs/cowfs/internal/sparse"
+	"github.com/cowfs/cowfs/internal/unixmode"
 	"github.com/cowfs/cowfs/overlayfs"
 	"golang.org/x/sys/unix"
 )
@@ -236,7 +237,7 @@ func (m *materializer) create(s step) error {
 				return &fs.PathError{Op: "lchown", Path: p, Err: err}
 			}
 		}
-		if err := unix.Fchmodat(dfd, name, unixMode(e.Mode), 0); err != nil {
+		if err := unix.Fchmodat(dfd, name, unixmode.Perm(e.Mode), 0); err != nil {
 			return &fs.PathError{Op: "chmod", Path: p, Err: err}
 		}
 		ts := timespecs(e.ModTime, e.ModTime)
@@ -300,7 +301,7 @@ func (m *materializer) applyDirMeta(d step) error {
 			return &fs.PathError{Op: "chown", Path: p, Err: err}
 		}
 	}
-	if err := unix.Fchmodat(dfd, name, unixMode(d.Mode), 0); err != nil {
+	if err := unix.Fchmodat(dfd, name, unixmode.Perm(d.Mode), 0); err != nil {
 		return &fs.PathError{Op: "chmod", Path: p, Err: err}
 	}
 	ts := timespecs(d.atime, d.ModTime)
@@ -366,21 +367,6 @@ func futimens(f *os.File, ts *[2]unix.Timespec) error {
 		return errno
 	}
 	return nil
-}
-
-// unixMode converts permission and special bits for chmod(2).
-func unixMode(m fs.FileMode) uint32 {
-	u := uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		u |= unix.S_ISUID
-	}
-	if m&fs.ModeSetgid != 0 {
-		u |= unix.S_ISGID
-	}
-	if m&fs.ModeSticky != 0 {
-		u |= unix.S_ISVTX
-	}
-	return u
 }
 
 // underlying unwraps an os error to its errno so the caller's PathError

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cowfs/cowfs/internal/unixmode"
 	"github.com/cowfs/cowfs/overlayfs"
 	"github.com/spf13/afero"
 )
@@ -43,7 +44,7 @@ func WriteOCILayer(f *overlayfs.Fs, w io.Writer) error {
 			return ociError(s.Path, ErrUnrepresentable)
 		}
 		hdr := &tar.Header{
-			Name: s.Path, Mode: int64(unixMode(s.Mode)), ModTime: s.ModTime,
+			Name: s.Path, Mode: int64(unixmode.Perm(s.Mode)), ModTime: s.ModTime,
 			Uid: s.Uid, Gid: s.Gid, Format: tar.FormatPAX,
 		}
 		switch s.Type {
@@ -260,7 +261,7 @@ func (l *ociLayer) entry(hdr *tar.Header, name string, tr io.Reader) error {
 		l.dir(name).opaque = true
 	}
 	e := overlayfs.LayerEntry{
-		Path: name, Mode: permBits(uint32(hdr.Mode)), ModTime: hdr.ModTime,
+		Path: name, Mode: specialPerm(unixmode.FileMode(uint32(hdr.Mode))), ModTime: hdr.ModTime,
 		Uid: hdr.Uid, Gid: hdr.Gid,
 	}
 	it := &ociItem{explicit: true}
