@@ -639,7 +639,9 @@ func splitPath(name string) (dir, base string) {
 func (l *layer) unlinkLocked(rel string, visible bool, n node) {
 	walked := l.keepLinksLocked(rel, visible, n)
 	l.goneLocked(rel)
+	dirs := l.removedDirsLocked(rel)
 	l.deleteTreeLocked(rel)
+	l.pinLocked(rel, dirs)
 	l.whiteoutLocked(rel, visible, n, walked)
 }
 
