@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cowfs/cowfs/internal/relpath"
 	"github.com/cowfs/cowfs/internal/unixmode"
 	"github.com/cowfs/cowfs/overlayfs"
 	"golang.org/x/sys/unix"
@@ -439,7 +440,7 @@ func (a *upperApplier) dirFD(dir string) (int, error) {
 	}
 	for len(a.dirs) > 1 {
 		top := a.dirs[len(a.dirs)-1].rel
-		if top == dir || strings.HasPrefix(dir, top+"/") {
+		if relpath.Within(dir, top) {
 			break
 		}
 		a.popDir()

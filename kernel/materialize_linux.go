@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cowfs/cowfs/internal/relpath"
 	"github.com/cowfs/cowfs/internal/sparse"
 	"github.com/cowfs/cowfs/internal/unixmode"
 	"github.com/cowfs/cowfs/overlayfs"
@@ -422,7 +423,7 @@ func newDirStack(root *os.Root) *dirStack {
 func (s *dirStack) get(rel string) (*openDir, error) {
 	for len(s.stack) > 1 {
 		top := s.stack[len(s.stack)-1].rel
-		if rel == top || strings.HasPrefix(rel, top+"/") {
+		if relpath.Within(rel, top) {
 			break
 		}
 		s.stack[len(s.stack)-1].close()

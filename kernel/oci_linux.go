@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cowfs/cowfs/internal/relpath"
 	"github.com/cowfs/cowfs/internal/unixmode"
 	"github.com/cowfs/cowfs/overlayfs"
 	"github.com/spf13/afero"
@@ -187,7 +188,7 @@ func (l *ociLayer) read(tr *tar.Reader) error {
 		if name == "." {
 			continue // the layer root: a layer has no entry for it
 		}
-		if name == commitJournal || strings.HasPrefix(name, commitJournal+"/") {
+		if relpath.Within(name, commitJournal) {
 			return ociError(hdr.Name, ErrReservedName)
 		}
 		marker, err := l.marker(hdr, name)
