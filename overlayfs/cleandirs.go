@@ -356,7 +356,7 @@ func (l *layer) fastLoc(at *loc, op, name, abs string, h how) (ok bool, err erro
 	}
 	// Field by field: a loc built whole and then moved would be loaded in
 	// 16-byte moves from the 8-byte stores that built it, a stalled store
-	// forward each (about 3% of a Stat). at is zero (see resolveInto).
+	// forward each (about 2% of a Stat). at is zero (see resolveInto).
 	at.name, at.rel, at.host = name, rel, abs
 	at.inside, at.visible = true, true
 	if h&(hFollow|hStat) == 0 {
