@@ -29,11 +29,11 @@ import (
 type file struct {
 	fs    *Fs
 	inner afero.File
-	id    int64
+	id    int64    // open order, given by Recorder.track
 	args  openArgs // what the open record says of the call
 
-	name   atomic.Pointer[string] // inner name now, cleaned; follows renames
-	opened string                 // name at open, cleaned; name points here until a rename
+	opened string                 // inner name at open, cleaned
+	moved  atomic.Pointer[string] // inner name now, cleaned, once a rename moved it; nil before
 
 	// In the Recorder's list of open handles, under the Recorder's mu.
 	openPrev, openNext *file
@@ -118,9 +118,8 @@ func (m marks) has(x marks) bool { return m&x != 0 }
 
 // newFile wraps inner, opened by the name clean (cleaned) with flag.
 func newFile(fsys *Fs, inner afero.File, clean string, flag int, args openArgs) *file {
-	f := &file{fs: fsys, inner: inner, id: fsys.rec.fileIDs.Add(1), args: args, opened: clean}
+	f := &file{fs: fsys, inner: inner, args: args, opened: clean}
 	f.cur.p = fsys.rec.pools
-	f.name.Store(&f.opened)
 	f.spans = f.span1[:0]
 	st := &f.state
 	switch flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR) {
@@ -148,14 +147,22 @@ func sortFiles(fs []*file) {
 	slices.SortFunc(fs, func(a, b *file) int { return cmp.Compare(a.id, b.id) })
 }
 
+// name returns the inner name the file has now.
+func (f *file) name() string {
+	if n := f.moved.Load(); n != nil {
+		return *n
+	}
+	return f.opened
+}
+
 func (f *file) renamed(old, new string) {
-	n := *f.name.Load()
+	n := f.name()
 	switch {
 	case n == old:
-		f.name.Store(&new)
+		f.moved.Store(&new)
 	case strings.HasPrefix(n, old+string(filepath.Separator)):
 		s := new + n[len(old):]
-		f.name.Store(&s)
+		f.moved.Store(&s)
 	}
 }
 
@@ -254,7 +261,7 @@ func (f *file) catchUp(limit int64, hole bool) {
 func (f *file) readBack(off, limit int64, fn func([]byte)) error {
 	var r io.ReaderAt = f.inner
 	if !f.state.access.reads() {
-		g, err := f.fs.inner.Open(*f.name.Load())
+		g, err := f.fs.inner.Open(f.name())
 		if err != nil {
 			return err
 		}
@@ -663,7 +670,7 @@ func (f *file) flush(unclosed bool) error {
 			rec.Names = f.names
 		}
 	}
-	if n := f.name.Load(); n != &f.opened {
+	if n := f.moved.Load(); n != nil {
 		if now := f.fs.rel(*n); now != rec.Path {
 			rec.To = now
 		}

@@ -137,10 +137,10 @@ type Recorder struct {
 	chained int // buf[chained:] are record lines not chained yet (see settle)
 
 	open    openHandles
+	opened  int64 // handles tracked so far: the next one's id
 	final   *finalState
 	content *contentStore
 	pools   *pools
-	fileIDs atomic.Int64 // open order of handles
 	// writes counts the calls through the recorder that may change a
 	// file's bytes, twice each (as they begin and as they end), so a
 	// read-only handle can tell that the version it looked up may have
@@ -240,9 +240,8 @@ func (r *Recorder) Close() error {
 		r.open.remove(f)
 	}
 	r.mu.Unlock()
-	// Flush in open order (the list is in the order handles were tracked,
-	// newest first, which racing opens may interleave differently from
-	// their ids).
+	// Flush in open order (the list is newest first, and handles are
+	// taken off it as they close).
 	sortFiles(open)
 	for _, f := range open {
 		f.flush(true)
@@ -457,8 +456,12 @@ func (r *Recorder) flushLocked() {
 	r.chained = 0
 }
 
+// track puts f on the list of open handles and gives it its id, the
+// open order.
 func (r *Recorder) track(f *file) {
 	r.mu.Lock()
+	r.opened++
+	f.id = r.opened
 	r.open.add(f)
 	r.mu.Unlock()
 }
