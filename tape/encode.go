@@ -81,17 +81,24 @@ func appendReadHandle(b []byte, r *Record) (out []byte, ok bool) {
 		r.Flag == "" || !jsonPlain(r.Path) || !jsonPlain(r.Flag) || !jsonPlain(r.RHash) {
 		return b, false
 	}
+	return appendReadRest(b, r.Path, r.Flag, r.RHash, r.RSize, r.Spans), true
+}
+
+// appendReadRest is appendReadHandle after its checks: the members of a
+// read-only handle's record after the seq number. path, flag and rhash
+// need no escape, rsize is above zero.
+func appendReadRest(b []byte, path, flag, rhash string, rsize int64, spans []Span) []byte {
 	b = append(b, `,"op":"open","path":"`...)
-	b = append(b, r.Path...)
+	b = append(b, path...)
 	b = append(b, `","flag":"`...)
-	b = append(b, r.Flag...)
+	b = append(b, flag...)
 	b = append(b, `","rhash":"`...)
-	b = append(b, r.RHash...)
+	b = append(b, rhash...)
 	b = append(b, `","rsize":`...)
-	b = strconv.AppendInt(b, r.RSize, 10)
-	if len(r.Spans) > 0 {
+	b = strconv.AppendInt(b, rsize, 10)
+	if len(spans) > 0 {
 		b = append(b, `,"spans":[[`...)
-		for i, s := range r.Spans {
+		for i, s := range spans {
 			if i > 0 {
 				b = append(b, `],[`...)
 			}
@@ -101,7 +108,7 @@ func appendReadHandle(b []byte, r *Record) (out []byte, ok bool) {
 		}
 		b = append(b, `]]`...)
 	}
-	return append(b, '}'), true
+	return append(b, '}')
 }
 
 // appendStat appends the record of a stat, lstat or fstat, which has no

@@ -619,6 +619,15 @@ func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
 
 func (f *file) Close() error { return f.flush(false) }
 
+// plainRead reports whether the handle's record, before its Close, has
+// the read-handle shape of emitRead: a content version read and hashed,
+// of at least one byte, nothing else done or failed, opened without a
+// permission, not renamed, with a path that needs no escape.
+func (f *file) plainRead() bool {
+	return f.state.did == markFlushed && f.state.read == readFinished && f.rhash != "" && f.rsize > 0 &&
+		f.args.mode == "" && len(f.fails) == 0 && f.moved.Load() == nil && jsonPlain(f.args.path) && jsonPlain(f.args.flag)
+}
+
 // flush completes the record and writes it. unclosed is true when called
 // by Recorder.Close for a handle the program never closed; the inner handle
 // then stays open. A handle recorded already (a second Close, or a Close
@@ -633,10 +642,20 @@ func (f *file) flush(unclosed bool) error {
 		return f.inner.Close()
 	}
 	f.state.did |= markFlushed
-	rec := Record{Op: OpOpen, Path: f.args.path, Flag: f.args.flag, Mode: f.args.mode}
 	if f.state.read == readOngoing {
 		f.finishRead()
 	}
+	if !unclosed && f.plainRead() {
+		spans := mergeSpans(f.spans)
+		f.cur.release()
+		err := f.inner.Close()
+		f.fail("close", err)
+		path, flag, rhash, rsize, fails := f.args.path, f.args.flag, f.rhash, f.rsize, f.fails
+		f.mu.Unlock()
+		f.fs.rec.emitRead(f, path, flag, rhash, rsize, spans, fails)
+		return err
+	}
+	rec := Record{Op: OpOpen, Path: f.args.path, Flag: f.args.flag, Mode: f.args.mode}
 	if f.state.read != readNone {
 		rec.RHash, rec.RSize = f.rhash, f.rsize
 		rec.Spans = mergeSpans(f.spans)

@@ -338,6 +338,32 @@ func (r *Recorder) emitStat(op, path string, fi os.FileInfo, err error, k *versi
 	return cached
 }
 
+// emitRead takes f off the open list and records it when its record
+// holds only what a handle that read one content version and did nothing
+// else has: path, flag, rhash, rsize, spans and the failures of its Close
+// (see appendReadHandle; flush checks the shape). Like emitStat it builds
+// no Record unless something needs one: a failure or the online check.
+func (r *Recorder) emitRead(f *file, path, flag, rhash string, rsize int64, spans []Span, fails []string) {
+	r.mu.Lock()
+	r.open.remove(f)
+	if r.check != nil || len(fails) > 0 {
+		rec := Record{Op: OpOpen, Path: path, Flag: flag, RHash: rhash, RSize: rsize, Spans: spans, Fails: fails}
+		d := r.emitLocked(&rec)
+		r.mu.Unlock()
+		r.diverged(d)
+		return
+	}
+	if !r.closed {
+		r.seq++
+		from := len(r.buf)
+		b := append(r.buf, `{"seq":`...)
+		b = strconv.AppendInt(b, r.seq, 10)
+		r.buf = append(appendReadRest(b, path, flag, rhash, rsize, spans), '\n')
+		r.written(from)
+	}
+	r.mu.Unlock()
+}
+
 // lookupVersion returns the hash the version cache holds for k.
 func (r *Recorder) lookupVersion(k versionKey) string {
 	r.mu.Lock()
