@@ -622,7 +622,9 @@ func (f *file) Close() error { return f.flush(false) }
 // plainRead reports whether the handle's record, before its Close, has
 // the read-handle shape of emitRead: a content version read and hashed,
 // of at least one byte, nothing else done or failed, opened without a
-// permission, not renamed, with a path that needs no escape.
+// permission, not renamed, with a path that needs no escape. A member
+// that flush adds to a handle's record must be ruled out here
+// (TestEmitReadMatchesRecord).
 func (f *file) plainRead() bool {
 	return f.state.did == markFlushed && f.state.read == readFinished && f.rhash != "" && f.rsize > 0 &&
 		f.args.mode == "" && len(f.fails) == 0 && f.moved.Load() == nil && jsonPlain(f.args.path) && jsonPlain(f.args.flag)

@@ -341,7 +341,7 @@ func (r *Recorder) emitStat(op, path string, fi os.FileInfo, err error, k *versi
 // emitRead takes f off the open list and records it when its record
 // holds only what a handle that read one content version and did nothing
 // else has: path, flag, rhash, rsize, spans and the failures of its Close
-// (see appendReadHandle; flush checks the shape). Like emitStat it builds
+// (appendReadRest; file.plainRead checks the shape). Like emitStat it builds
 // no Record unless something needs one: a failure or the online check.
 func (r *Recorder) emitRead(f *file, path, flag, rhash string, rsize int64, spans []Span, fails []string) {
 	r.mu.Lock()
