@@ -353,6 +353,9 @@ func (h *file) Close() error {
 		return pathErr("close", h.name, os.ErrClosed)
 	}
 	h.closed = true
+	if h.fs.counting() {
+		h.fs.siteClosed(h)
+	}
 	h.fs.release(h.ino)
 	return nil
 }

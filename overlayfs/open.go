@@ -157,13 +157,18 @@ func (l *layer) openNodeLocked(name, rel string, n node, flag int, perm fs.FileM
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
-	return l.handle(name, ino, flag, b), nil
+	return l.handle(name, rel, ino, flag, b), nil
 }
 
-// handle returns a new handle on the layer file ino, whose content is b.
-func (l *layer) handle(name string, ino uint64, flag int, b *blob) *file {
+// handle returns a new handle, opened at rel, on the layer file ino,
+// whose content is b.
+func (l *layer) handle(name, rel string, ino uint64, flag int, b *blob) *file {
 	l.hold(ino)
-	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b}
+	h := &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b}
+	if l.counting() {
+		l.siteOpened(h, rel)
+	}
+	return h
 }
 
 // fileLocked returns the identity and content of the file an open for
@@ -277,7 +282,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	case n.kind == kindFIFO && n.layer:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	case n.layer:
-		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino)), nil
+		return l.handle(name, at.rel, n.e.ino, flag, l.blobLocked(n.e.ino)), nil
 	}
 	fh, err := openLower(l.hostOf(at), flag)
 	if err != nil {
@@ -325,7 +330,7 @@ func (l *layer) release(ino uint64) {
 	// Not held at all when the layer was reset since the handle was made,
 	// and its counts with it (the map may be nil).
 	delete(l.opened, ino)
-	orphan := l.orphan[ino]
+	_, orphan := l.orphan[ino]
 	l.hmu.Unlock()
 	if !orphan {
 		return
@@ -335,11 +340,17 @@ func (l *layer) release(ino uint64) {
 	// Looked at again under both locks: the file may have been opened again,
 	// or the layer restored, in between. A read handle opened on the lower
 	// before the copy-up may still come to read this identity (copyIno):
-	// the orphan stays until then.
-	if l.opened[ino] == 0 && l.orphan[ino] && !l.copyIno[ino] {
-		delete(l.orphan, ino)
-		delete(l.opened, ino)
-		l.blobs.Delete(ino)
+	// the orphan stays until then. Its space goes now, as in tmpfs.
+	if counted, ok := l.orphan[ino]; ok && l.opened[ino] == 0 {
+		if counted {
+			l.dropFileQuotaLocked(ino)
+			l.orphan[ino] = false
+		}
+		if !l.copyIno[ino] {
+			delete(l.orphan, ino)
+			delete(l.opened, ino)
+			l.blobs.Delete(ino)
+		}
 	}
 	l.hmu.Unlock()
 	l.mu.Unlock()
