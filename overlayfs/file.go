@@ -37,6 +37,7 @@ type file struct {
 
 	closed bool
 	detach bool // last is private: the layer no longer has ino
+	sticky bool // keeps ino's open count at zero when closed (see release)
 
 	mu   sync.Mutex // guards off, closed, last
 	off  int64
@@ -353,7 +354,7 @@ func (h *file) Close() error {
 		return pathErr("close", h.name, os.ErrClosed)
 	}
 	h.closed = true
-	h.fs.release(h.ino)
+	h.fs.release(h.ino, h.sticky)
 	return nil
 }
 

@@ -157,13 +157,14 @@ func (l *layer) openNodeLocked(name, rel string, n node, flag int, perm fs.FileM
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
-	return l.handle(name, ino, flag, b), nil
+	return l.handle(name, ino, flag, b, n.layer), nil
 }
 
-// handle returns a new handle on the layer file ino, whose content is b.
-func (l *layer) handle(name string, ino uint64, flag int, b *blob) *file {
+// handle returns a new handle on the layer file ino, whose content is b;
+// sticky when the file was in the layer before the open (see release).
+func (l *layer) handle(name string, ino uint64, flag int, b *blob, sticky bool) *file {
 	l.hold(ino)
-	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b}
+	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b, sticky: sticky}
 }
 
 // fileLocked returns the identity and content of the file an open for
@@ -277,7 +278,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	case n.kind == kindFIFO && n.layer:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	case n.layer:
-		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino)), nil
+		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino), true), nil
 	}
 	fh, err := openLower(l.hostOf(at), flag)
 	if err != nil {
@@ -314,17 +315,26 @@ func (l *layer) hold(ino uint64) {
 
 // release ends a handle; the content of a file unlinked while open goes
 // with its last handle. It takes l.mu only then: ending a handle on a file
-// that is still there changes nothing else.
-func (l *layer) release(ino uint64) {
+// that is still there changes nothing else. The last sticky handle on a
+// file leaves its count in opened at zero, so that the next open of a file
+// written again and again costs no map insertion and its close no
+// deletion; the count goes with the file (dropBlobLocked), or with the
+// tree a Restore leaves behind, or with a Reset.
+func (l *layer) release(ino uint64, sticky bool) {
 	l.hmu.Lock()
-	if n := l.opened[ino] - 1; n > 0 {
-		l.opened[ino] = n
+	n, held := l.opened[ino]
+	switch {
+	case n > 1:
+		l.opened[ino] = n - 1
 		l.hmu.Unlock()
 		return
+	case held && sticky:
+		l.opened[ino] = 0
+	default:
+		// Not held at all when the layer was reset since the handle was
+		// made, and its counts with it (the map may be nil).
+		delete(l.opened, ino)
 	}
-	// Not held at all when the layer was reset since the handle was made,
-	// and its counts with it (the map may be nil).
-	delete(l.opened, ino)
 	orphan := l.orphan[ino]
 	l.hmu.Unlock()
 	if !orphan {
