@@ -5,7 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"sync"
+	"sync/atomic"
 
 	"github.com/spf13/afero"
 )
@@ -29,17 +29,21 @@ var (
 // file is a handle on a layer file. It refers to the file's identity, so it
 // follows the file through renames and keeps working after an unlink.
 // Its fields fit 64 bytes, a size class below 80: a handle is made per open.
+//
+// Every method but Close takes the layer's lock for writing (see lock),
+// which guards off, detach and last: a handle has no lock of its own, so
+// a Write takes one lock, not two, and Close none. A Close racing another
+// method lets that method finish, as os lets a write in progress finish.
 type file struct {
-	fs   *layer
-	name string
-	ino  uint64
-	flag int32 // os's open flags (they fit 32 bits)
+	fs     *layer
+	name   string
+	ino    uint64
+	flag   int32       // os's open flags (they fit 32 bits)
+	closed atomic.Bool // set once, by Close
 
-	closed bool
 	detach bool // last is private: the layer no longer has ino
 	sticky bool // keeps ino's open count at zero when closed (see release)
 
-	mu   sync.Mutex // guards off, closed, last
 	off  int64
 	last *blob // the content last seen; kept if the identity is dropped
 }
@@ -50,7 +54,7 @@ func (h *file) appends() bool  { return int(h.flag)&os.O_APPEND != 0 }
 
 // content returns the blob to read (write=false) or change (write=true).
 // Content still on the lower is read into a buffer with room for spare
-// more bytes: what the caller is about to write. Callers hold h.mu and
+// more bytes: what the caller is about to write. Callers hold
 // h.fs.mu.
 func (h *file) content(write bool, spare int) (*blob, error) {
 	f := h.fs
@@ -72,7 +76,7 @@ func (h *file) content(write bool, spare int) (*blob, error) {
 
 // current returns the blob of the handle's file as it is (perhaps lazy):
 // the layer's, owned if write, or the handle's private copy once the file
-// is gone. Callers hold h.mu and h.fs.mu.
+// is gone. Callers hold h.fs.mu.
 func (h *file) current(write bool) (*blob, error) {
 	f := h.fs
 	if b := h.last; b != nil && !h.detach && b.gen == f.gen {
@@ -102,21 +106,16 @@ func (h *file) current(write bool) (*blob, error) {
 	return b, nil
 }
 
-// lock takes the handle and the file system locks, checking the handle.
+// lock takes the file system's lock for writing, checking the handle.
 func (h *file) lock(op string) error {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
+	if h.closed.Load() {
 		return pathErr(op, h.name, os.ErrClosed)
 	}
 	h.fs.mu.Lock()
 	return nil
 }
 
-func (h *file) unlock() {
-	h.fs.mu.Unlock()
-	h.mu.Unlock()
-}
+func (h *file) unlock() { h.fs.mu.Unlock() }
 
 func (h *file) Name() string { return h.name }
 
@@ -200,7 +199,7 @@ func (h *file) Write(p []byte) (int, error) {
 // writeContent returns the content to write p into at off, owned and
 // loaded; or, when the write lands at the end (appnd, or off is the size)
 // of content still lazy, appends p to its tail without reading the rest
-// and reports done. Callers hold h.mu and h.fs.mu.
+// and reports done. Callers hold h.fs.mu.
 func (h *file) writeContent(p []byte, off int64, appnd bool) (b *blob, done bool, err error) {
 	if b, err = h.current(true); err != nil {
 		return nil, false, err
@@ -348,12 +347,9 @@ func (h *file) Sync() error {
 }
 
 func (h *file) Close() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
+	if h.closed.Swap(true) {
 		return pathErr("close", h.name, os.ErrClosed)
 	}
-	h.closed = true
 	h.fs.release(h.ino, h.sticky)
 	return nil
 }
@@ -382,9 +378,7 @@ func (h *file) ReadDir(int) ([]fs.DirEntry, error) {
 }
 
 func (h *file) notDir() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
+	if h.closed.Load() {
 		return pathErr("readdirent", h.name, errFileClosing)
 	}
 	return pathErr("readdirent", h.name, errNotDir)
