@@ -113,9 +113,12 @@ func (l *layer) dropBlobLocked(ino uint64) {
 	l.dropFileQuotaLocked(ino)
 	l.hmu.Lock()
 	defer l.hmu.Unlock()
+	// Announced before the count is read: see release.
+	l.orphans.Add(1)
+	defer func() { l.orphans.Store(int32(len(l.orphan))) }()
 	// A read handle opened on the lower file before its copy-up reads this
 	// content once it exists, even after an unlink, as with one inode.
-	if l.opened[ino] > 0 || l.copyIno[ino] {
+	if l.openCountLocked(ino) > 0 || l.copyIno[ino] {
 		if l.orphan == nil {
 			l.orphan = make(map[uint64]bool)
 		}

@@ -38,19 +38,28 @@ type file struct {
 	fs     *layer
 	name   string
 	ino    uint64
-	flag   int32       // os's open flags (they fit 32 bits)
-	closed atomic.Bool // set once, by Close
-
-	detach bool // last is private: the layer no longer has ino
-	sticky bool // keeps ino's open count at zero when closed (see release)
+	count  *handleCount // ino's open handles, this one among them
+	closed atomic.Bool  // set once, by Close
+	acc    uint8        // os's access mode: flag & (O_WRONLY|O_RDWR)
+	appnd  bool         // O_APPEND
+	detach bool         // last is private: the layer no longer has ino
+	sticky bool         // keeps ino's open count at zero when closed (see release)
 
 	off  int64
 	last *blob // the content last seen; kept if the identity is dropped
 }
 
-func (h *file) readable() bool { return int(h.flag)&(os.O_WRONLY|os.O_RDWR) != os.O_WRONLY }
-func (h *file) writable() bool { return int(h.flag)&(os.O_WRONLY|os.O_RDWR) != 0 }
-func (h *file) appends() bool  { return int(h.flag)&os.O_APPEND != 0 }
+// opened sets what a new handle (see hold) keeps of its name and os's
+// open flags, and returns it.
+func (h *file) opened(name string, flag int) *file {
+	h.name = name
+	h.acc, h.appnd = uint8(flag&(os.O_WRONLY|os.O_RDWR)), flag&os.O_APPEND != 0
+	return h
+}
+
+func (h *file) readable() bool { return int(h.acc) != os.O_WRONLY }
+func (h *file) writable() bool { return h.acc != 0 }
+func (h *file) appends() bool  { return h.appnd }
 
 // content returns the blob to read (write=false) or change (write=true).
 // Content still on the lower is read into a buffer with room for spare
@@ -350,7 +359,7 @@ func (h *file) Close() error {
 	if h.closed.Swap(true) {
 		return pathErr("close", h.name, os.ErrClosed)
 	}
-	h.fs.release(h.ino, h.sticky)
+	h.fs.release(h.ino, h.count, h.sticky)
 	return nil
 }
 

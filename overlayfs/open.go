@@ -3,6 +3,7 @@ package overlayfs
 import (
 	"io/fs"
 	"os"
+	"sync/atomic"
 
 	"github.com/spf13/afero"
 )
@@ -153,18 +154,21 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 // openNodeLocked opens for writing the file at rel, where the view has n,
 // a regular file or nothing (to create): see fileLocked.
 func (l *layer) openNodeLocked(name, rel string, n node, flag int, perm fs.FileMode) (afero.File, error) {
+	made := l.fam.ino.Load() // the identities after it are this open's
 	ino, b, err := l.fileLocked(rel, n, flag, perm)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
-	return l.handle(name, ino, flag, b, n.layer), nil
+	return l.handle(name, ino, flag, b, n.layer, ino > made), nil
 }
 
 // handle returns a new handle on the layer file ino, whose content is b;
-// sticky when the file was in the layer before the open (see release).
-func (l *layer) handle(name string, ino uint64, flag int, b *blob, sticky bool) *file {
-	l.hold(ino)
-	return &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b, sticky: sticky}
+// sticky when the file was in the layer before the open (see release);
+// fresh when the open made ino (see hold).
+func (l *layer) handle(name string, ino uint64, flag int, b *blob, sticky, fresh bool) *file {
+	h := l.hold(ino, fresh).opened(name, flag)
+	h.last, h.sticky = b, sticky
+	return h
 }
 
 // fileLocked returns the identity and content of the file an open for
@@ -278,7 +282,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	case n.kind == kindFIFO && n.layer:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	case n.layer:
-		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino), true), nil
+		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino), true, false), nil
 	}
 	fh, err := openLower(l.hostOf(at), flag)
 	if err != nil {
@@ -303,36 +307,67 @@ func (l *layer) boundHandle(name, rel string, flag int) *osFile {
 	return o
 }
 
-// hold counts an open handle on a file identity.
-func (l *layer) hold(ino uint64) {
-	l.hmu.Lock()
-	if l.opened == nil {
-		l.opened = make(map[uint64]int)
-	}
-	l.opened[ino]++
-	l.hmu.Unlock()
+// handleCount is the number of open handles on one file identity of a
+// layer. A handle holds its count, so that its Close looks nothing up.
+type handleCount struct{ n atomic.Int32 }
+
+// countedFile is a handle allocated with the count of its file: the first
+// handle on an identity costs one allocation, not two.
+type countedFile struct {
+	file
+	count handleCount
 }
 
-// release ends a handle; the content of a file unlinked while open goes
-// with its last handle. It takes l.mu only then: ending a handle on a file
-// that is still there changes nothing else. The last sticky handle on a
-// file leaves its count in opened at zero, so that the next open of a file
-// written again and again costs no map insertion and its close no
-// deletion; the count goes with the file (dropBlobLocked), or with the
-// tree a Restore leaves behind, or with a Reset.
-func (l *layer) release(ino uint64, sticky bool) {
+// hold returns a new handle on the file identity ino, counted among its
+// open handles; fresh says that ino has none (the open made it), so that
+// its count is not looked for.
+func (l *layer) hold(ino uint64, fresh bool) *file {
+	var c *handleCount
+	var h *file
 	l.hmu.Lock()
-	n, held := l.opened[ino]
-	switch {
-	case n > 1:
-		l.opened[ino] = n - 1
-		l.hmu.Unlock()
+	if !fresh {
+		c = l.opened[ino]
+	}
+	if c == nil {
+		cf := new(countedFile)
+		h, c = &cf.file, &cf.count
+		if l.opened == nil {
+			l.opened = make(map[uint64]*handleCount)
+		}
+		l.opened[ino] = c
+	} else {
+		h = new(file)
+	}
+	c.n.Add(1)
+	l.hmu.Unlock()
+	h.fs, h.ino, h.count = l, ino, c
+	return h
+}
+
+// release ends a handle on ino, counted in c; the content of a file
+// unlinked while open goes with its last handle. Ending a handle on a file
+// that is still there changes nothing else: it takes no lock unless it is
+// the last and either not sticky or some file is an orphan.
+//
+// The last sticky handle on a file leaves its count in opened at zero, so
+// that the next open of a file written again and again makes no count and
+// its close deletes none; the count goes with the file (dropBlobLocked),
+// or with the tree a Restore leaves behind, or with a Reset.
+//
+// Without the lock, the last handle's release and dropBlobLocked agree as
+// two flags do: dropBlobLocked adds to l.orphans before it reads a count,
+// release subtracts from the count before it reads l.orphans. So when
+// dropBlobLocked saw this handle open and made ino an orphan, release sees
+// an orphan and takes the lock; when release sees none, dropBlobLocked saw
+// the count at zero and dropped the content itself.
+func (l *layer) release(ino uint64, c *handleCount, sticky bool) {
+	if c.n.Add(-1) > 0 || sticky && l.orphans.Load() == 0 {
 		return
-	case held && sticky:
-		l.opened[ino] = 0
-	default:
-		// Not held at all when the layer was reset since the handle was
-		// made, and its counts with it (the map may be nil).
+	}
+	l.hmu.Lock()
+	if !sticky && c.n.Load() == 0 && l.opened[ino] == c {
+		// Not there when the layer was reset or restored since the
+		// handle was made, and its counts with it.
 		delete(l.opened, ino)
 	}
 	orphan := l.orphan[ino]
@@ -346,11 +381,21 @@ func (l *layer) release(ino uint64, sticky bool) {
 	// or the layer restored, in between. A read handle opened on the lower
 	// before the copy-up may still come to read this identity (copyIno):
 	// the orphan stays until then.
-	if l.opened[ino] == 0 && l.orphan[ino] && !l.copyIno[ino] {
+	if l.openCountLocked(ino) == 0 && l.orphan[ino] && !l.copyIno[ino] {
 		delete(l.orphan, ino)
+		l.orphans.Store(int32(len(l.orphan)))
 		delete(l.opened, ino)
 		l.blobs.Delete(ino)
 	}
 	l.hmu.Unlock()
 	l.mu.Unlock()
+}
+
+// openCountLocked returns the number of open handles on ino. Callers hold
+// l.hmu.
+func (l *layer) openCountLocked(ino uint64) int32 {
+	if c := l.opened[ino]; c != nil {
+		return c.n.Load()
+	}
+	return 0
 }

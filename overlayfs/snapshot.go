@@ -94,10 +94,11 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 	l.gen = l.fam.gen.Add(1)
 	l.hmu.Lock()
 	clear(l.orphan)
+	l.orphans.Store(0)
 	// Counts kept at zero (see release) are for files of the tree left
 	// behind: each is dropped once. The pass visits the identities with
 	// open handles too, so Restore costs O(1) plus one step per open file.
-	maps.DeleteFunc(l.opened, func(_ uint64, n int) bool { return n == 0 })
+	maps.DeleteFunc(l.opened, func(_ uint64, c *handleCount) bool { return c.n.Load() == 0 })
 	l.hmu.Unlock()
 }
 
