@@ -154,12 +154,32 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 // openNodeLocked opens for writing the file at rel, where the view has n,
 // a regular file or nothing (to create): see fileLocked.
 func (l *layer) openNodeLocked(name, rel string, n node, flag int, perm fs.FileMode) (afero.File, error) {
+	if n.layer && n.kind == kindFile {
+		return l.reopenLocked(name, n.e.ino, flag), nil
+	}
 	made := l.fam.ino.Load() // the identities after it are this open's
 	ino, b, err := l.fileLocked(rel, n, flag, perm)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
 	return l.handle(name, ino, flag, b, n.layer, ino > made), nil
+}
+
+// reopenLocked opens for writing the layer file ino (fileLocked of a
+// layer file: no copy-up). Its count, found first, holds the content the
+// last handle on it saw: when the layer owns that blob it is the layer's
+// blob of ino (see file.current), found without a search.
+func (l *layer) reopenLocked(name string, ino uint64, flag int) *file {
+	h := l.hold(ino, false).opened(name, flag)
+	b := h.count.last
+	if b == nil || b.gen != l.gen {
+		b = l.blobLocked(ino)
+	}
+	if flag&os.O_TRUNC != 0 {
+		b = l.truncLocked(ino, b)
+	}
+	h.count.last, h.last, h.sticky = b, b, true
+	return h
 }
 
 // handle returns a new handle on the layer file ino, whose content is b;
@@ -309,7 +329,10 @@ func (l *layer) boundHandle(name, rel string, flag int) *osFile {
 
 // handleCount is the number of open handles on one file identity of a
 // layer. A handle holds its count, so that its Close looks nothing up.
-type handleCount struct{ n atomic.Int32 }
+type handleCount struct {
+	n    atomic.Int32
+	last *blob // the content a handle opened on ino last saw (see reopenLocked), under l.mu
+}
 
 // countedFile is a handle allocated with the count of its file: the first
 // handle on an identity costs one allocation, not two.
