@@ -5,13 +5,16 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/cowfs/cowfs/internal/longtest"
 )
 
 // TestReleaseRacesUnlink: the last handle on a file written before (so its
 // count is kept at zero, see release) closes while the file is unlinked.
 // Whichever comes first, the content goes: dropBlobLocked drops it when it
 // sees the handle closed, else makes it an orphan that the Close drops.
-// Nothing stays behind (count, orphan, content), in every trial.
+// Nothing stays behind (count, orphan, content), in every trial (3,000;
+// 30,000 with COWFS_LONG=1).
 func TestReleaseRacesUnlink(t *testing.T) {
 	root := t.TempDir()
 	c, err := New(root)
@@ -20,7 +23,7 @@ func TestReleaseRacesUnlink(t *testing.T) {
 	}
 	l := c.primary()
 	name := filepath.Join(root, "f")
-	for trial := range 3000 {
+	for trial := range longtest.N(3000, 30000) {
 		for range 2 {
 			f, err := c.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 			if err != nil {
