@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cowfs/cowfs/internal/relpath"
+	"github.com/cowfs/cowfs/internal/unixmode"
 	"github.com/cowfs/cowfs/overlayfs"
 	"golang.org/x/sys/unix"
 )
@@ -114,7 +116,7 @@ func importRoot(upper string, f *overlayfs.Fs, modes map[string]fs.FileMode) err
 	cst, ok := cur.Sys().(*syscall.Stat_t)
 	mode, fixed := modes["."]
 	if !fixed {
-		mode = permBits(st.Mode)
+		mode = specialPerm(unixmode.FileMode(st.Mode))
 	}
 	if ok && mode == specialPerm(cur.Mode()) && st.Uid == cst.Uid && st.Gid == cst.Gid {
 		return nil
@@ -210,7 +212,7 @@ func (s *upperScan) entry(fd int, rel, name string) error {
 	}
 	e := upperEntry{
 		rel:   rel,
-		mode:  permBits(st.Mode),
+		mode:  specialPerm(unixmode.FileMode(st.Mode)),
 		uid:   int(st.Uid),
 		gid:   int(st.Gid),
 		mtime: time.Unix(st.Mtim.Unix()),
@@ -342,20 +344,6 @@ func readlinkat(fd int, name string) (string, error) {
 	}
 }
 
-func permBits(mode uint32) fs.FileMode {
-	m := fs.FileMode(mode & 0o777)
-	if mode&unix.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if mode&unix.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if mode&unix.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
-}
-
 func listXattrs(p string, buf *[]byte) ([]string, error) {
 	for {
 		n, err := unix.Llistxattr(p, *buf)
@@ -452,7 +440,7 @@ func (a *upperApplier) dirFD(dir string) (int, error) {
 	}
 	for len(a.dirs) > 1 {
 		top := a.dirs[len(a.dirs)-1].rel
-		if top == dir || strings.HasPrefix(dir, top+"/") {
+		if relpath.Within(dir, top) {
 			break
 		}
 		a.popDir()

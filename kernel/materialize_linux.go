@@ -14,7 +14,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cowfs/cowfs/internal/relpath"
 	"github.com/cowfs/cowfs/internal/sparse"
+	"github.com/cowfs/cowfs/internal/unixmode"
 	"github.com/cowfs/cowfs/overlayfs"
 	"golang.org/x/sys/unix"
 )
@@ -236,7 +238,7 @@ func (m *materializer) create(s step) error {
 				return &fs.PathError{Op: "lchown", Path: p, Err: err}
 			}
 		}
-		if err := unix.Fchmodat(dfd, name, unixMode(e.Mode), 0); err != nil {
+		if err := unix.Fchmodat(dfd, name, unixmode.Perm(e.Mode), 0); err != nil {
 			return &fs.PathError{Op: "chmod", Path: p, Err: err}
 		}
 		ts := timespecs(e.ModTime, e.ModTime)
@@ -300,7 +302,7 @@ func (m *materializer) applyDirMeta(d step) error {
 			return &fs.PathError{Op: "chown", Path: p, Err: err}
 		}
 	}
-	if err := unix.Fchmodat(dfd, name, unixMode(d.Mode), 0); err != nil {
+	if err := unix.Fchmodat(dfd, name, unixmode.Perm(d.Mode), 0); err != nil {
 		return &fs.PathError{Op: "chmod", Path: p, Err: err}
 	}
 	ts := timespecs(d.atime, d.ModTime)
@@ -368,21 +370,6 @@ func futimens(f *os.File, ts *[2]unix.Timespec) error {
 	return nil
 }
 
-// unixMode converts permission and special bits for chmod(2).
-func unixMode(m fs.FileMode) uint32 {
-	u := uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		u |= unix.S_ISUID
-	}
-	if m&fs.ModeSetgid != 0 {
-		u |= unix.S_ISGID
-	}
-	if m&fs.ModeSticky != 0 {
-		u |= unix.S_ISVTX
-	}
-	return u
-}
-
 // underlying unwraps an os error to its errno so the caller's PathError
 // names the full upper path instead of os.Root's relative one.
 func underlying(err error) error {
@@ -436,7 +423,7 @@ func newDirStack(root *os.Root) *dirStack {
 func (s *dirStack) get(rel string) (*openDir, error) {
 	for len(s.stack) > 1 {
 		top := s.stack[len(s.stack)-1].rel
-		if rel == top || strings.HasPrefix(rel, top+"/") {
+		if relpath.Within(rel, top) {
 			break
 		}
 		s.stack[len(s.stack)-1].close()

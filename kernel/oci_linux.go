@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cowfs/cowfs/internal/relpath"
+	"github.com/cowfs/cowfs/internal/unixmode"
 	"github.com/cowfs/cowfs/overlayfs"
 	"github.com/spf13/afero"
 )
@@ -43,7 +45,7 @@ func WriteOCILayer(f *overlayfs.Fs, w io.Writer) error {
 			return ociError(s.Path, ErrUnrepresentable)
 		}
 		hdr := &tar.Header{
-			Name: s.Path, Mode: int64(unixMode(s.Mode)), ModTime: s.ModTime,
+			Name: s.Path, Mode: int64(unixmode.Perm(s.Mode)), ModTime: s.ModTime,
 			Uid: s.Uid, Gid: s.Gid, Format: tar.FormatPAX,
 		}
 		switch s.Type {
@@ -186,7 +188,7 @@ func (l *ociLayer) read(tr *tar.Reader) error {
 		if name == "." {
 			continue // the layer root: a layer has no entry for it
 		}
-		if name == commitJournal || strings.HasPrefix(name, commitJournal+"/") {
+		if relpath.Within(name, commitJournal) {
 			return ociError(hdr.Name, ErrReservedName)
 		}
 		marker, err := l.marker(hdr, name)
@@ -260,7 +262,7 @@ func (l *ociLayer) entry(hdr *tar.Header, name string, tr io.Reader) error {
 		l.dir(name).opaque = true
 	}
 	e := overlayfs.LayerEntry{
-		Path: name, Mode: permBits(uint32(hdr.Mode)), ModTime: hdr.ModTime,
+		Path: name, Mode: specialPerm(unixmode.FileMode(uint32(hdr.Mode))), ModTime: hdr.ModTime,
 		Uid: hdr.Uid, Gid: hdr.Gid,
 	}
 	it := &ociItem{explicit: true}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cowfs/cowfs/internal/unixmode"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,7 +45,7 @@ func makeReadable(dir string) map[string]fs.FileMode {
 		id := fileID{uint64(st.Dev), st.Ino}
 		m, seen := left[id]
 		if !seen && unix.Faccessat(unix.AT_FDCWD, p, need, unix.AT_EACCESS) != nil && unix.Chmod(p, st.Mode&0o7777|add) == nil {
-			m, seen = permBits(st.Mode), true
+			m, seen = specialPerm(unixmode.FileMode(st.Mode)), true
 			left[id] = m
 		}
 		if seen {

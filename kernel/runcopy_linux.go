@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cowfs/cowfs/internal/sparse"
+	"github.com/cowfs/cowfs/internal/unixmode"
 	"github.com/cowfs/cowfs/overlayfs"
 	"golang.org/x/sys/unix"
 )
@@ -262,7 +263,7 @@ func (vc *viewCopy) copyEntry(rel string) error {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			rdev = st.Rdev
 		}
-		if err := unix.Mknod(vc.real(rel), unixType(fi.Mode())|0o600, int(rdev)); err != nil {
+		if err := unix.Mknod(vc.real(rel), unixmode.Mode(fi.Mode())&unix.S_IFMT|0o600, int(rdev)); err != nil {
 			if fi.Mode()&(fs.ModeDevice|fs.ModeCharDevice) != 0 {
 				vc.absent[rel] = true
 				return nil
@@ -286,7 +287,7 @@ func (vc *viewCopy) setMeta(rel string, fi fs.FileInfo) error {
 		vc.ownerLost[rel] = true
 	}
 	if fi.Mode()&fs.ModeSymlink == 0 {
-		if err := unix.Chmod(p, unixMode(fi.Mode())); err != nil {
+		if err := unix.Chmod(p, unixmode.Perm(fi.Mode())); err != nil {
 			return &fs.PathError{Op: "chmod", Path: p, Err: err}
 		}
 	}
@@ -365,7 +366,7 @@ func (vc *viewCopy) diffEntry(rel string, inView bool, out *[]upperEntry) error 
 	if err := unix.Lstat(p, &st); err != nil {
 		return &fs.PathError{Op: "lstat", Path: p, Err: err}
 	}
-	e := upperEntry{rel: rel, mode: permBits(st.Mode), uid: int(st.Uid), gid: int(st.Gid), mtime: time.Unix(st.Mtim.Unix()), size: st.Size}
+	e := upperEntry{rel: rel, mode: specialPerm(unixmode.FileMode(st.Mode)), uid: int(st.Uid), gid: int(st.Gid), mtime: time.Unix(st.Mtim.Unix()), size: st.Size}
 	if m, ok := vc.modes[rel]; ok {
 		e.mode = m
 	}
@@ -385,7 +386,7 @@ func (vc *viewCopy) diffEntry(rel string, inView bool, out *[]upperEntry) error 
 		t, ok := specialType(st.Mode)
 		if !ok {
 			if inView {
-				if vfi, err := vc.f.Lstat(vc.view(rel)); err == nil && unixType(vfi.Mode()) == st.Mode&unix.S_IFMT {
+				if vfi, err := vc.f.Lstat(vc.view(rel)); err == nil && unixmode.Mode(vfi.Mode())&unix.S_IFMT == st.Mode&unix.S_IFMT {
 					return nil // the view's own device node or special file, as copied
 				}
 			}
@@ -438,7 +439,7 @@ func (vc *viewCopy) sameMeta(rel string, e upperEntry, vfi fs.FileInfo) bool {
 	case vm.IsRegular():
 		typ = overlayfs.EntryFile
 	default:
-		typ, _ = specialType(unixType(vm))
+		typ, _ = specialType(unixmode.Mode(vm))
 	}
 	if typ != e.typ || !vfi.ModTime().Equal(e.mtime) {
 		return false
@@ -498,23 +499,4 @@ func sameReaders(a, b io.Reader) (bool, error) {
 			return endA == endB, nil
 		}
 	}
-}
-
-// unixType returns the S_IFMT bits of a FileMode's type.
-func unixType(m fs.FileMode) uint32 {
-	switch {
-	case m.IsDir():
-		return unix.S_IFDIR
-	case m&fs.ModeSymlink != 0:
-		return unix.S_IFLNK
-	case m&fs.ModeNamedPipe != 0:
-		return unix.S_IFIFO
-	case m&fs.ModeSocket != 0:
-		return unix.S_IFSOCK
-	case m&fs.ModeCharDevice != 0:
-		return unix.S_IFCHR
-	case m&fs.ModeDevice != 0:
-		return unix.S_IFBLK
-	}
-	return unix.S_IFREG
 }

@@ -110,19 +110,22 @@ func (l *layer) dropBlobLocked(ino uint64) {
 		l.unlinkedQuotaLocked() // as tmpfs, each name of a file is an inode
 		return                  // the file keeps other names
 	}
-	l.dropFileQuotaLocked(ino)
 	l.hmu.Lock()
 	defer l.hmu.Unlock()
 	// Announced before the count is read: see release.
 	l.orphans.Add(1)
 	defer func() { l.orphans.Store(int32(len(l.orphan))) }()
+	open := l.openCountLocked(ino) > 0
+	if !open {
+		l.dropFileQuotaLocked(ino) // else at the last close, as tmpfs (see release)
+	}
 	// A read handle opened on the lower file before its copy-up reads this
 	// content once it exists, even after an unlink, as with one inode.
-	if l.openCountLocked(ino) > 0 || l.copyIno[ino] {
+	if open || l.copyIno[ino] {
 		if l.orphan == nil {
 			l.orphan = make(map[uint64]bool)
 		}
-		l.orphan[ino] = true
+		l.orphan[ino] = open && l.counting()
 		return
 	}
 	delete(l.opened, ino) // a count kept at zero (see release)

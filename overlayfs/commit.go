@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cowfs/cowfs/internal/relpath"
 	"github.com/cowfs/cowfs/internal/sparse"
 )
 
@@ -136,7 +137,7 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 		}
 		plans[i] = g.planLocked(rels, sel != nil)
 		for _, k := range plans[i].keys {
-			if k == journalName || strings.HasPrefix(k, journalName+"/") {
+			if relpath.Within(k, journalName) {
 				return &CommitError{NotApplied: allKeys(roots, plans, len(roots) > 1),
 					Err: pathErr("commit", k, fmt.Errorf("the name is reserved for the commit journal: %w", fs.ErrInvalid))}
 			}
@@ -565,7 +566,7 @@ func (l *layer) settlePlanLocked(p plan) {
 // under reports whether k is one of rels or below one.
 func under(k string, rels []string) bool {
 	for _, r := range rels {
-		if r == "" || k == r || strings.HasPrefix(k, r+"/") {
+		if relpath.Within(k, r) {
 			return true
 		}
 	}

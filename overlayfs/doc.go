@@ -341,6 +341,9 @@
 // the times of changes; quota.go: [WithQuota], [Fs.Usage] and the
 // counting (its hooks: newBlobLocked, dropBlobLocked, setEntry and
 // deleteEntry, the write, truncate and O_TRUNC paths, the creates);
+// quota_sites.go: where open handles are, for the directories a removed
+// file's handle keeps counted (hooks: handle, Close, unlinkLocked,
+// moveLocked);
 // faults.go: [WithFaults], [ShortIO] and the handle wrapper; perm.go:
 // [AsUser] and its checks (hooks in resolve.go's walk, open.go, ops.go,
 // rename.go, link.go, file.go's write and truncate paths, file_dir.go's

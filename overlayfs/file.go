@@ -359,6 +359,9 @@ func (h *file) Close() error {
 	if h.closed.Swap(true) {
 		return pathErr("close", h.name, os.ErrClosed)
 	}
+	if h.fs.counting() {
+		h.fs.siteClosed(h)
+	}
 	h.fs.release(h.ino, h.count, h.sticky)
 	return nil
 }

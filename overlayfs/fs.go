@@ -58,8 +58,9 @@ type layer struct {
 	hmu     sync.Mutex
 	opened  map[uint64]*handleCount // open handle count per file identity
 	bound   bindings                // where open handles are (the strings change under mu)
-	orphan  map[uint64]bool         // identities unlinked while open
+	orphan  map[uint64]bool         // identities unlinked while open: true while WithQuota counts them (until the last close)
 	orphans atomic.Int32            // len(orphan), read by release without hmu
+	sites   map[*file]*handleSite   // WithQuota: where open layer-file handles are (quota_sites.go)
 
 	q quotaState // what WithQuota counts (quota.go), under mu
 }
@@ -209,7 +210,7 @@ func (l *layer) resetLocked() {
 	l.copied, l.copyIno = nil, nil // made at the first copy-up
 	l.q = quotaState{}
 	l.hmu.Lock()
-	l.bound, l.opened, l.orphan = bindings{}, nil, nil // made at the first use
+	l.bound, l.opened, l.orphan, l.sites = bindings{}, nil, nil, nil // made at the first use
 	l.orphans.Store(0)
 	l.hmu.Unlock()
 }

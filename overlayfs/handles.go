@@ -1,6 +1,6 @@
 package overlayfs
 
-import "strings"
+import "github.com/cowfs/cowfs/internal/relpath"
 
 // goneRel is the rel of a directory handle whose directory was removed: no
 // path holds a NUL, so it names nothing.
@@ -52,7 +52,7 @@ func (l *layer) movedLocked(from, to string) {
 	l.hmu.Lock()
 	defer l.hmu.Unlock()
 	for _, p := range l.bound.at {
-		if p != nil && (*p == from || strings.HasPrefix(*p, from+"/")) {
+		if p != nil && relpath.Within(*p, from) {
 			*p = to + (*p)[len(from):]
 		}
 	}
@@ -64,7 +64,7 @@ func (l *layer) goneLocked(rel string) {
 	l.hmu.Lock()
 	defer l.hmu.Unlock()
 	for _, p := range l.bound.at {
-		if p != nil && (*p == rel || strings.HasPrefix(*p, rel+"/") || rel == "") {
+		if p != nil && relpath.Within(*p, rel) {
 			*p = goneRel
 		}
 	}

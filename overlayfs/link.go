@@ -229,7 +229,7 @@ func (l *layer) handleNlinkLocked(h *file) uint32 {
 		return 0
 	}
 	l.hmu.Lock()
-	orphan := l.orphan[h.ino]
+	_, orphan := l.orphan[h.ino]
 	l.hmu.Unlock()
 	if orphan || l.blobLocked(h.ino) == nil {
 		return 0

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -52,8 +53,8 @@ func lstatHost(host string) (fs.FileInfo, error) {
 // file or a directory, and fcntl twice to clear O_NONBLOCK again);
 // os.NewFile of a blocking descriptor leaves it out (one fcntl to see that
 // it is blocking), as os ends up leaving a regular file or a directory.
-// A FIFO or a terminal is not put in the netpoller either: its reads block
-// a thread, and SetReadDeadline reports os.ErrNoDeadline.
+// A FIFO or a character device goes to the netpoller as os puts it there
+// (see newLowerFile).
 func openLower(host string, flag int) (*os.File, error) {
 	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND|syscall.O_NONBLOCK) != 0 {
 		return os.OpenFile(host, flag, 0)
@@ -62,10 +63,30 @@ func openLower(host string, flag int) (*os.File, error) {
 		fd, err := syscall.Open(host, flag|syscall.O_CLOEXEC, 0)
 		switch err {
 		case nil:
-			return os.NewFile(uintptr(fd), host), nil
+			return newLowerFile(fd, host), nil
 		case syscall.EINTR:
 			continue
 		}
 		return nil, &fs.PathError{Op: "open", Path: host, Err: err}
 	}
+}
+
+// newLowerFile wraps fd, which openLower opened blocking, as os.OpenFile
+// would: a FIFO or a character device (a terminal) goes to the netpoller,
+// so that read deadlines work and a Close ends a read blocked in another
+// goroutine; one fstat tells them from regular files and directories,
+// which stay blocking and out of the poller.
+func newLowerFile(fd int, host string) *os.File {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO && st.Mode&syscall.S_IFMT != syscall.S_IFCHR {
+		return os.NewFile(uintptr(fd), host)
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		return os.NewFile(uintptr(fd), host)
+	}
+	f := os.NewFile(uintptr(fd), host) // non-blocking: os registers it with the poller
+	if f.SetReadDeadline(time.Time{}) == os.ErrNoDeadline {
+		syscall.SetNonblock(fd, false) // the poller refused it (as os: blocking again)
+	}
+	return f
 }

@@ -155,21 +155,21 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 // a regular file or nothing (to create): see fileLocked.
 func (l *layer) openNodeLocked(name, rel string, n node, flag int, perm fs.FileMode) (afero.File, error) {
 	if n.layer && n.kind == kindFile {
-		return l.reopenLocked(name, n.e.ino, flag), nil
+		return l.reopenLocked(name, rel, n.e.ino, flag), nil
 	}
 	made := l.fam.ino.Load() // the identities after it are this open's
 	ino, b, err := l.fileLocked(rel, n, flag, perm)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
-	return l.handle(name, ino, flag, b, n.layer, ino > made), nil
+	return l.handle(name, rel, ino, flag, b, n.layer, ino > made), nil
 }
 
-// reopenLocked opens for writing the layer file ino (fileLocked of a
-// layer file: no copy-up). Its count, found first, holds the content the
-// last handle on it saw: when the layer owns that blob it is the layer's
-// blob of ino (see file.current), found without a search.
-func (l *layer) reopenLocked(name string, ino uint64, flag int) *file {
+// reopenLocked opens for writing, by rel, the layer file ino (fileLocked
+// of a layer file: no copy-up). Its count, found first, holds the content
+// the last handle on it saw: when the layer owns that blob it is the
+// layer's blob of ino (see file.current), found without a search.
+func (l *layer) reopenLocked(name, rel string, ino uint64, flag int) *file {
 	h := l.hold(ino, false).opened(name, flag)
 	b := h.count.last
 	if b == nil || b.gen != l.gen {
@@ -179,15 +179,21 @@ func (l *layer) reopenLocked(name string, ino uint64, flag int) *file {
 		b = l.truncLocked(ino, b)
 	}
 	h.count.last, h.last, h.sticky = b, b, true
+	if l.counting() {
+		l.siteOpened(h, rel)
+	}
 	return h
 }
 
-// handle returns a new handle on the layer file ino, whose content is b;
-// sticky when the file was in the layer before the open (see release);
-// fresh when the open made ino (see hold).
-func (l *layer) handle(name string, ino uint64, flag int, b *blob, sticky, fresh bool) *file {
+// handle returns a new handle, opened at rel, on the layer file ino, whose
+// content is b; sticky when the file was in the layer before the open (see
+// release); fresh when the open made ino (see hold).
+func (l *layer) handle(name, rel string, ino uint64, flag int, b *blob, sticky, fresh bool) *file {
 	h := l.hold(ino, fresh).opened(name, flag)
 	h.last, h.sticky = b, sticky
+	if l.counting() {
+		l.siteOpened(h, rel)
+	}
 	return h
 }
 
@@ -302,7 +308,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	case n.kind == kindFIFO && n.layer:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	case n.layer:
-		return l.handle(name, n.e.ino, flag, l.blobLocked(n.e.ino), true, false), nil
+		return l.handle(name, at.rel, n.e.ino, flag, l.blobLocked(n.e.ino), true, false), nil
 	}
 	fh, err := openLower(l.hostOf(at), flag)
 	if err != nil {
@@ -393,7 +399,7 @@ func (l *layer) release(ino uint64, c *handleCount, sticky bool) {
 		// handle was made, and its counts with it.
 		delete(l.opened, ino)
 	}
-	orphan := l.orphan[ino]
+	_, orphan := l.orphan[ino]
 	l.hmu.Unlock()
 	if !orphan {
 		return
@@ -403,12 +409,18 @@ func (l *layer) release(ino uint64, c *handleCount, sticky bool) {
 	// Looked at again under both locks: the file may have been opened again,
 	// or the layer restored, in between. A read handle opened on the lower
 	// before the copy-up may still come to read this identity (copyIno):
-	// the orphan stays until then.
-	if l.openCountLocked(ino) == 0 && l.orphan[ino] && !l.copyIno[ino] {
-		delete(l.orphan, ino)
+	// the orphan stays until then. Its space goes now, as in tmpfs.
+	if counted, ok := l.orphan[ino]; ok && l.openCountLocked(ino) == 0 {
+		if counted {
+			l.dropFileQuotaLocked(ino)
+			l.orphan[ino] = false
+		}
+		if !l.copyIno[ino] {
+			delete(l.orphan, ino)
+			delete(l.opened, ino)
+			l.blobs.Delete(ino)
+		}
 		l.orphans.Store(int32(len(l.orphan)))
-		delete(l.opened, ino)
-		l.blobs.Delete(ino)
 	}
 	l.hmu.Unlock()
 	l.mu.Unlock()

@@ -348,7 +348,12 @@ func (f *Fs) Chown(name string, uid, gid int) error {
 
 // Chtimes changes the modification time of name, following symlinks. A
 // zero time leaves it unchanged, as in os. Access times are not kept.
+// With both times zero it succeeds on Linux whatever name names, as
+// os.Chtimes does there: the kernel does not look the name up.
 func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
+	if omitLooksNothingUp && atime.IsZero() && mtime.IsZero() {
+		return f.fault("chtimes", name) // nothing to change, no name to check (as os)
+	}
 	return f.setMeta("chtimes", name, chtimesCheck(atime, mtime), func(host string) error { return os.Chtimes(host, atime, mtime) }, func(m *meta, _ bool) {
 		if !mtime.IsZero() {
 			m.mtime = mtime
@@ -634,7 +639,9 @@ func splitPath(name string) (dir, base string) {
 func (l *layer) unlinkLocked(rel string, visible bool, n node) {
 	walked := l.keepLinksLocked(rel, visible, n)
 	l.goneLocked(rel)
+	dirs := l.removedDirsLocked(rel)
 	l.deleteTreeLocked(rel)
+	l.pinLocked(rel, dirs)
 	l.whiteoutLocked(rel, visible, n, walked)
 }
 

@@ -1005,6 +1005,14 @@ func chtimes(rel string, mtime time.Time) op {
 	}}
 }
 
+// chtimesPair is Chtimes with its two times apart; a zero one is left
+// unchanged (UTIME_OMIT), and two zero ones look no name up on Linux.
+func chtimesPair(rel string, atime, mtime time.Time) op {
+	return op{fmt.Sprintf("Chtimes(%q, %v, %v)", rel, atime, mtime), func(e *env) string {
+		return e.res(e.fs.Chtimes(e.p(rel), atime, mtime), "")
+	}}
+}
+
 // mtime compares modification times: only meaningful after Chtimes.
 func mtime(rel string) op {
 	return op{fmt.Sprintf("Stat(%q).ModTime()", rel), func(e *env) string {

@@ -4,8 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 
+	"github.com/cowfs/cowfs/internal/unixmode"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,7 +54,7 @@ func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 // symlink where the resolution saw none: the caller resolves again,
 // following it.
 func openOutside(host string, flag int, perm os.FileMode) (f *os.File, relook bool, err error) {
-	fd, err := openHost(host, flag, uint32(syscallMode(perm)))
+	fd, err := openHost(host, flag, unixmode.Perm(perm))
 	if err != nil {
 		if err == unix.ELOOP && flag&unix.O_NOFOLLOW == 0 {
 			return nil, true, &os.PathError{Op: "open", Path: host, Err: err}
@@ -62,22 +62,6 @@ func openOutside(host string, flag int, perm os.FileMode) (f *os.File, relook bo
 		return nil, false, &os.PathError{Op: "open", Path: host, Err: err}
 	}
 	return os.NewFile(uintptr(fd), host), false, nil
-}
-
-// syscallMode is os's conversion of a FileMode's permission and special
-// bits for open(2).
-func syscallMode(m os.FileMode) uint32 {
-	o := uint32(m.Perm())
-	if m&os.ModeSetuid != 0 {
-		o |= syscall.S_ISUID
-	}
-	if m&os.ModeSetgid != 0 {
-		o |= syscall.S_ISGID
-	}
-	if m&os.ModeSticky != 0 {
-		o |= syscall.S_ISVTX
-	}
-	return o
 }
 
 // metaOutside runs set (a chmod, chown or chtimes that follows symlinks)

@@ -61,9 +61,11 @@ type quota struct {
 // entries put with [Fs.PutEntry] or imported by package kernel, are
 // counted but never refused.
 //
-// Where tmpfs differs: the space of a file removed while a handle is open
-// is freed at the removal (tmpfs frees it at the last close), and writes
-// through such a handle are not counted.
+// As in tmpfs, a file removed while a handle is open keeps its pages and
+// its inode until the last handle closes, and writes through such a
+// handle are counted (and refused past the limit); a directory removed
+// above the name a handle was opened by keeps its inode until that handle
+// closes. A snapshot or a fork taken meanwhile counts neither.
 //
 // The cost when on: every write, truncate and create does a few integer
 // operations, and a file with holes keeps a bitmap of its pages (a bit per
@@ -263,16 +265,6 @@ func (l *layer) unlinkedQuotaLocked() {
 	}
 }
 
-// pagesLocked returns the pages the file ino of size bytes takes.
-func (l *layer) pagesLocked(ino uint64, size int64) int64 {
-	if l.q.holes != nil {
-		if s, ok := l.q.holes.Get(ino); ok {
-			return s.count()
-		}
-	}
-	return pagesOf(size)
-}
-
 // newFileQuotaLocked counts a new file identity (newBlobLocked), a copied
 // up one at its whole size.
 func (l *layer) newFileQuotaLocked(size int64) {
@@ -282,27 +274,53 @@ func (l *layer) newFileQuotaLocked(size int64) {
 	}
 }
 
-// dropFileQuotaLocked frees the file ino, unlinked.
+// dropFileQuotaLocked frees the file ino, unlinked, with no handle open
+// on it (or at its last close): its pages and its inode.
+// Callers hold l.mu and l.hmu.
 func (l *layer) dropFileQuotaLocked(ino uint64) {
-	if !l.counting() {
-		return
-	}
-	b, ok := l.blobs.Get(ino)
-	if !ok || l.freedLocked(ino) {
-		return
-	}
-	l.q.inodes--
-	l.q.pages -= l.pagesLocked(ino, b.len())
-	if l.q.holes != nil {
-		l.q.holes.Delete(ino)
+	if b, ok := l.blobs.Get(ino); ok && l.counting() {
+		l.q.dropFile(ino, b.len())
 	}
 }
 
-// freedLocked reports whether ino was unlinked (its space freed already).
+// dropFile takes the file ino of size bytes out of q.
+func (q *quotaState) dropFile(ino uint64, size int64) {
+	q.inodes--
+	if q.holes != nil {
+		if s, ok := q.holes.Get(ino); ok {
+			q.pages -= s.count()
+			q.holes.Delete(ino)
+			return
+		}
+	}
+	q.pages -= pagesOf(size)
+}
+
+// savedQuotaLocked is the count a snapshot or a fork starts from: the
+// layer's, without the files unlinked while open and the removed
+// directories above open handles, which it counts until their last close
+// (the copy has neither their names nor the handles).
+// Callers hold l.mu.
+func (l *layer) savedQuotaLocked() quotaState {
+	q := l.q.saved()
+	l.hmu.Lock()
+	defer l.hmu.Unlock()
+	for ino, counted := range l.orphan {
+		if b, ok := l.blobs.Get(ino); ok && counted {
+			q.dropFile(ino, b.len())
+		}
+	}
+	q.inodes -= l.pinnedLocked()
+	return q
+}
+
+// freedLocked reports whether ino was unlinked and its space freed: an
+// orphan the quota no longer counts.
 func (l *layer) freedLocked(ino uint64) bool {
 	l.hmu.Lock()
 	defer l.hmu.Unlock()
-	return l.orphan[ino]
+	counted, orphan := l.orphan[ino]
+	return orphan && !counted
 }
 
 // writeQuotaLocked returns how many of n bytes written at off into the
@@ -448,7 +466,7 @@ func (l *layer) deleteEntry(k string) (entry, bool) {
 
 // quotaWrite cuts p, about to be written at off (the end, for an append)
 // through h, to what the quota lets in: the error is errNoSpace (as the
-// handle's error) when p was cut. Callers hold h.mu and h.fs.mu.
+// handle's error) when p was cut. Callers hold h.fs.mu.
 func (h *file) quotaWrite(p []byte, off int64, appnd bool) ([]byte, error) {
 	if !h.fs.counting() || len(p) == 0 || h.detach {
 		return p, nil

@@ -18,7 +18,7 @@ package overlayfs_test
 // ReadFrom of a LimitReader, of a handle, and into a buffer: os's
 // copy_file_range path, into closed, read-only and directory handles),
 // ReadFrom and WriteString; seeks past the end then writes (holes); Lstat; Chtimes then
-// Stat; names through bind mounts of the root ("../alias/...") and of
+// Stat, and Chtimes with zero times (left unchanged); names through bind mounts of the root ("../alias/...") and of
 // one of its directories ("../dalias/...", and a link "toalias" in the
 // root leading to it), on both sides: os writes through them into its
 // copy, the overlay into its layer (the real root must not change);
@@ -375,7 +375,14 @@ func (g *randGen) op1() op {
 	case 30:
 		return chownOp(g.name(), g.r.IntN(3)-1, g.r.IntN(3)-1)
 	case 31:
-		return chtimesStat(g.name(), time.Unix(int64(1e9+g.r.IntN(1e6)), int64(g.r.IntN(1e9))))
+		t := time.Unix(int64(1e9+g.r.IntN(1e6)), int64(g.r.IntN(1e9)))
+		switch g.r.IntN(4) {
+		case 0: // both zero: nothing to change, no name looked up (Linux)
+			return chtimesPair(g.name(), time.Time{}, time.Time{})
+		case 1: // the mtime left as it is: not read back (a new file's is the clock's)
+			return chtimesPair(g.name(), t, time.Time{})
+		}
+		return chtimesStat(g.name(), t)
 	case 32, 33:
 		return symlink(g.pick(randTargets), g.name())
 	case 34:

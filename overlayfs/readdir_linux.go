@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cowfs/cowfs/internal/unixmode"
 	"golang.org/x/sys/unix"
 )
 
@@ -283,33 +284,7 @@ func (fi *lowerInfo) Sys() any           { return &fi.st }
 func (fi *lowerInfo) ModTime() time.Time { return time.Unix(fi.st.Mtim.Unix()) }
 
 // Mode converts st_mode as os does.
-func (fi *lowerInfo) Mode() fs.FileMode {
-	m := fs.FileMode(fi.st.Mode & 0o777)
-	switch fi.st.Mode & syscall.S_IFMT {
-	case syscall.S_IFBLK:
-		m |= fs.ModeDevice
-	case syscall.S_IFCHR:
-		m |= fs.ModeDevice | fs.ModeCharDevice
-	case syscall.S_IFDIR:
-		m |= fs.ModeDir
-	case syscall.S_IFIFO:
-		m |= fs.ModeNamedPipe
-	case syscall.S_IFLNK:
-		m |= fs.ModeSymlink
-	case syscall.S_IFSOCK:
-		m |= fs.ModeSocket
-	}
-	if fi.st.Mode&syscall.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if fi.st.Mode&syscall.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if fi.st.Mode&syscall.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
-}
+func (fi *lowerInfo) Mode() fs.FileMode { return unixmode.FileMode(uint32(fi.st.Mode)) }
 
 // lstatEntry lstats entry k of text (see lowerEntries) relative to the
 // directory fd, as os's Readdir does.

@@ -165,6 +165,7 @@ func (l *layer) moveLocked(lo, ln loc, no, nn node) error {
 	if nn.exists() {
 		l.unlinkLocked(ln.rel, ln.visible, nn)
 	}
+	l.sitesMovedLocked(lo.rel, ln.rel)
 	for _, m := range moved {
 		l.setEntry(join(ln.rel, m.sub), m.e)
 	}

@@ -35,7 +35,7 @@ func (f *Fs) Snapshot() *Snapshot {
 func (l *layer) snapshot() *savedLayer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), q: l.q.saved(), links: copyNames(l.links.names)}
+	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), q: l.savedQuotaLocked(), links: copyNames(l.links.names)}
 	l.gen = l.fam.gen.Add(1)
 	return s
 }
@@ -95,6 +95,7 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 	l.hmu.Lock()
 	clear(l.orphan)
 	l.orphans.Store(0)
+	clear(l.sites) // the restored count has none of their removed directories
 	// Counts kept at zero (see release) are for files of the tree left
 	// behind: each is dropped once. The pass visits the identities with
 	// open handles too, so Restore costs O(1) plus one step per open file.
@@ -122,7 +123,7 @@ func (l *layer) fork() *layer {
 		deps:   l.deps.Copy(),
 		gen:    l.fam.gen.Add(1),
 		links:  linkState{names: copyNames(l.links.names)},
-		q:      l.q.saved(),
+		q:      l.savedQuotaLocked(),
 	}
 	nf.paths = newPathMap(l.paths.Copy())
 	l.gen = l.fam.gen.Add(1)

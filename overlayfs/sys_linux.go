@@ -4,8 +4,14 @@ import (
 	"io/fs"
 	"syscall"
 
+	"github.com/cowfs/cowfs/internal/unixmode"
 	"golang.org/x/sys/unix"
 )
+
+// omitLooksNothingUp: Linux's utimensat with both times UTIME_OMIT (what
+// os.Chtimes passes for two zero times) succeeds without looking the name
+// up ("nothing to do, we must not even check the path").
+const omitLooksNothingUp = true
 
 // sysStat gives layer entries the *syscall.Stat_t that os gives real files,
 // so code reading owners or link counts through Sys() keeps working.
@@ -16,30 +22,9 @@ func sysStat(fi *fileInfo) any {
 		Gid:  uint32(fi.gid),
 		Size: fi.size,
 		Mtim: syscall.NsecToTimespec(fi.mtime.UnixNano()),
-		Mode: uint32(fi.mode.Perm()),
+		Mode: unixmode.Mode(fi.mode),
 	}
 	setUint(&st.Nlink, uint64(fi.nlink)) // uint64 on amd64, uint32 on arm64 and 386
-	switch {
-	case fi.mode.IsDir():
-		st.Mode |= syscall.S_IFDIR
-	case fi.mode&fs.ModeSymlink != 0:
-		st.Mode |= syscall.S_IFLNK
-	case fi.mode&fs.ModeNamedPipe != 0:
-		st.Mode |= syscall.S_IFIFO
-	case fi.mode&fs.ModeSocket != 0:
-		st.Mode |= syscall.S_IFSOCK
-	default:
-		st.Mode |= syscall.S_IFREG
-	}
-	if fi.mode&fs.ModeSetuid != 0 {
-		st.Mode |= syscall.S_ISUID
-	}
-	if fi.mode&fs.ModeSetgid != 0 {
-		st.Mode |= syscall.S_ISGID
-	}
-	if fi.mode&fs.ModeSticky != 0 {
-		st.Mode |= syscall.S_ISVTX
-	}
 	return st
 }
 

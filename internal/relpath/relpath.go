@@ -90,3 +90,15 @@ func Join(dir, name string) string {
 	}
 	return dir + "/" + name
 }
+
+// Within reports whether p is dir or lies below it; every path lies
+// within the root (Root, or "" as a package keys it inside).
+func Within(p, dir string) bool {
+	switch {
+	case dir == Root || dir == "":
+		return true
+	case len(p) == len(dir):
+		return p == dir
+	}
+	return len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
+}

@@ -82,3 +82,21 @@ func ExampleBelow() {
 	// a/../b false false
 	// a/ false false
 }
+
+// TestWithin compares Within with filepath.Rel: p is within dir when the
+// path from dir to p does not climb out of it.
+func TestWithin(t *testing.T) {
+	paths := []string{".", "a", "ab", "a/b", "a/bc", "a/b/c", "ab/c", "b", "a.b", "a/b.c", "a-", "a-/b"}
+	for _, dir := range paths {
+		for _, p := range paths[1:] {
+			r, err := filepath.Rel(dir, p)
+			want := err == nil && r != ".." && !strings.HasPrefix(r, "../")
+			if got := relpath.Within(p, dir); got != want {
+				t.Errorf("Within(%q, %q) = %v, filepath.Rel says %q", p, dir, got, r)
+			}
+		}
+		if !relpath.Within(dir, "") {
+			t.Errorf(`Within(%q, "") = false: every path is within the root`, dir)
+		}
+	}
+}
