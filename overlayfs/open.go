@@ -340,8 +340,12 @@ type handleCount struct {
 	last *blob // the content a handle opened on ino last saw (see reopenLocked), under l.mu
 }
 
-// countedFile is a handle allocated with the count of its file: the first
-// handle on an identity costs one allocation, not two.
+// countedFile is a handle allocated with the count of its file, for the
+// handle on a file the open made: a creation costs one allocation, not
+// two. Its count goes at its Close unless another handle was opened on the
+// file meanwhile; then the count, kept at zero, holds the closed handle
+// (and the content it last saw) until the file goes. Other counts are
+// allocated alone: a count kept at zero holds no handle.
 type countedFile struct {
 	file
 	count handleCount
@@ -357,15 +361,19 @@ func (l *layer) hold(ino uint64, fresh bool) *file {
 	if !fresh {
 		c = l.opened[ino]
 	}
-	if c == nil {
-		cf := new(countedFile)
-		h, c = &cf.file, &cf.count
+	if c != nil {
+		h = new(file)
+	} else {
+		if fresh {
+			cf := new(countedFile)
+			h, c = &cf.file, &cf.count
+		} else {
+			h, c = new(file), new(handleCount)
+		}
 		if l.opened == nil {
 			l.opened = make(map[uint64]*handleCount)
 		}
 		l.opened[ino] = c
-	} else {
-		h = new(file)
 	}
 	c.n.Add(1)
 	l.hmu.Unlock()
