@@ -335,6 +335,10 @@ func (l *layer) boundHandle(name, rel string, flag int) *osFile {
 
 // handleCount is the number of open handles on one file identity of a
 // layer. A handle holds its count, so that its Close looks nothing up.
+//
+// Its last blob is a version a snapshot or fork may share once the layer's
+// gen moves: it is held until the next open for writing replaces it or the
+// count goes with the file (one version per file rewritten, at most).
 type handleCount struct {
 	n    atomic.Int32
 	last *blob // the content a handle opened on ino last saw (see reopenLocked), under l.mu
