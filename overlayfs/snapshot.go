@@ -98,8 +98,12 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 	clear(l.sites) // the restored count has none of their removed directories
 	// Counts kept at zero (see release) are for files of the tree left
 	// behind: each is dropped once. The pass visits the identities with
-	// open handles too, so Restore costs O(1) plus one step per open file.
-	maps.DeleteFunc(l.opened, func(_ uint64, c *handleCount) bool { return c.n.Load() == 0 })
+	// open handles too, so Restore costs O(1) plus one step per open file;
+	// theirs forget the content they last saw (the tree left behind's).
+	maps.DeleteFunc(l.opened, func(_ uint64, c *handleCount) bool {
+		c.last = nil
+		return c.n.Load() == 0
+	})
 	l.hmu.Unlock()
 }
 
