@@ -3,8 +3,11 @@ package overlayfs
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"weak"
 
 	"github.com/cowfs/cowfs/internal/longtest"
 )
@@ -66,4 +69,53 @@ func TestReleaseRacesUnlink(t *testing.T) {
 				trial, opened, orphans, counted, blobs)
 		}
 	}
+}
+
+// TestRestoreDropsLastContent: the count of a file rewritten again and
+// again holds the content the last handle saw (see reopenLocked). A
+// handle open across a Restore keeps the count; the content written
+// after the Snapshot, which the Restore leaves behind, must not stay
+// reachable through it: once collected, nothing holds it.
+func TestRestoreDropsLastContent(t *testing.T) {
+	root := t.TempDir()
+	c, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.primary()
+	name := filepath.Join(root, "f")
+	write := func(data string) {
+		t.Helper()
+		f, err := c.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first")
+	write("second") // the count is made, and kept at zero
+	held, err := c.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	s := c.Snapshot()
+	write(strings.Repeat("left behind", 1000)) // a new blob: the Snapshot shares the old one
+	l.mu.RLock()
+	b, _ := l.blobs.Get(held.(*file).ino)
+	l.mu.RUnlock()
+	left := weak.Make(b)
+	b = nil
+	c.Restore(s)
+	runtime.GC()
+	runtime.GC()
+	if left.Value() != nil {
+		t.Error("the content written after the Snapshot is still reachable after the Restore")
+	}
+	runtime.KeepAlive(s)
 }
