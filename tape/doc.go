@@ -138,7 +138,9 @@
 // # Where things live
 //
 // format.go: the types of a tape ([Tape], [Header], [Record], [Trailer])
-// and canonical lines; recorder.go: [Recorder] and its options; encode.go:
+// and canonical lines; recorder.go: [Recorder] and its options, with the
+// writers of the two commonest records that build no Record (emitStat,
+// emitRead); encode.go:
 // the record encoder of the hot path, and the wire form of names that are
 // not UTF-8 (wireString); fs.go and file.go: the recording
 // [Fs] and its handles; command.go: the records of a subprocess

@@ -17,9 +17,6 @@ import (
 func appendRecord(b []byte, r *Record) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, r.Seq, 10)
-	if out, ok := appendReadHandle(b, r); ok {
-		return out
-	}
 	b = append(b, `,"op":`...)
 	b = appendJSONString(b, r.Op)
 	b = append(b, `,"path":`...)
@@ -67,31 +64,24 @@ func appendRecord(b []byte, r *Record) []byte {
 	return append(b, '}')
 }
 
-// appendReadHandle appends, after the seq number, the record of the most
+// appendReadRest appends, after the seq number, the record of the most
 // common handle: one that read a content version and did nothing else
-// (members op, path, flag, rhash, rsize, spans; no error, write, listing
-// or failure), with path, flag and rhash needing no escape. Its constant
-// parts are joined into as few appends as possible. ok is false, and b
-// unchanged, for any other record (TestAppendReadHandle).
-func appendReadHandle(b []byte, r *Record) (out []byte, ok bool) {
-	if r.Op != OpOpen || r.RHash == "" || r.RSize <= 0 ||
-		r.To != "" || r.Err != "" || r.Mode != "" || r.Size != 0 || r.Hash != "" ||
-		r.List != "" || r.N != 0 || len(r.Names) != 0 || r.Target != "" || r.UID != nil || r.GID != nil ||
-		r.Atime != "" || r.Mtime != "" || len(r.Fails) != 0 || r.End != "" || r.Unhashed != "" || len(r.Cmd) != 0 ||
-		r.Flag == "" || !jsonPlain(r.Path) || !jsonPlain(r.Flag) || !jsonPlain(r.RHash) {
-		return b, false
-	}
+// (members op, path, flag, rhash, rsize, spans), byte for byte what
+// appendRecord gives for it when path, flag and rhash need no escape and
+// rsize is above zero, which the caller makes sure of (emitRead; its
+// constant parts are joined into as few appends as possible).
+func appendReadRest(b []byte, path, flag, rhash string, rsize int64, spans []Span) []byte {
 	b = append(b, `,"op":"open","path":"`...)
-	b = append(b, r.Path...)
+	b = append(b, path...)
 	b = append(b, `","flag":"`...)
-	b = append(b, r.Flag...)
+	b = append(b, flag...)
 	b = append(b, `","rhash":"`...)
-	b = append(b, r.RHash...)
+	b = append(b, rhash...)
 	b = append(b, `","rsize":`...)
-	b = strconv.AppendInt(b, r.RSize, 10)
-	if len(r.Spans) > 0 {
+	b = strconv.AppendInt(b, rsize, 10)
+	if len(spans) > 0 {
 		b = append(b, `,"spans":[[`...)
-		for i, s := range r.Spans {
+		for i, s := range spans {
 			if i > 0 {
 				b = append(b, `],[`...)
 			}
@@ -101,7 +91,7 @@ func appendReadHandle(b []byte, r *Record) (out []byte, ok bool) {
 		}
 		b = append(b, `]]`...)
 	}
-	return append(b, '}'), true
+	return append(b, '}')
 }
 
 // appendStat appends the record of a stat, lstat or fstat, which has no

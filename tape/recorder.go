@@ -137,10 +137,10 @@ type Recorder struct {
 	chained int // buf[chained:] are record lines not chained yet (see settle)
 
 	open    openHandles
+	opened  int64 // handles tracked so far: the next one's id
 	final   *finalState
 	content *contentStore
 	pools   *pools
-	fileIDs atomic.Int64 // open order of handles
 	// writes counts the calls through the recorder that may change a
 	// file's bytes, twice each (as they begin and as they end), so a
 	// read-only handle can tell that the version it looked up may have
@@ -240,9 +240,8 @@ func (r *Recorder) Close() error {
 		r.open.remove(f)
 	}
 	r.mu.Unlock()
-	// Flush in open order (the list is in the order handles were tracked,
-	// newest first, which racing opens may interleave differently from
-	// their ids).
+	// Flush in open order (the list is newest first, and handles are
+	// taken off it as they close).
 	sortFiles(open)
 	for _, f := range open {
 		f.flush(true)
@@ -337,6 +336,32 @@ func (r *Recorder) emitStat(op, path string, fi os.FileInfo, err error, k *versi
 	}
 	r.mu.Unlock()
 	return cached
+}
+
+// emitRead takes f off the open list and records it when its record
+// holds only what a handle that read one content version and did nothing
+// else has: path, flag, rhash, rsize, spans and the failures of its Close
+// (appendReadRest; file.plainRead checks the shape). Like emitStat it builds
+// no Record unless something needs one: a failure or the online check.
+func (r *Recorder) emitRead(f *file, path, flag, rhash string, rsize int64, spans []Span, fails []string) {
+	r.mu.Lock()
+	r.open.remove(f)
+	if r.check != nil || len(fails) > 0 {
+		rec := Record{Op: OpOpen, Path: path, Flag: flag, RHash: rhash, RSize: rsize, Spans: spans, Fails: fails}
+		d := r.emitLocked(&rec)
+		r.mu.Unlock()
+		r.diverged(d)
+		return
+	}
+	if !r.closed {
+		r.seq++
+		from := len(r.buf)
+		b := append(r.buf, `{"seq":`...)
+		b = strconv.AppendInt(b, r.seq, 10)
+		r.buf = append(appendReadRest(b, path, flag, rhash, rsize, spans), '\n')
+		r.written(from)
+	}
+	r.mu.Unlock()
 }
 
 // lookupVersion returns the hash the version cache holds for k.
@@ -457,8 +482,12 @@ func (r *Recorder) flushLocked() {
 	r.chained = 0
 }
 
+// track puts f on the list of open handles and gives it its id, the
+// open order.
 func (r *Recorder) track(f *file) {
 	r.mu.Lock()
+	r.opened++
+	f.id = r.opened
 	r.open.add(f)
 	r.mu.Unlock()
 }
