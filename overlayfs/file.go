@@ -186,7 +186,10 @@ func (h *file) Write(p []byte) (int, error) {
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
-	p, full := h.quotaWrite(p, h.off, h.appends()) // WithQuota: what fits
+	var full error
+	if h.fs.counting() { // a call less without WithQuota
+		p, full = h.quotaWrite(p, h.off, h.appends()) // what fits
+	}
 	if len(p) == 0 && full != nil {
 		return 0, full
 	}
@@ -221,6 +224,9 @@ func (h *file) writeContent(p []byte, off int64, appnd bool) (b *blob, done bool
 		b.data = append(b.data, p...)
 		b.mtime = h.fs.now()
 		return b, true, nil
+	}
+	if !b.lazy() {
+		return b, false, nil // loaded: a call less
 	}
 	return b, false, b.load(h.fs, len(p))
 }
