@@ -112,7 +112,10 @@ func (l *layer) dropBlobLocked(ino uint64) {
 	}
 	l.hmu.Lock()
 	defer l.hmu.Unlock()
-	open := l.opened[ino] > 0
+	// Announced before the count is read: see release.
+	l.orphans.Add(1)
+	defer func() { l.orphans.Store(int32(len(l.orphan))) }()
+	open := l.openCountLocked(ino) > 0
 	if !open {
 		l.dropFileQuotaLocked(ino) // else at the last close, as tmpfs (see release)
 	}

@@ -191,7 +191,9 @@
 //
 // # Concurrency
 //
-// An Fs is safe for concurrent use by many goroutines. Handles are too.
+// An Fs is safe for concurrent use by many goroutines. Handles are too: a
+// Close racing another call on the handle lets that call finish, as os
+// does.
 // Mutations are serialized by one lock per root (per Fs, without
 // [WithRoot]); reads (Stat, Open for reading, listings) take it shared and
 // run in parallel. Two goroutines racing on the first write or append to a lower
@@ -317,7 +319,10 @@
 // RemoveAll; rootguard.go: outside writes that would remove or move a root;
 // outside_*.go: outside writes done on what the resolver decided;
 // alias.go, alias_*.go: names that reach a root by another path;
-// open.go: opening; file.go, file_dir.go, file_os.go: the handles on a
+// open.go: opening, and the count of a layer file's open handles (each
+// handle holds it; a file opened again keeps it at zero, with the content
+// the last handle saw, so that the next open searches nothing); file.go,
+// file_dir.go, file_os.go: the handles on a
 // layer file, a directory and a real file; file_copy.go: io.Copy between
 // handles (os's copy_file_range path); handles.go:
 // how open handles follow renames and removals; readdir.go and info.go: merged

@@ -5,7 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"sync"
+	"sync/atomic"
 
 	"github.com/spf13/afero"
 )
@@ -29,27 +29,41 @@ var (
 // file is a handle on a layer file. It refers to the file's identity, so it
 // follows the file through renames and keeps working after an unlink.
 // Its fields fit 64 bytes, a size class below 80: a handle is made per open.
+//
+// Every method but Close takes the layer's lock for writing (see lock),
+// which guards off, detach and last: a handle has no lock of its own, so
+// a Write takes one lock, not two, and Close none. A Close racing another
+// method lets that method finish, as os lets a write in progress finish.
 type file struct {
-	fs   *layer
-	name string
-	ino  uint64
-	flag int32 // os's open flags (they fit 32 bits)
+	fs     *layer
+	name   string
+	ino    uint64
+	count  *handleCount // ino's open handles, this one among them
+	closed atomic.Bool  // set once, by Close
+	acc    uint8        // os's access mode: flag & (O_WRONLY|O_RDWR)
+	appnd  bool         // O_APPEND
+	detach bool         // last is private: the layer no longer has ino
+	sticky bool         // keeps ino's open count at zero when closed (see release)
 
-	closed bool
-	detach bool // last is private: the layer no longer has ino
-
-	mu   sync.Mutex // guards off, closed, last
 	off  int64
 	last *blob // the content last seen; kept if the identity is dropped
 }
 
-func (h *file) readable() bool { return int(h.flag)&(os.O_WRONLY|os.O_RDWR) != os.O_WRONLY }
-func (h *file) writable() bool { return int(h.flag)&(os.O_WRONLY|os.O_RDWR) != 0 }
-func (h *file) appends() bool  { return int(h.flag)&os.O_APPEND != 0 }
+// opened sets what a new handle (see hold) keeps of its name and os's
+// open flags, and returns it.
+func (h *file) opened(name string, flag int) *file {
+	h.name = name
+	h.acc, h.appnd = uint8(flag&(os.O_WRONLY|os.O_RDWR)), flag&os.O_APPEND != 0
+	return h
+}
+
+func (h *file) readable() bool { return int(h.acc) != os.O_WRONLY }
+func (h *file) writable() bool { return h.acc != 0 }
+func (h *file) appends() bool  { return h.appnd }
 
 // content returns the blob to read (write=false) or change (write=true).
 // Content still on the lower is read into a buffer with room for spare
-// more bytes: what the caller is about to write. Callers hold h.mu and
+// more bytes: what the caller is about to write. Callers hold
 // h.fs.mu.
 func (h *file) content(write bool, spare int) (*blob, error) {
 	f := h.fs
@@ -71,7 +85,7 @@ func (h *file) content(write bool, spare int) (*blob, error) {
 
 // current returns the blob of the handle's file as it is (perhaps lazy):
 // the layer's, owned if write, or the handle's private copy once the file
-// is gone. Callers hold h.mu and h.fs.mu.
+// is gone. Callers hold h.fs.mu.
 func (h *file) current(write bool) (*blob, error) {
 	f := h.fs
 	if b := h.last; b != nil && !h.detach && b.gen == f.gen {
@@ -101,21 +115,16 @@ func (h *file) current(write bool) (*blob, error) {
 	return b, nil
 }
 
-// lock takes the handle and the file system locks, checking the handle.
+// lock takes the file system's lock for writing, checking the handle.
 func (h *file) lock(op string) error {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
+	if h.closed.Load() {
 		return pathErr(op, h.name, os.ErrClosed)
 	}
 	h.fs.mu.Lock()
 	return nil
 }
 
-func (h *file) unlock() {
-	h.fs.mu.Unlock()
-	h.mu.Unlock()
-}
+func (h *file) unlock() { h.fs.mu.Unlock() }
 
 func (h *file) Name() string { return h.name }
 
@@ -177,7 +186,10 @@ func (h *file) Write(p []byte) (int, error) {
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
 	}
-	p, full := h.quotaWrite(p, h.off, h.appends()) // WithQuota: what fits
+	var full error
+	if h.fs.counting() { // a call less without WithQuota
+		p, full = h.quotaWrite(p, h.off, h.appends()) // what fits
+	}
 	if len(p) == 0 && full != nil {
 		return 0, full
 	}
@@ -199,7 +211,7 @@ func (h *file) Write(p []byte) (int, error) {
 // writeContent returns the content to write p into at off, owned and
 // loaded; or, when the write lands at the end (appnd, or off is the size)
 // of content still lazy, appends p to its tail without reading the rest
-// and reports done. Callers hold h.mu and h.fs.mu.
+// and reports done. Callers hold h.fs.mu.
 func (h *file) writeContent(p []byte, off int64, appnd bool) (b *blob, done bool, err error) {
 	if b, err = h.current(true); err != nil {
 		return nil, false, err
@@ -212,6 +224,9 @@ func (h *file) writeContent(p []byte, off int64, appnd bool) (b *blob, done bool
 		b.data = append(b.data, p...)
 		b.mtime = h.fs.now()
 		return b, true, nil
+	}
+	if !b.lazy() {
+		return b, false, nil // loaded: a call less
 	}
 	return b, false, b.load(h.fs, len(p))
 }
@@ -347,16 +362,13 @@ func (h *file) Sync() error {
 }
 
 func (h *file) Close() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
+	if h.closed.Swap(true) {
 		return pathErr("close", h.name, os.ErrClosed)
 	}
-	h.closed = true
 	if h.fs.counting() {
 		h.fs.siteClosed(h)
 	}
-	h.fs.release(h.ino)
+	h.fs.release(h.ino, h.count, h.sticky)
 	return nil
 }
 
@@ -384,9 +396,7 @@ func (h *file) ReadDir(int) ([]fs.DirEntry, error) {
 }
 
 func (h *file) notDir() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
+	if h.closed.Load() {
 		return pathErr("readdirent", h.name, errFileClosing)
 	}
 	return pathErr("readdirent", h.name, errNotDir)

@@ -88,9 +88,7 @@ type plainWriter struct{ io.Writer }
 type plainReader struct{ io.Reader }
 
 func (h *file) copyState() (bool, fs.FileMode, bool, bool, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.closed, 0, h.readable(), h.writable(), h.appends()
+	return h.closed.Load(), 0, h.readable(), h.writable(), h.appends()
 }
 
 // ReadFrom implements io.ReaderFrom as *os.File does.

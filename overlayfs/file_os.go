@@ -57,8 +57,8 @@ func (o *osFile) layer() *file {
 	if err != nil {
 		return nil
 	}
-	f.hold(ino)
-	h := &file{fs: f, name: o.name, ino: ino, flag: int32(os.O_RDONLY), off: off}
+	h := f.hold(ino, false).opened(o.name, os.O_RDONLY)
+	h.off = off
 	o.cow.Store(h)
 	return h
 }

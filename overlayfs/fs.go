@@ -55,11 +55,12 @@ type layer struct {
 	copies  atomic.Int64               // copy-ups ever made: read handles' cheap check
 	links   linkState                  // hard links (link.go)
 
-	hmu    sync.Mutex
-	opened map[uint64]int        // open handle count per file identity
-	bound  bindings              // where open handles are (the strings change under mu)
-	orphan map[uint64]bool       // identities unlinked while open: true while WithQuota counts them (until the last close)
-	sites  map[*file]*handleSite // WithQuota: where open layer-file handles are (quota_sites.go)
+	hmu     sync.Mutex
+	opened  map[uint64]*handleCount // open handle count per file identity
+	bound   bindings                // where open handles are (the strings change under mu)
+	orphan  map[uint64]bool         // identities unlinked while open: true while WithQuota counts them (until the last close)
+	orphans atomic.Int32            // len(orphan), read by release without hmu
+	sites   map[*file]*handleSite   // WithQuota: where open layer-file handles are (quota_sites.go)
 
 	q quotaState // what WithQuota counts (quota.go), under mu
 }
@@ -210,6 +211,7 @@ func (l *layer) resetLocked() {
 	l.q = quotaState{}
 	l.hmu.Lock()
 	l.bound, l.opened, l.orphan, l.sites = bindings{}, nil, nil, nil // made at the first use
+	l.orphans.Store(0)
 	l.hmu.Unlock()
 }
 

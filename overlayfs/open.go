@@ -3,6 +3,7 @@ package overlayfs
 import (
 	"io/fs"
 	"os"
+	"sync/atomic"
 
 	"github.com/spf13/afero"
 )
@@ -153,18 +154,43 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 // openNodeLocked opens for writing the file at rel, where the view has n,
 // a regular file or nothing (to create): see fileLocked.
 func (l *layer) openNodeLocked(name, rel string, n node, flag int, perm fs.FileMode) (afero.File, error) {
+	if n.layer && n.kind == kindFile {
+		return l.reopenLocked(name, rel, n.e.ino, flag), nil
+	}
+	made := l.fam.ino.Load() // the identities after it are this open's
 	ino, b, err := l.fileLocked(rel, n, flag, perm)
 	if err != nil {
 		return nil, fixErr("open", name, err)
 	}
-	return l.handle(name, rel, ino, flag, b), nil
+	return l.handle(name, rel, ino, flag, b, n.layer, ino > made), nil
 }
 
-// handle returns a new handle, opened at rel, on the layer file ino,
-// whose content is b.
-func (l *layer) handle(name, rel string, ino uint64, flag int, b *blob) *file {
-	l.hold(ino)
-	h := &file{fs: l, name: name, ino: ino, flag: int32(flag), last: b}
+// reopenLocked opens for writing, by rel, the layer file ino (fileLocked
+// of a layer file: no copy-up). Its count, found first, holds the content
+// the last handle on it saw: when the layer owns that blob it is the
+// layer's blob of ino (see file.current), found without a search.
+func (l *layer) reopenLocked(name, rel string, ino uint64, flag int) *file {
+	h := l.hold(ino, false).opened(name, flag)
+	b := h.count.last
+	if b == nil || b.gen != l.gen {
+		b = l.blobLocked(ino)
+	}
+	if flag&os.O_TRUNC != 0 {
+		b = l.truncLocked(ino, b)
+	}
+	h.count.last, h.last, h.sticky = b, b, true
+	if l.counting() {
+		l.siteOpened(h, rel)
+	}
+	return h
+}
+
+// handle returns a new handle, opened at rel, on the layer file ino, whose
+// content is b; sticky when the file was in the layer before the open (see
+// release); fresh when the open made ino (see hold).
+func (l *layer) handle(name, rel string, ino uint64, flag int, b *blob, sticky, fresh bool) *file {
+	h := l.hold(ino, fresh).opened(name, flag)
+	h.last, h.sticky = b, sticky
 	if l.counting() {
 		l.siteOpened(h, rel)
 	}
@@ -206,7 +232,9 @@ func (l *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint
 // shared one is replaced, its content not copied. Handles on ino read the
 // blob of the layer, so none still sees the old bytes, as with one inode.
 func (l *layer) truncLocked(ino uint64, b *blob) *blob {
-	l.resizeQuotaLocked(ino, b.len(), 0)
+	if l.counting() { // a call less without WithQuota
+		l.resizeQuotaLocked(ino, b.len(), 0)
+	}
 	if b.gen != l.gen {
 		b = &blob{meta: b.meta, gen: l.gen}
 		l.blobs.Set(ino, b)
@@ -282,7 +310,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	case n.kind == kindFIFO && n.layer:
 		return nil, pathErr("open", name, ErrSpecialFile)
 	case n.layer:
-		return l.handle(name, at.rel, n.e.ino, flag, l.blobLocked(n.e.ino)), nil
+		return l.handle(name, at.rel, n.e.ino, flag, l.blobLocked(n.e.ino), true, false), nil
 	}
 	fh, err := openLower(l.hostOf(at), flag)
 	if err != nil {
@@ -307,29 +335,84 @@ func (l *layer) boundHandle(name, rel string, flag int) *osFile {
 	return o
 }
 
-// hold counts an open handle on a file identity.
-func (l *layer) hold(ino uint64) {
-	l.hmu.Lock()
-	if l.opened == nil {
-		l.opened = make(map[uint64]int)
-	}
-	l.opened[ino]++
-	l.hmu.Unlock()
+// handleCount is the number of open handles on one file identity of a
+// layer. A handle holds its count, so that its Close looks nothing up.
+//
+// Its last blob is a version a snapshot or fork may share once the layer's
+// gen moves: it is held until the next open for writing replaces it or the
+// count goes with the file (one version per file rewritten, at most).
+type handleCount struct {
+	n    atomic.Int32
+	last *blob // the content a handle opened on ino last saw (see reopenLocked), under l.mu
 }
 
-// release ends a handle; the content of a file unlinked while open goes
-// with its last handle. It takes l.mu only then: ending a handle on a file
-// that is still there changes nothing else.
-func (l *layer) release(ino uint64) {
+// countedFile is a handle allocated with the count of its file, for the
+// handle on a file the open made: a creation costs one allocation, not
+// two. Its count goes at its Close unless another handle was opened on the
+// file meanwhile; then the count, kept at zero, holds the closed handle
+// (and the content it last saw) until the file goes. Other counts are
+// allocated alone: a count kept at zero holds no handle.
+type countedFile struct {
+	file
+	count handleCount
+}
+
+// hold returns a new handle on the file identity ino, counted among its
+// open handles; fresh says that ino has none (the open made it), so that
+// its count is not looked for.
+func (l *layer) hold(ino uint64, fresh bool) *file {
+	var c *handleCount
+	var h *file
 	l.hmu.Lock()
-	if n := l.opened[ino] - 1; n > 0 {
-		l.opened[ino] = n
-		l.hmu.Unlock()
+	if !fresh {
+		c = l.opened[ino]
+	}
+	if c != nil {
+		h = new(file)
+	} else {
+		if fresh {
+			cf := new(countedFile)
+			h, c = &cf.file, &cf.count
+		} else {
+			h, c = new(file), new(handleCount)
+		}
+		if l.opened == nil {
+			l.opened = make(map[uint64]*handleCount)
+		}
+		l.opened[ino] = c
+	}
+	c.n.Add(1)
+	l.hmu.Unlock()
+	h.fs, h.ino, h.count = l, ino, c
+	return h
+}
+
+// release ends a handle on ino, counted in c; the content of a file
+// unlinked while open goes with its last handle. Ending a handle on a file
+// that is still there changes nothing else: it takes no lock unless it is
+// the last and either not sticky or some file is an orphan.
+//
+// The last sticky handle on a file leaves its count in opened at zero, so
+// that the next open of a file written again and again makes no count and
+// its close deletes none; the count goes with the file (dropBlobLocked),
+// or with the tree a Restore leaves behind, or with a Reset.
+//
+// Without the lock, the last handle's release and dropBlobLocked agree as
+// two flags do: dropBlobLocked adds to l.orphans before it reads a count,
+// release subtracts from the count before it reads l.orphans. So when
+// dropBlobLocked saw this handle open and made ino an orphan, release sees
+// an orphan and takes the lock; when release sees none, dropBlobLocked saw
+// the count at zero and dropped the content itself.
+func (l *layer) release(ino uint64, c *handleCount, sticky bool) {
+	if c.n.Add(-1) > 0 || sticky && l.orphans.Load() == 0 {
 		return
 	}
-	// Not held at all when the layer was reset since the handle was made,
-	// and its counts with it (the map may be nil).
-	delete(l.opened, ino)
+	l.hmu.Lock()
+	if !sticky && c.n.Load() == 0 && l.opened[ino] == c {
+		// Not there when the layer was reset or restored since the
+		// handle was made, and its counts with it.
+		delete(l.opened, ino)
+	}
 	_, orphan := l.orphan[ino]
 	l.hmu.Unlock()
 	if !orphan {
@@ -341,7 +424,7 @@ func (l *layer) release(ino uint64) {
 	// or the layer restored, in between. A read handle opened on the lower
 	// before the copy-up may still come to read this identity (copyIno):
 	// the orphan stays until then. Its space goes now, as in tmpfs.
-	if counted, ok := l.orphan[ino]; ok && l.opened[ino] == 0 {
+	if counted, ok := l.orphan[ino]; ok && l.openCountLocked(ino) == 0 {
 		if counted {
 			l.dropFileQuotaLocked(ino)
 			l.orphan[ino] = false
@@ -351,7 +434,17 @@ func (l *layer) release(ino uint64) {
 			delete(l.opened, ino)
 			l.blobs.Delete(ino)
 		}
+		l.orphans.Store(int32(len(l.orphan)))
 	}
 	l.hmu.Unlock()
 	l.mu.Unlock()
+}
+
+// openCountLocked returns the number of open handles on ino. Callers hold
+// l.hmu.
+func (l *layer) openCountLocked(ino uint64) int32 {
+	if c := l.opened[ino]; c != nil {
+		return c.n.Load()
+	}
+	return 0
 }

@@ -466,7 +466,7 @@ func (l *layer) deleteEntry(k string) (entry, bool) {
 
 // quotaWrite cuts p, about to be written at off (the end, for an append)
 // through h, to what the quota lets in: the error is errNoSpace (as the
-// handle's error) when p was cut. Callers hold h.mu and h.fs.mu.
+// handle's error) when p was cut. Callers hold h.fs.mu.
 func (h *file) quotaWrite(p []byte, off int64, appnd bool) ([]byte, error) {
 	if !h.fs.counting() || len(p) == 0 || h.detach {
 		return p, nil

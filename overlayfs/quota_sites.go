@@ -31,7 +31,7 @@ func (l *layer) siteOpened(h *file, rel string) {
 }
 
 // siteClosed forgets h's site and frees the removed directories that only
-// it kept counted. Callers hold h.mu, not l.mu.
+// it kept counted, once, from Close. Callers do not hold l.mu.
 func (l *layer) siteClosed(h *file) {
 	l.hmu.Lock()
 	var pins []*dirPin

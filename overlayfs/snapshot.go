@@ -94,11 +94,16 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 	l.gen = l.fam.gen.Add(1)
 	l.hmu.Lock()
 	clear(l.orphan)
+	l.orphans.Store(0)
 	clear(l.sites) // the restored count has none of their removed directories
 	// Counts kept at zero (see release) are for files of the tree left
 	// behind: each is dropped once. The pass visits the identities with
-	// open handles too, so Restore costs O(1) plus one step per open file.
-	maps.DeleteFunc(l.opened, func(_ uint64, n int) bool { return n == 0 })
+	// open handles too, so Restore costs O(1) plus one step per open file;
+	// theirs forget the content they last saw (the tree left behind's).
+	maps.DeleteFunc(l.opened, func(_ uint64, c *handleCount) bool {
+		c.last = nil
+		return c.n.Load() == 0
+	})
 	l.hmu.Unlock()
 }
 
