@@ -37,45 +37,13 @@ func lstatHost(host string) (fs.FileInfo, error) {
 // lstatNamed is lstatHost of a host path that holds no NUL (a path the
 // layer made of a name resolveName checked), named name in its info
 // (filepath.Base(host): the caller has it at hand).
-//
-// A path shorter than the stat buffer goes to the kernel in the buffer
-// itself: newfstatat copies the path in before it looks it up and writes
-// the result at the end, and the new info is zero, so the copy is already
-// NUL-terminated. That spares the stores of a stack buffer (zeroing it
-// and the copy) just before the system call, whose entry (a locked
-// instruction) waits for them to drain.
 func lstatNamed(host, name string) (fs.FileInfo, error) {
-	fi := &lowerInfo{name: name}
-	st := (*[unsafe.Sizeof(fi.st)]byte)(unsafe.Pointer(&fi.st))
-	switch {
-	case len(host) >= lstatBuf:
+	if len(host) >= lstatBuf {
 		return os.Lstat(host)
-	case len(host) >= len(st):
-		return lstatLong(host, fi)
 	}
-	for {
-		copy(st[:], host)
-		_, _, e := syscall.Syscall6(unix.SYS_NEWFSTATAT, atFDCWD, uintptr(unsafe.Pointer(&st[0])),
-			uintptr(unsafe.Pointer(&fi.st)), unix.AT_SYMLINK_NOFOLLOW, 0, 0)
-		switch e {
-		case 0:
-			return fi, nil
-		case syscall.EINTR:
-			clear(st[len(host):]) // the NUL again, should the kernel have written there
-			continue
-		}
-		return nil, &fs.PathError{Op: "lstat", Path: host, Err: e}
-	}
-}
-
-// lstatLong is lstatNamed of a host path too long for the stat buffer,
-// NUL-terminated on the stack (a function of its own: its buffer is
-// zeroed only when it is used).
-//
-//go:noinline
-func lstatLong(host string, fi *lowerInfo) (fs.FileInfo, error) {
 	var buf [lstatBuf]byte
 	copy(buf[:], host)
+	fi := &lowerInfo{name: name}
 	for {
 		_, _, e := syscall.Syscall6(unix.SYS_NEWFSTATAT, atFDCWD, uintptr(unsafe.Pointer(&buf[0])),
 			uintptr(unsafe.Pointer(&fi.st)), unix.AT_SYMLINK_NOFOLLOW, 0, 0)
