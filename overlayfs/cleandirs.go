@@ -341,7 +341,7 @@ func (l *layer) fastLoc(at *loc, op, name, abs string, h how) (ok bool, err erro
 		return false, nil
 	}
 	rel, in := l.within(abs)
-	if !in || !relpath.Fits(rel, nameMax) {
+	if !in || !relpath.Below(rel) || !relpath.NamesFit(rel, nameMax) {
 		return false, nil
 	}
 	slash := strings.LastIndexByte(rel, '/')

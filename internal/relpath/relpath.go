@@ -74,44 +74,6 @@ func NamesFit(rel string, max int) bool {
 	}
 }
 
-// Fits reports whether rel is below the root (see [Below]) with no
-// component longer than max bytes (see [NamesFit]). A short rel (the
-// resolver's common name) is checked in one pass over its bytes; each of
-// Below's searches costs a call of a few nanoseconds, most of the check
-// on a name of a few bytes.
-func Fits(rel string, max int) bool {
-	if len(rel) > shortRel {
-		return Below(rel) && NamesFit(rel, max)
-	}
-	start, plain := 0, false // plain: the component has a byte other than '.'
-	for i := 0; i < len(rel); i++ {
-		switch c := rel[i]; {
-		case c > '/': // most bytes: '.', '/' and NUL sort below
-			plain = true
-		case c == '/':
-			if !nameFits(i-start, plain, max) {
-				return false
-			}
-			start, plain = i+1, false
-		case c == 0:
-			return false
-		case c != '.':
-			plain = true
-		}
-	}
-	return nameFits(len(rel)-start, plain, max)
-}
-
-// shortRel is the longest rel Fits checks byte by byte: past it, Below's
-// searches (vector instructions) are faster.
-const shortRel = 32
-
-// nameFits reports whether a component of n bytes, plain unless all dots,
-// is a name of at most max bytes: not empty, ".", or "..".
-func nameFits(n int, plain bool, max int) bool {
-	return n > 0 && n <= max && (plain || n > 2)
-}
-
 // Dir returns the directory of a path below the root: Root for a name at
 // the top.
 func Dir(rel string) string {

@@ -31,11 +31,6 @@ func check(t *testing.T, rel string) {
 	if relpath.Valid(rel) != (want || rel == ".") {
 		t.Fatalf("Valid(%q) = %v", rel, relpath.Valid(rel))
 	}
-	for _, m := range []int{1, 255} {
-		if !got && relpath.Fits(rel, m) {
-			t.Fatalf("Fits(%q, %d) but not Below", rel, m)
-		}
-	}
 	if !got {
 		return
 	}
@@ -55,9 +50,6 @@ func check(t *testing.T, rel string) {
 		long = max(long, len(c))
 	}
 	for _, m := range []int{1, 3, 255} {
-		if relpath.Fits(rel, m) != (long <= m) {
-			t.Fatalf("Fits(%q, %d) = %v; Below, longest component %d", rel, m, !(long <= m), long)
-		}
 		if relpath.NamesFit(rel, m) != (long <= m) {
 			t.Fatalf("NamesFit(%q, %d) = %v, longest component %d", rel, m, !(long <= m), long)
 		}
@@ -91,17 +83,6 @@ func ExampleBelow() {
 	// . false true
 	// a/../b false false
 	// a/ false false
-}
-
-func ExampleFits() {
-	for _, rel := range []string{"a/b", "a/..", "abc/d", "..."} {
-		fmt.Println(rel, relpath.Fits(rel, 3))
-	}
-	// Output:
-	// a/b true
-	// a/.. false
-	// abc/d true
-	// ... true
 }
 
 // TestWithin compares Within with filepath.Rel: p is within dir when the
