@@ -29,10 +29,12 @@ func TestChtimesAgainstOS(t *testing.T) {
 		{"both", t1, t1},
 	}
 	for _, tm := range times {
+		// One copy per combination: each name's call changes only that
+		// name's times, which only that name's check reads.
+		osRoot := osCopy(t, orig)
+		cowRoot := osCopy(t, orig)
+		c := newCow(t, cowRoot)
 		for _, name := range names {
-			osRoot := osCopy(t, orig)
-			cowRoot := osCopy(t, orig)
-			c := newCow(t, cowRoot)
 			abs := func(root string) string {
 				if name == "" || filepath.IsAbs(name) {
 					return name

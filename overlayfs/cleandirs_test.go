@@ -3,6 +3,7 @@ package overlayfs_test
 import (
 	"errors"
 	"fmt"
+	"github.com/cowfs/cowfs/internal/longtest"
 	"slices"
 	"sync"
 	"testing"
@@ -263,7 +264,7 @@ func TestStatWithoutLockSeesWrites(t *testing.T) {
 		removeAll("a/b"), mkdirAll("a/b/c", 0o755),
 		writeFile("a/b/c/file.txt", "again\n", 0o600),
 	}
-	for round := range 10 {
+	for round := range longtest.N(3, 30) {
 		c := newCow(t, orig)
 		got := newEnv(c, c.Root(), true)
 		want := newEnv(osTarget{}, osCopy(t, orig), false)
