@@ -540,18 +540,9 @@ func TestQuotaCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var wh, gh held
-			defer wh.closeAll()
-			defer gh.closeAll()
+			step := quotaStepper(t, mem, ov, lower)
 			for _, o := range tc.ops {
-				wn, werr := applyQuotaOp(afero.NewOsFs(), mem, o, &wh)
-				gn, gerr := applyQuotaOp(ov, lower, o, &gh)
-				if quotaErrClass(werr) != quotaErrClass(gerr) || wn != gn {
-					t.Fatalf("%v: os wrote %d (%v), overlay %d (%v)", o, wn, werr, gn, gerr)
-				}
-				if want, got := tmpfsUsage(t, mem), ov.Usage(); want != got {
-					t.Fatalf("%v: tmpfs holds %+v, overlay counts %+v", o, want, got)
-				}
+				step(o)
 			}
 		})
 	}
@@ -568,20 +559,7 @@ func TestQuotaOrphanSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wh, gh held
-	defer wh.closeAll()
-	defer gh.closeAll()
-	step := func(o quotaOp) {
-		t.Helper()
-		wn, werr := applyQuotaOp(afero.NewOsFs(), mem, o, &wh)
-		gn, gerr := applyQuotaOp(ov, lower, o, &gh)
-		if quotaErrClass(werr) != quotaErrClass(gerr) || wn != gn {
-			t.Fatalf("%v: os wrote %d (%v), overlay %d (%v)", o, wn, werr, gn, gerr)
-		}
-		if want, got := tmpfsUsage(t, mem), ov.Usage(); want != got {
-			t.Fatalf("%v: tmpfs holds %+v, overlay counts %+v", o, want, got)
-		}
-	}
+	step := quotaStepper(t, mem, ov, lower)
 	step(quotaOp{kind: "write", a: "a", n: 3 * 4096})
 	step(quotaOp{kind: "write", a: "b", n: 100})
 	step(quotaOp{kind: "hold", a: "a"})
@@ -597,5 +575,25 @@ func TestQuotaOrphanSnapshot(t *testing.T) {
 	ov.Restore(snap)
 	if got := ov.Usage(); got != want {
 		t.Errorf("restored a snapshot taken while a removed file was open: counts %+v, the tmpfs held %+v after its close", got, want)
+	}
+}
+
+// quotaStepper returns a function that runs one operation on the tmpfs
+// mem and on ov over lower, each side with its own held handles (closed
+// when t ends), and fails t when the outcomes or the counts differ.
+func quotaStepper(t *testing.T, mem string, ov *overlayfs.Fs, lower string) func(quotaOp) {
+	var wh, gh held
+	t.Cleanup(wh.closeAll)
+	t.Cleanup(gh.closeAll)
+	return func(o quotaOp) {
+		t.Helper()
+		wn, werr := applyQuotaOp(afero.NewOsFs(), mem, o, &wh)
+		gn, gerr := applyQuotaOp(ov, lower, o, &gh)
+		if quotaErrClass(werr) != quotaErrClass(gerr) || wn != gn {
+			t.Fatalf("%v: os wrote %d (%v), overlay %d (%v)", o, wn, werr, gn, gerr)
+		}
+		if want, got := tmpfsUsage(t, mem), ov.Usage(); want != got {
+			t.Fatalf("%v: tmpfs holds %+v, overlay counts %+v", o, want, got)
+		}
 	}
 }
