@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,6 +52,36 @@ type threadRun struct {
 	initPID int // 0 until forked; reaped sets it to -1
 	started chan *runStatus
 	done    chan error
+
+	// Set by the thread before it sends on started: its thread ID and,
+	// where the kernel has PIDFD_THREAD (Linux 6.9), a pidfd of it in the
+	// process's descriptor table (else -1).
+	tid, exitFD int
+}
+
+// pidfdThread is PIDFD_THREAD (Linux 6.9), which golang.org/x/sys does
+// not name: a pidfd of one thread, readable once that thread has exited.
+const pidfdThread = unix.O_EXCL
+
+// gone waits until the thread has exited, so that no thread of the caller
+// is left in the namespaces (and the overlay's mount is gone with them)
+// when Run returns: a goroutine's return only schedules its locked
+// thread's exit. Without PIDFD_THREAD it asks tgkill(2) until the thread
+// ID is gone.
+func (t *threadRun) gone() {
+	if t.exitFD >= 0 {
+		fds := []unix.PollFd{{Fd: int32(t.exitFD), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+				break
+			}
+		}
+		unix.Close(t.exitFD)
+		return
+	}
+	for unix.Tgkill(unix.Getpid(), t.tid, 0) == nil {
+		time.Sleep(50 * time.Microsecond)
+	}
 }
 
 // killInit kills the namespace's init and with it every process of the
@@ -137,6 +168,7 @@ func runInThread(ctx context.Context, c *exec.Cmd, req runRequest, ns nsAttr, re
 	if s != nil {
 		stop()
 		t.reapInit()
+		t.gone()
 		pipes.finish()
 		switch {
 		case s.Stage == "thread":
@@ -151,6 +183,7 @@ func runInThread(ctx context.Context, c *exec.Cmd, req runRequest, ns nsAttr, re
 	waitErr = <-t.done
 	stop()
 	t.reapInit()
+	t.gone()
 	if err := pipes.finish(); waitErr == nil {
 		waitErr = err
 	}
@@ -172,6 +205,13 @@ func (t *threadRun) run(ctx context.Context, c *exec.Cmd, req runRequest, ns nsA
 		<-done
 		runtime.UnlockOSThread()
 		return
+	}
+	// Before the unshare, so that the pidfd is in the caller's table.
+	t.tid = unix.Gettid()
+	var err error
+	t.exitFD, err = unix.PidfdOpen(t.tid, pidfdThread)
+	if err != nil {
+		t.exitFD = -1
 	}
 	fail := func(stage string, err error) {
 		s := newRunStatus(stage, err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,6 +57,15 @@ func TestRunThreadLeavesCallerAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Busy processes keep the CPUs taken, as on a loaded machine, where a
+	// thread's exit after its goroutine's return comes latest.
+	for range runtime.NumCPU() {
+		busy := exec.Command("sh", "-c", "while :; do :; done")
+		if err := busy.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { busy.Process.Kill(); busy.Wait() })
+	}
 	for i := range 8 {
 		cmd := exec.Command("sh", "-c", "cat > in.txt")
 		cmd.Dir = root
@@ -72,15 +82,17 @@ func TestRunThreadLeavesCallerAlone(t *testing.T) {
 		if err != nil || !bytes.Equal(got, []byte(input)) {
 			t.Fatalf("Run %d: the command read %d bytes (%v), want %d", i, len(got), err, len(input))
 		}
-	}
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, task := range tasks {
-		got := threadState(t, filepath.Join("/proc/self/task", task.Name()))
-		if got != "" && got != want {
-			t.Errorf("thread %s after the runs:\n%s\nwant (the main thread before):\n%s", task.Name(), got, want)
+		// As Run returns, not eventually: the thread's exit follows its
+		// goroutine's return, and Run waits for it.
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			got := threadState(t, filepath.Join("/proc/self/task", task.Name()))
+			if got != "" && got != want {
+				t.Fatalf("Run %d: thread %s after it:\n%s\nwant (the main thread before):\n%s", i, task.Name(), got, want)
+			}
 		}
 	}
 }
