@@ -57,8 +57,11 @@ func (h *file) opened(name string, flag int) *file {
 	return h
 }
 
-func (h *file) readable() bool { return int(h.acc) != os.O_WRONLY }
-func (h *file) writable() bool { return h.acc != 0 }
+// readable and writable follow Linux: the access mode O_WRONLY|O_RDWR
+// (3) opens for neither reading nor writing (EBADF), though the open asks
+// for both permissions.
+func (h *file) readable() bool { return int(h.acc) == os.O_RDONLY || int(h.acc) == os.O_RDWR }
+func (h *file) writable() bool { return int(h.acc) == os.O_WRONLY || int(h.acc) == os.O_RDWR }
 func (h *file) appends() bool  { return h.appnd }
 
 // content returns the blob to read (write=false) or change (write=true).

@@ -252,6 +252,14 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 }
 
 func (l *layer) symlink(oldname, newname, abs string) error {
+	// As Linux, the target is read before newname is looked at: an empty
+	// one is ENOENT, one of PATH_MAX bytes or more ENAMETOOLONG.
+	if oldname == "" {
+		return linkErr("symlink", oldname, newname, errNoEnt)
+	}
+	if len(oldname) >= pathMax {
+		return linkErr("symlink", oldname, newname, errNameTooLong)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at, ok, err := l.writeEntryLoc("symlink", newname, abs)
@@ -263,9 +271,6 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 	}
 	if err := l.newNameLocked("symlink", oldname, newname, at); err != nil {
 		return err
-	}
-	if oldname == "" {
-		return linkErr("symlink", oldname, newname, errNoEnt)
 	}
 	if err := l.mayCreateLocked(at.rel); err != nil {
 		return linkErr("symlink", oldname, newname, err)

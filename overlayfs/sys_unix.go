@@ -21,7 +21,8 @@ const (
 	errNameTooLong = syscall.ENAMETOOLONG
 	errNoDevice    = syscall.ENXIO
 
-	oNoFollow = syscall.O_NOFOLLOW
+	oNoFollow  = syscall.O_NOFOLLOW
+	oDirectory = syscall.O_DIRECTORY
 )
 
 // owner returns the uid and gid recorded in a lower FileInfo.

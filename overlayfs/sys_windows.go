@@ -24,7 +24,8 @@ const (
 
 	// Windows opens a symlink's target on open; the caller has already
 	// resolved symlinks in the merged view, so nothing is lost.
-	oNoFollow = 0
+	oNoFollow  = 0
+	oDirectory = 0
 )
 
 // owner reports no owner: Windows FileInfo carries none.

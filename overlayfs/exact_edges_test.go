@@ -1,0 +1,271 @@
+package overlayfs_test
+
+// The os-exactness hunt: inputs the random differential's generators do not
+// make, each run on os over a copy of the fixture and on the overlay of the
+// original (runScenarios), comparing every result, the full errors (type,
+// Op, Path, errno) and the final tree.
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/spf13/afero"
+)
+
+// openFlags is OpenFile with flags flagString does not render (O_DIRECTORY,
+// O_NOFOLLOW, O_SYNC, ...), named by desc.
+func openFlags(slot int, rel string, flag int, desc string, perm fs.FileMode) op {
+	return op{fmt.Sprintf("#%d=OpenFile(%q, %s, %#o)", slot, rel, desc, perm), func(e *env) string {
+		f, err := e.fs.OpenFile(e.p(rel), flag, perm)
+		if err != nil {
+			return e.res(err, "")
+		}
+		if old := e.handles[slot]; old != nil {
+			old.Close()
+		}
+		e.handles[slot] = f
+		return e.res(err, "name=%s", e.relName(f.Name()))
+	}}
+}
+
+// statFull renders what Stat or Lstat tells beyond info: the link count
+// and owner from Sys().
+func statFull(rel string, follow bool) op {
+	name := "Lstat"
+	if follow {
+		name = "Stat"
+	}
+	return op{fmt.Sprintf("%s(%q) full", name, rel), func(e *env) string {
+		var fi fs.FileInfo
+		var err error
+		if follow {
+			fi, err = e.fs.Stat(e.p(rel))
+		} else {
+			fi, _, err = e.fs.LstatIfPossible(e.p(rel))
+		}
+		if err != nil {
+			return e.res(err, "")
+		}
+		return e.res(err, "%s %s", info(fi), sysNlink(fi))
+	}}
+}
+
+func sysNlink(fi fs.FileInfo) string {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Sprintf("Sys()=%T", fi.Sys())
+	}
+	return fmt.Sprintf("nlink=%d uid=%d gid=%d", st.Nlink, st.Uid, st.Gid)
+}
+
+// fstatFull is a handle's Stat with the link count.
+func fstatFull(slot int) op {
+	return withHandle("Stat() full", slot, func(e *env, f afero.File) string {
+		fi, err := f.Stat()
+		if err != nil {
+			return e.res(err, "")
+		}
+		return e.res(err, "%s %s", info(fi), sysNlink(fi))
+	})
+}
+
+// hname renders a handle's Name().
+func hname(slot int) op {
+	return withHandle("Name()", slot, func(e *env, f afero.File) string { return e.relName(f.Name()) })
+}
+
+// hardLink is Link on either side: os.Link for os.
+func hardLink(oldRel, newRel string) op {
+	return op{fmt.Sprintf("Link(%q, %q)", oldRel, newRel), func(e *env) string {
+		l, ok := e.fs.(interface{ Link(o, n string) error })
+		var err error
+		if ok {
+			err = l.Link(e.p(oldRel), e.p(newRel))
+		} else {
+			err = os.Link(e.p(oldRel), e.p(newRel))
+		}
+		return e.res(err, "")
+	}}
+}
+
+// listStep lists n entries once (no loop), rendering names in order.
+func listStep(slot, n int) op {
+	return withHandle(fmt.Sprintf("Readdirnames(%d) once", n), slot, func(e *env, f afero.File) string {
+		names, err := f.Readdirnames(n)
+		return e.res(err, "n=%d", len(names))
+	})
+}
+
+var long256 = strings.Repeat("n", 256)
+
+func TestExactEdges(t *testing.T) {
+	long255 := strings.Repeat("n", 255)
+	deep := strings.Repeat("./", 2100) + "README.md" // > PATH_MAX bytes
+	runScenarios(t, []scenario{
+		{name: "append-trunc", ops: []op{openFile(0, "go.mod", wronly|appnd|trunc, 0), fstat(0), write(0, "a"), seek(0, 0, io.SeekStart), write(0, "b"), closeH(0), readFile("go.mod")}},
+		{name: "rdonly-trunc", ops: []op{openFile(0, "go.mod", rdonly|trunc, 0), fstat(0), read(0, 10), write(0, "x"), closeH(0), readFile("go.mod")}},
+		{name: "excl-no-creat", ops: []op{openFile(0, "go.mod", rdwr|excl, 0), openFile(1, "nope", rdwr|excl, 0), openFile(2, "internal", rdonly|excl, 0)}},
+		{name: "o-directory", ops: []op{
+			openFlags(0, "internal", syscall.O_DIRECTORY, "O_DIRECTORY", 0), readdirnames(0, -1),
+			openFlags(1, "README.md", syscall.O_DIRECTORY, "O_DIRECTORY", 0),
+			openFlags(2, "link-to-internal", syscall.O_DIRECTORY, "O_DIRECTORY", 0),
+			openFlags(3, "link-to-readme", syscall.O_DIRECTORY, "O_DIRECTORY", 0),
+			openFlags(4, "nope", syscall.O_DIRECTORY|os.O_CREATE|os.O_RDWR, "O_DIRECTORY|O_CREATE|O_RDWR", 0o644),
+			openFlags(5, "nope2", syscall.O_DIRECTORY|os.O_CREATE, "O_DIRECTORY|O_CREATE", 0o755),
+			openFlags(6, "nope3", syscall.O_DIRECTORY|os.O_CREATE|os.O_EXCL|os.O_WRONLY, "O_DIRECTORY|O_CREATE|O_EXCL|O_WRONLY", 0o755),
+			openFlags(7, "internal", syscall.O_DIRECTORY|os.O_CREATE, "O_DIRECTORY|O_CREATE", 0o755),
+			lstat("nope"), lstat("nope2"), lstat("nope3"),
+			openFlags(0, "README.md", syscall.O_DIRECTORY|os.O_WRONLY, "O_DIRECTORY|O_WRONLY", 0),
+			openFlags(1, "go.mod", syscall.O_DIRECTORY|os.O_RDONLY|os.O_TRUNC, "O_DIRECTORY|O_TRUNC", 0),
+			openFlags(2, "internal", syscall.O_DIRECTORY|os.O_RDWR, "O_DIRECTORY|O_RDWR", 0),
+			openFlags(3, "internal", syscall.O_DIRECTORY|os.O_TRUNC, "O_DIRECTORY|O_TRUNC", 0),
+			openFlags(4, "dangling", syscall.O_DIRECTORY, "O_DIRECTORY", 0),
+			openFlags(5, "nope", syscall.O_DIRECTORY, "O_DIRECTORY", 0),
+			openFlags(6, "link-to-readme", syscall.O_DIRECTORY|os.O_RDWR, "O_DIRECTORY|O_RDWR", 0),
+			openFlags(7, "link-to-internal/", syscall.O_DIRECTORY, "O_DIRECTORY", 0), hname(7),
+			openFlags(0, "empty", syscall.O_DIRECTORY|syscall.O_NOFOLLOW, "O_DIRECTORY|O_NOFOLLOW", 0), readdirnames(0, -1),
+			openFlags(1, "link-to-internal", syscall.O_DIRECTORY|syscall.O_NOFOLLOW, "O_DIRECTORY|O_NOFOLLOW", 0),
+			mkdir("nd", 0o755), openFlags(2, "nd", syscall.O_DIRECTORY, "O_DIRECTORY", 0), symlink("nd", "lnd"), openFlags(3, "lnd", syscall.O_DIRECTORY, "O_DIRECTORY", 0),
+			writeFile("nf", "x", 0o644), openFlags(4, "nf", syscall.O_DIRECTORY, "O_DIRECTORY", 0), openFlags(5, "nf", syscall.O_DIRECTORY|os.O_WRONLY, "O_DIRECTORY|O_WRONLY", 0),
+			readFile("README.md"), readFile("go.mod"),
+		}},
+		{name: "o-nofollow", ops: []op{
+			openFlags(0, "link-to-readme", syscall.O_NOFOLLOW, "O_NOFOLLOW", 0),
+			openFlags(1, "link-to-internal", syscall.O_NOFOLLOW, "O_NOFOLLOW", 0),
+			openFlags(2, "link-to-internal/util/util.go", syscall.O_NOFOLLOW, "O_NOFOLLOW", 0),
+			openFlags(3, "dangling", syscall.O_NOFOLLOW|os.O_CREATE|os.O_WRONLY, "O_NOFOLLOW|O_CREATE|O_WRONLY", 0o644),
+			openFlags(4, "README.md", syscall.O_NOFOLLOW, "O_NOFOLLOW", 0), read(4, 3),
+			lstat("does-not-exist"),
+			openFlags(0, "link-to-internal/", syscall.O_NOFOLLOW, "O_NOFOLLOW", 0),
+			openFlags(1, "link-to-readme", syscall.O_NOFOLLOW|os.O_CREATE|os.O_EXCL|os.O_WRONLY, "O_NOFOLLOW|O_CREATE|O_EXCL|O_WRONLY", 0o644),
+			openFlags(2, "link-to-readme", syscall.O_NOFOLLOW|os.O_WRONLY|os.O_TRUNC, "O_NOFOLLOW|O_WRONLY|O_TRUNC", 0),
+			openFlags(3, "link-to-readme", syscall.O_NOFOLLOW|os.O_CREATE|os.O_RDWR, "O_NOFOLLOW|O_CREATE|O_RDWR", 0o644),
+			openFlags(4, "link-to-internal/util/util.go", syscall.O_NOFOLLOW|os.O_RDWR, "O_NOFOLLOW|O_RDWR", 0), write(4, "w"),
+			openFlags(5, "new", syscall.O_NOFOLLOW|os.O_CREATE|os.O_RDWR, "O_NOFOLLOW|O_CREATE|O_RDWR", 0o600), write(5, "n"),
+			symlink("new", "lnew"), openFlags(6, "lnew", syscall.O_NOFOLLOW, "O_NOFOLLOW", 0), openFlags(7, "lnew", syscall.O_NOFOLLOW|os.O_WRONLY, "O_NOFOLLOW|O_WRONLY", 0),
+			symlink("internal", "lint"), openFlags(0, "lint/", syscall.O_NOFOLLOW, "O_NOFOLLOW", 0), openFlags(1, "lint", syscall.O_NOFOLLOW, "O_NOFOLLOW", 0),
+			openFlags(2, "loopy", syscall.O_NOFOLLOW, "O_NOFOLLOW", 0), symlink("loopy", "loopy"), openFlags(3, "loopy", syscall.O_NOFOLLOW, "O_NOFOLLOW", 0),
+			readFile("README.md"), readFile("internal/util/util.go"),
+		}},
+		{name: "o-sync-etc", ops: []op{
+			openFlags(0, "go.mod", os.O_RDWR|os.O_SYNC, "O_RDWR|O_SYNC", 0), write(0, "x"),
+			openFlags(1, "go.mod", os.O_RDWR|syscall.O_NONBLOCK|syscall.O_NOATIME|syscall.O_CLOEXEC, "O_RDWR|O_NONBLOCK|O_NOATIME|O_CLOEXEC", 0), read(1, 4),
+			openFlags(2, "go.mod", os.O_RDWR|syscall.O_DSYNC, "O_RDWR|O_DSYNC", 0), write(2, "y"), readFile("go.mod"),
+		}},
+		{name: "o-wronly-rdwr-both", ops: []op{
+			openFlags(0, "go.mod", os.O_WRONLY|os.O_RDWR, "O_WRONLY|O_RDWR", 0), read(0, 3), write(0, "x"), readAt(0, 3, 0), writeAt(0, "x", 0), writeString(0, "s"),
+			truncH(0, 1), fstat(0), seek(0, 2, io.SeekStart), syncH(0), closeH(0),
+			openFlags(1, "main.go", os.O_WRONLY|os.O_RDWR|os.O_TRUNC, "O_WRONLY|O_RDWR|O_TRUNC", 0), read(1, 3), fstat(1),
+			openFlags(2, "internal", os.O_WRONLY|os.O_RDWR, "O_WRONLY|O_RDWR", 0), openFlags(3, "n", os.O_WRONLY|os.O_RDWR|os.O_CREATE, "O_WRONLY|O_RDWR|O_CREATE", 0o644), write(3, "x"),
+			openFlags(4, "README.md", os.O_WRONLY|os.O_RDWR|os.O_APPEND, "O_WRONLY|O_RDWR|O_APPEND", 0), write(4, "x"), read(4, 1),
+			readFile("go.mod"), readFile("main.go"), readFile("README.md"),
+		}},
+		{name: "seek-whence", ops: []op{
+			open(0, "go.mod"), seek(0, -1, io.SeekStart), seek(0, 5, io.SeekStart), seek(0, -10, io.SeekCurrent),
+			seek(0, 2, io.SeekCurrent), seek(0, 0, io.SeekEnd), seek(0, 10, io.SeekEnd), read(0, 3), seek(0, -1000, io.SeekEnd), seek(0, 0, 3), seek(0, 0, 4), seek(0, 0, -1), seek(0, 0, io.SeekCurrent),
+		}},
+		{name: "seek-after-close", ops: []op{open(0, "go.mod"), closeH(0), seek(0, 0, io.SeekStart), seek(0, -1, io.SeekStart), fstat(0), syncH(0), hname(0), writeString(0, "x")}},
+		{name: "closed-dir-handle", ops: []op{open(0, "internal"), closeH(0), readdirnames(0, 1), readDirH(0, 1), readdir(0, 0), seek(0, 0, io.SeekStart), read(0, 1)}},
+		{name: "dir-handle-writes", ops: []op{open(0, "internal"), writeString(0, "x"), writeAt(0, "x", 0), truncH(0, 0), truncH(0, -1), syncH(0), readAt(0, 4, 0), readAt(0, 4, -1)}},
+		{name: "truncate-handles", ops: []op{
+			open(0, "go.mod"), truncH(0, 0), truncH(0, -1), truncH(0, 5),
+			openFile(1, "go.mod", wronly|appnd, 0), truncH(1, 3), truncH(1, -5), write(1, "X"), readFile("go.mod"),
+			openFile(2, "main.go", rdwr, 0), truncH(2, 1<<20), fstat(2), truncH(2, 2), closeH(2), readFile("main.go"),
+		}},
+		{name: "writeat-append", ops: []op{
+			openFile(0, "go.mod", rdwr|appnd, 0), writeAt(0, "x", 0), writeAt(0, "", 0), writeAt(0, "x", -1), writeAt(0, "", -1),
+			openFile(1, "new", wronly|creat|appnd, 0o644), writeAt(1, "q", 3), write(1, "w"), readFile("new"),
+		}},
+		{name: "stat-after-remove", ops: []op{
+			open(0, "README.md"), openFile(1, "go.mod", rdwr, 0), write(1, "X"), create(2, "n"), write(2, "y"),
+			remove("README.md"), remove("go.mod"), remove("n"),
+			fstatFull(0), fstatFull(1), fstatFull(2), write(1, "Y"), fstatFull(1), read(0, 5),
+		}},
+		{name: "nlink", known: "WIP", ops: []op{
+			statFull("README.md", false), statFull("internal", false), statFull("empty", false), statFull("link-to-readme", true),
+			statFull("", false), mkdir("internal/new", 0o755), statFull("internal", false), mkdir("nd", 0o755), mkdir("nd/sub", 0o755),
+			statFull("nd", false), statFull("", false), remove("empty"), statFull("", false), rename("internal/new", "cmd/new"),
+			statFull("internal", false), statFull("cmd", false), hardLink("README.md", "R2"), statFull("README.md", false),
+			open(0, "R2"), fstatFull(0), removeAll("a"), statFull("", false), removeAll("internal/util"), statFull("internal", false),
+		}},
+		{name: "readdir-steps", ops: []op{
+			open(0, "internal/util"), listStep(0, 1), listStep(0, 1), listStep(0, 10), listStep(0, 10), listStep(0, 0),
+			seek(0, 0, io.SeekStart), listStep(0, 2), listStep(0, 100), listStep(0, 1),
+			seek(0, 0, io.SeekStart), readdirnames(0, -1), readdirnames(0, -1), seek(0, 0, io.SeekStart), readdir(0, 2),
+		}},
+		{name: "readdir-after-new-entries-rewind", ops: []op{
+			open(0, "docs"), readdirnames(0, -1), writeFile("docs/zzz", "z", 0o644), remove("docs/guide.md"), readdirnames(0, -1), seek(0, 0, io.SeekStart), readdirnames(0, -1),
+			seek(0, 0, io.SeekStart), readDirH(0, 1), seek(0, 0, io.SeekStart), readdir(0, -1),
+		}},
+		{name: "readdir-root-rewind", ops: []op{open(0, ""), listStep(0, 3), seek(0, 0, io.SeekStart), readdirnames(0, 4), mkdir("zzz", 0o700), seek(0, 0, io.SeekStart), readdir(0, -1)}},
+		{name: "readdir-on-file-steps", ops: []op{open(0, "go.mod"), listStep(0, 1), listStep(0, 0), listStep(0, -1), readDirH(0, 1), readdir(0, 1), read(0, 3)}},
+		{name: "readdir-removed-dir", ops: []op{open(0, "empty"), remove("empty"), readdirnames(0, -1), readdir(0, 1), open(1, "a/b/c/d"), removeAll("a"), readDirH(1, -1), fstat(1)}},
+		{name: "names", ops: []op{
+			open(0, "./README.md"), hname(0), open(1, "internal/../go.mod"), hname(1), open(2, "internal//util/util.go"), hname(2), open(3, "internal/."), hname(3), readdirnames(3, -1),
+			stat("internal/util/."), stat("internal/util/./"), stat("README.md/."), stat("nope/."), lstat("link-to-internal/."), lstat("dangling/."),
+		}},
+		{name: "odd-bytes", ops: []op{
+			writeFile("new\nline", "nl", 0o644), writeFile("bad\xff\xfeutf8", "bad", 0o644), writeFile(" lead", "sp", 0o644), writeFile("trail ", "sp", 0o644),
+			writeFile("tab\there", "t", 0o644), writeFile("back\\slash", "b", 0o644), writeFile("quote\"s", "q", 0o644), writeFile("*?[", "glob", 0o644),
+			readdirnamesOf(""), mkdir("dir\xc3\x28", 0o755), rename("bad\xff\xfeutf8", "dir\xc3\x28/\x80"), readdirnamesOf("dir\xc3\x28"), stat("dir\xc3\x28/\x80"),
+		}},
+		{name: "long-components", ops: []op{
+			mkdir(long255, 0o755), mkdir(long256, 0o755), symlink("x", long256), symlink(long256, "lnk"), stat("lnk"), rename("README.md", long256),
+			rename(long256, "x"), remove(long256), removeAll(long256), chmod(long256, 0o644), chtimes(long256, t1), readlink(long256),
+			openFile(0, long256, rdonly, 0), openFile(1, long256, rdwr|creat, 0o644), writeFile(long255+"/"+long255, "ok", 0o644), lstat(long255 + "/" + long255),
+			mkdirAll(long255+"/"+long256+"/x", 0o755), hardLink("go.mod", long256), hardLink(long256, "q"),
+		}},
+		{name: "path-max", ops: []op{
+			stat(deep), lstat(deep), readFile(deep), writeFile(deep+"x", "x", 0o644), mkdir(deep+"d", 0o755), remove(deep), removeAll(deep + "q"),
+			rename(deep, "x"), rename("go.mod", deep+"y"), chmod(deep, 0o600), readlink(deep), symlink(deep, "ok-long-target"), readlink("ok-long-target"),
+			symlink(strings.Repeat("t", 4096), "too-long-target"), symlink(strings.Repeat("t", 4095), "max-target"), readlink("max-target"), stat("max-target"),
+		}},
+		{name: "rename-self-and-links", ops: []op{
+			hardLink("README.md", "hard"), rename("README.md", "hard"), lstat("README.md"), lstat("hard"), statFull("hard", false),
+			rename("README.md", "README.md/"), rename("empty", "empty/"), rename("empty/", "empty"), rename("internal", "internal/"), rename("internal/", "internal/util/x"),
+			rename("empty", "."), rename(".", "x"), rename("empty", ".."), rename("internal/..", "x"), rename("empty", ""),
+		}},
+		{name: "rename-dir-forms", ops: []op{
+			rename("cmd", "empty/"), lstat("empty/tool"), rename("docs/", "scripts"), rename("docs", "private/"), rename("a/b", "a/b/"), rename("a/b/", "a/z/"), lstat("a/z/c"),
+			rename("a", "link-to-internal"), rename("a", "dangling"), lstat("a"), lstat("dangling/b"),
+		}},
+		{name: "remove-dots", ops: []op{remove("."), // root/.. is outside the root: refused (ErrOutsideRoot), not os's ENOTEMPTY
+			remove("internal/."), remove("internal/.."), remove("empty/."), remove("empty/../empty"), lstat("empty"), remove("internal")}},
+		{name: "removeall-forms", ops: []op{
+			removeAll("missing"), removeAll("missing/x"), removeAll("README.md/x"), removeAll("link-to-internal/util"), lstat("internal/util"), removeAll("link-to-internal/"),
+			lstat("link-to-internal"), lstat("internal"), removeAll("docs/."), lstat("docs"), removeAll("cmd/.."), lstat("cmd"), removeAll("dangling"), lstat("dangling"),
+		}},
+		{name: "mkdir-modes", ops: []op{
+			mkdir("st", fs.ModeSticky|0o777), mkdir("sg", fs.ModeSetgid|0o755), mkdir("su", fs.ModeSetuid|0o755), mkdir("all", fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky|0o777),
+			mkdir("raw", 0o7777), lstat("st"), lstat("sg"), lstat("su"), lstat("all"), lstat("raw"), mkdirAll("ma/b", fs.ModeSticky|fs.ModeSetgid|0o750), lstat("ma"), lstat("ma/b"),
+			mkdir("sg/in", 0o700), lstat("sg/in"), mkdir("typ", fs.ModeDir|0o755), lstat("typ"), mkdir("sym", fs.ModeSymlink|0o755), lstat("sym"),
+		}},
+		{name: "create-modes", ops: []op{
+			writeFile("su", "x", fs.ModeSetuid|0o755), writeFile("sg", "x", fs.ModeSetgid|0o755), writeFile("st", "x", fs.ModeSticky|0o644), writeFile("raw", "x", 0o7777),
+			lstat("su"), lstat("sg"), lstat("st"), lstat("raw"), writeFile("dirbit", "x", fs.ModeDir|0o644), lstat("dirbit"), writeFile("sockbit", "x", fs.ModeSocket|0o644), lstat("sockbit"),
+		}},
+		{name: "chmod-modes", ops: []op{
+			chmod("README.md", fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky|0o755), lstat("README.md"), chmod("internal", fs.ModeSetgid|fs.ModeSticky|0o700), lstat("internal"),
+			chmod("go.mod", fs.ModeDir|0o600), lstat("go.mod"), chmod("main.go", 0o7777), lstat("main.go"), chmod("empty", fs.ModeSymlink|fs.ModeSetuid|0o751), lstat("empty"),
+			chmod("link-to-readme", fs.ModeSticky|0o600), lstat("README.md"), lstat("link-to-readme"),
+		}},
+		{name: "chown-forms", ops: []op{chown("README.md", -1, 5), owner("README.md"), chown("README.md", 6, -1), owner("README.md"), chown("dangling", -1, -1), chown("nope", -1, -1), chown("README.md", -2, -1), owner("README.md")}},
+		{name: "symlink-forms", ops: []op{
+			symlink("", "e"), symlink("x", ""), symlink("x", "."), symlink("x", "internal/.."), symlink("x", "empty/."), symlink("x", "new/"), symlink("t", "link-to-internal/"), symlink("t", "dangling/"),
+			readlink(""), readlink("."), readlink("link-to-internal/."), stat("dangling"), stat("link-to-readme/"),
+			// The target is read first: ENOENT or ENAMETOOLONG before EEXIST, ENOENT of the parent, or outside the root.
+			symlink("", "README.md"), symlink("", "nodir/x"), symlink("", "../outside-cowfs-edges"), symlink("", long256+"/x"),
+			symlink(strings.Repeat("t", 4096), "README.md"), symlink(strings.Repeat("t", 4096), "nodir/x"), symlink(strings.Repeat("t", 5000), "../outside-cowfs-edges"),
+		}},
+		{name: "link-forms", ops: []op{
+			hardLink("internal", "li"), hardLink("empty", "le"), hardLink("link-to-internal", "ll"), lstat("ll"), hardLink("dangling", "ld"), lstat("ld"), readlink("ld"),
+			hardLink("link-to-readme/", "lr"), hardLink("README.md", "README.md"), hardLink("README.md", "link-to-readme"), hardLink("nope", "x"), hardLink("README.md", "nope/x"), hardLink("README.md", "go.mod/x"),
+			hardLink("README.md", ""), hardLink("", "x"),
+		}},
+	})
+}
