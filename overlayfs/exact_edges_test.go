@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,6 +73,39 @@ func fstatFull(slot int) op {
 		}
 		return e.res(err, "%s %s", info(fi), sysNlink(fi))
 	})
+}
+
+// readdirNlinks lists rel with Readdir and with ReadDir's Info, rendering
+// each entry's link count.
+func readdirNlinks(rel string) op {
+	return op{fmt.Sprintf("Readdir(%q) nlinks", rel), func(e *env) string {
+		f, err := e.fs.Open(e.p(rel))
+		if err != nil {
+			return e.res(err, "")
+		}
+		defer f.Close()
+		fis, err := f.Readdir(-1)
+		var out []string
+		for _, fi := range fis {
+			out = append(out, fi.Name()+":"+sysNlink(fi))
+		}
+		slices.Sort(out)
+		if _, serr := f.Seek(0, io.SeekStart); serr != nil {
+			return e.res(serr, "")
+		}
+		des, derr := f.(fs.ReadDirFile).ReadDir(-1)
+		var out2 []string
+		for _, de := range des {
+			fi, ierr := de.Info()
+			if ierr != nil {
+				out2 = append(out2, de.Name()+":"+errClass(ierr))
+				continue
+			}
+			out2 = append(out2, de.Name()+":"+sysNlink(fi))
+		}
+		slices.Sort(out2)
+		return e.res(err, "readdir=%q readDir=%q %s", out, out2, describeErr(derr, e.root))
+	}}
 }
 
 // hname renders a handle's Name().
@@ -186,12 +220,16 @@ func TestExactEdges(t *testing.T) {
 			remove("README.md"), remove("go.mod"), remove("n"),
 			fstatFull(0), fstatFull(1), fstatFull(2), write(1, "Y"), fstatFull(1), read(0, 5),
 		}},
-		{name: "nlink", known: "WIP", ops: []op{
+		{name: "nlink", ops: []op{
 			statFull("README.md", false), statFull("internal", false), statFull("empty", false), statFull("link-to-readme", true),
 			statFull("", false), mkdir("internal/new", 0o755), statFull("internal", false), mkdir("nd", 0o755), mkdir("nd/sub", 0o755),
 			statFull("nd", false), statFull("", false), remove("empty"), statFull("", false), rename("internal/new", "cmd/new"),
 			statFull("internal", false), statFull("cmd", false), hardLink("README.md", "R2"), statFull("README.md", false),
 			open(0, "R2"), fstatFull(0), removeAll("a"), statFull("", false), removeAll("internal/util"), statFull("internal", false),
+			open(1, ""), fstatFull(1), open(2, "cmd"), fstatFull(2), readdirNlinks(""), readdirNlinks("cmd"), statFull("link-to-internal", true),
+			rename("cmd", "internal/cmd2"), statFull("internal", false), statFull("internal/cmd2", false), fstatFull(2), removeAll("docs"), mkdir("docs", 0o755),
+			mkdir("docs/x", 0o755), statFull("docs", false), readdirNlinks(""), readdirNlinks("internal"), remove("empty"), writeFile("empty", "now a file", 0o644),
+			statFull("", false), remove("go.mod"), mkdir("go.mod", 0o700), statFull("", false), rename("go.mod", "private/gm"), statFull("private", false), statFull("", false),
 		}},
 		{name: "readdir-steps", ops: []op{
 			open(0, "internal/util"), listStep(0, 1), listStep(0, 1), listStep(0, 10), listStep(0, 10), listStep(0, 0),

@@ -166,6 +166,13 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 				return infos, ierr
 			}
 		}
+		if fi.IsDir() {
+			// The view's link count, where the layer changed what the
+			// directory holds (see dirNlinkLocked).
+			if rel := join(d.rel, name); !f.bareDirLocked(rel) || (k < len(kids) && kids[k] == name) {
+				fi = f.dirInfoLocked(fi, rel, f.nodeAtLocked(rel))
+			}
+		}
 		infos = append(infos, fi)
 	}
 	return infos, err
@@ -230,7 +237,7 @@ func (d *dir) Stat() (fs.FileInfo, error) {
 	if !n.layer && n.fi == nil {
 		return nil, pathErr("stat", d.name, fs.ErrNotExist)
 	}
-	return d.fs.infoLocked(infoName(d.name), n), nil
+	return d.fs.dirInfoLocked(d.fs.infoLocked(infoName(d.name), n), d.rel, n), nil
 }
 
 func (d *dir) Close() error {

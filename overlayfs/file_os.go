@@ -117,7 +117,9 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 		n := f.nodeAtLocked(o.at)
 		var lfi fs.FileInfo
 		if n.layer && n.kind == kindDir {
-			lfi = f.infoLocked(infoName(o.name), n)
+			lfi = f.dirInfoLocked(f.infoLocked(infoName(o.name), n), o.at, n)
+		} else if k, ok := f.dirNlinkLocked(o.at, n); ok {
+			lfi = nlinkInfo(renameInfo(fi, infoName(o.name)), k) // what the layer put in it counts
 		}
 		f.mu.RUnlock()
 		if lfi != nil {

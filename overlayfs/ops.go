@@ -75,6 +75,8 @@ func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, err
 		return nil, pathErr(op, name, errNoEnt)
 	case at.dirOnly && at.n.kind != kindDir:
 		return nil, pathErr(op, name, errNotDir)
+	case at.n.kind == kindDir:
+		return l.dirInfoLocked(l.infoLocked(infoName(name), at.n), at.rel, at.n), nil
 	case !at.n.layer:
 		return renameInfo(at.n.fi, infoName(name)), nil
 	}
