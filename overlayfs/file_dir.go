@@ -231,13 +231,18 @@ func (d *dir) Stat() (fs.FileInfo, error) {
 	// The directory as it is now, wherever it went; once removed, as it
 	// was last seen (as fstat of a removed directory).
 	n := d.n
-	if cur := d.fs.nodeAtLocked(d.rel); cur.kind == kindDir {
+	cur := d.fs.nodeAtLocked(d.rel)
+	if cur.kind == kindDir {
 		n = cur
 	}
 	if !n.layer && n.fi == nil {
 		return nil, pathErr("stat", d.name, fs.ErrNotExist)
 	}
-	return d.fs.dirInfoLocked(d.fs.infoLocked(infoName(d.name), n), d.rel, n), nil
+	fi := d.fs.infoLocked(infoName(d.name), n)
+	if cur.kind != kindDir {
+		return unlinkedDirInfo(fi), nil // removed: no name links it
+	}
+	return d.fs.dirInfoLocked(fi, d.rel, n), nil
 }
 
 func (d *dir) Close() error {

@@ -76,6 +76,16 @@ func (l *layer) dirInfoLocked(fi fs.FileInfo, rel string, n node) fs.FileInfo {
 	return nlinkInfo(fi, k)
 }
 
+// unlinkedDirInfo is fi, a directory's, with the link count of a removed
+// one: 0.
+func unlinkedDirInfo(fi fs.FileInfo) fs.FileInfo {
+	if ours, isOurs := fi.(*fileInfo); isOurs {
+		ours.nlink = 0
+		return ours
+	}
+	return unlinkedInfo(fi)
+}
+
 // dirNlinkLocked returns the link count of the directory rel where the
 // view has n, as Linux's disk file systems and tmpfs count it: 2 plus its
 // subdirectories (the ".." of each). It reports false where the count is

@@ -723,6 +723,9 @@ func info(fi fs.FileInfo) string {
 	if fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0 {
 		s += fmt.Sprintf(" size=%d", fi.Size())
 	}
+	if k, ok := sysNlinkOf(fi); ok {
+		s += fmt.Sprintf(" nlink=%d", k)
+	}
 	return s
 }
 
