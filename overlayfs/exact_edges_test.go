@@ -1,3 +1,5 @@
+//go:build linux
+
 package overlayfs_test
 
 // The os-exactness hunt: inputs the random differential's generators do not
