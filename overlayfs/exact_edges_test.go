@@ -8,9 +8,11 @@ package overlayfs_test
 // Op, Path, errno) and the final tree.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -212,6 +214,8 @@ func TestExactEdges(t *testing.T) {
 			open(0, "go.mod"), truncH(0, 0), truncH(0, -1), truncH(0, 5),
 			openFile(1, "go.mod", wronly|appnd, 0), truncH(1, 3), truncH(1, -5), write(1, "X"), readFile("go.mod"),
 			openFile(2, "main.go", rdwr, 0), truncH(2, 1<<20), fstat(2), truncH(2, 2), closeH(2), readFile("main.go"),
+			openFile(3, "go.mod", rdwr, 0), writeAt(3, "z", math.MaxInt64), writeAt(3, "z", math.MaxInt64-1), readAt(3, 1, math.MaxInt64), readAt(3, 2, math.MaxInt64-1),
+			readAt(3, 0, math.MaxInt64), fstat(3), closeH(3), readFile("go.mod"), open(4, "README.md"), readAt(4, 1, math.MaxInt64), writeFile("nf", "x", 0o644), open(5, "nf"), readAt(5, 1, math.MaxInt64),
 		}},
 		{name: "writeat-append", ops: []op{
 			openFile(0, "go.mod", rdwr|appnd, 0), writeAt(0, "x", 0), writeAt(0, "", 0), writeAt(0, "x", -1), writeAt(0, "", -1),
@@ -308,4 +312,58 @@ func TestExactEdges(t *testing.T) {
 			hardLink("README.md", ""), hardLink("", "x"),
 		}},
 	})
+}
+
+// TestHugeFileGrowth: a truncation or a write past the largest file the
+// layer holds (its bytes are in memory: half the machine's memory) fails
+// with EFBIG, as os does past its file system's largest file (ext4: 16
+// TiB), instead of an allocation that kills the process. Where os's file
+// system takes the size (tmpfs, or below ext4's limit), only the overlay's
+// side is checked: EFBIG, and the file unchanged.
+func TestHugeFileGrowth(t *testing.T) {
+	orig := origTree(t, "small")
+	for _, size := range []int64{1 << 40, 1 << 50, math.MaxInt64 - 1} {
+		for _, how := range []string{"Truncate", "WriteAt", "Seek+Write"} {
+			copyDir := osCopy(t, orig)
+			c := newCow(t, orig)
+			grow := func(root string, fsys afero.Fs) error {
+				f, err := fsys.OpenFile(root+"/a", os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				switch how {
+				case "Truncate":
+					return f.Truncate(size)
+				case "WriteAt":
+					_, err := f.WriteAt([]byte("x"), size)
+					return err
+				}
+				if _, err := f.Seek(size, io.SeekStart); err != nil {
+					return err
+				}
+				_, err = f.Write([]byte("x"))
+				return err
+			}
+			got := grow(c.Root(), c)
+			if !errors.Is(got, syscall.EFBIG) {
+				t.Errorf("%s(%d): got %v, want EFBIG", how, size, got)
+			}
+			var pe *fs.PathError
+			if !errors.As(got, &pe) || pe.Path != c.Root()+"/a" {
+				t.Errorf("%s(%d): got %#v, want an *fs.PathError naming the file", how, size, got)
+			}
+			if data, err := afero.ReadFile(c, c.Root()+"/a"); err != nil || string(data) != "alpha\n" {
+				t.Errorf("%s(%d): a now holds %q, %v; want it unchanged", how, size, data, err)
+			}
+			if size < 1<<44 || how == "Seek+Write" {
+				// ext4 and tmpfs take the size, and tmpfs the offset
+				// (ext4's Seek says EINVAL): the overlay's limit is its own.
+				continue
+			}
+			if want := grow(copyDir, osTarget{}); want != nil && describeErr(want, copyDir) != describeErr(got, c.Root()) {
+				t.Errorf("%s(%d): got %s, os says %s", how, size, describeErr(got, c.Root()), describeErr(want, copyDir))
+			}
+		}
+	}
 }

@@ -19,6 +19,7 @@ const (
 	errNoEnt       = syscall.ENOENT
 	errXDev        = syscall.EXDEV
 	errNameTooLong = syscall.ENAMETOOLONG
+	errFileTooBig  = syscall.EFBIG
 	errNoDevice    = syscall.ENXIO
 
 	oNoFollow  = syscall.O_NOFOLLOW

@@ -20,6 +20,7 @@ const (
 	errNoEnt       = syscall.ENOENT
 	errXDev        = syscall.EXDEV
 	errNameTooLong = syscall.ENAMETOOLONG
+	errFileTooBig  = syscall.EFBIG
 	errNoDevice    = syscall.ENXIO
 
 	// Windows opens a symlink's target on open; the caller has already
