@@ -367,3 +367,91 @@ func TestHugeFileGrowth(t *testing.T) {
 		}
 	}
 }
+
+// TestIOFSExactErrors: every io/fs call of the IOFS() view returns what
+// os.DirFS of the os copy returns, errors compared whole (type, Op, Path,
+// errno), on names valid, invalid and through symlinks, and on handles.
+func TestIOFSExactErrors(t *testing.T) {
+	orig := origTree(t, "project")
+	c, copyDir := apply(t, orig, append(slices.Clone(mergedOps), symlink("nowhere", "docs/dangling2"), symlink("loop", "loop"), mkdir("nd", 0o755), writeFile("nd/f", "f", 0o644)))
+	want, got := os.DirFS(copyDir), c.IOFS()
+	names := []string{
+		".", "README.md", "go.mod", "main.go", "internal", "internal/util", "a", "a/only-new.txt", "commands", "cmd", "docs", "nd", "nd/f",
+		"link-to-readme", "link-to-internal", "link-to-internal/util", "dangling", "docs/dangling2", "loop", "loop/x", "internal/util/up",
+		"internal/util/up/go.mod", "missing", "missing/x", "README.md/x", "README.md/", "internal/", "/README.md", "../README.md", "./README.md",
+		"internal/../README.md", "internal//util", "", "a\x00b", "docs/my notes.txt", "private", "empty", "empty/.",
+	}
+	res := func(root string, err error) string { return describeErr(err, root) }
+	for _, name := range names {
+		calls := []struct {
+			call string
+			fn   func(fsys fs.FS) (string, error)
+		}{
+			{"Open", func(fsys fs.FS) (string, error) {
+				f, err := fsys.Open(name)
+				if err != nil {
+					return "", err
+				}
+				defer f.Close()
+				fi, err := f.Stat()
+				if err != nil {
+					return "", err
+				}
+				return info(fi), nil
+			}},
+			{"Stat", func(fsys fs.FS) (string, error) { fi, err := fs.Stat(fsys, name); return info(fi), err }},
+			{"Lstat", func(fsys fs.FS) (string, error) { fi, err := fs.Lstat(fsys, name); return info(fi), err }},
+			{"ReadFile", func(fsys fs.FS) (string, error) { b, err := fs.ReadFile(fsys, name); return string(b), err }},
+			{"ReadLink", func(fsys fs.FS) (string, error) { s, err := fs.ReadLink(fsys, name); return s, err }},
+			{"ReadDir", func(fsys fs.FS) (string, error) {
+				des, err := fs.ReadDir(fsys, name)
+				var out []string
+				for _, de := range des {
+					out = append(out, de.Name()+" "+de.Type().String())
+				}
+				return strings.Join(out, ","), err
+			}},
+			{"Read/ReadDir of handle", func(fsys fs.FS) (string, error) {
+				f, err := fsys.Open(name)
+				if err != nil {
+					return "open failed", nil
+				}
+				buf := make([]byte, 4)
+				n, rerr := f.Read(buf)
+				var derr error
+				if rd, ok := f.(fs.ReadDirFile); ok {
+					_, derr = rd.ReadDir(-1)
+				}
+				cerr, cerr2 := f.Close(), f.Close()
+				_, serr := f.Stat()
+				return fmt.Sprintf("read=%d %q %s readdir=%s close=%s close2=%s stat=%s", n, buf[:n], res("", rerr), res("", derr), res("", cerr), res("", cerr2), res("", serr)), nil
+			}},
+			{"Sub", func(fsys fs.FS) (string, error) {
+				sub, err := fs.Sub(fsys, name)
+				if err != nil {
+					return "", err
+				}
+				if fsys == want {
+					// fs.Sub's view has no Stat (fs.Stat then opens):
+					// os.DirFS of the directory is the oracle.
+					sub = os.DirFS(copyDir + "/" + name)
+				}
+				fi, err := fs.Stat(sub, "nd/f")
+				return info(fi), err
+			}},
+		}
+		for _, cl := range calls {
+			w, werr := cl.fn(want)
+			g, gerr := cl.fn(got)
+			// os.DirFS's handles and ReadLink name the host path in
+			// errors; IOFS keeps the io/fs name (fs's convention): only
+			// that is not compared.
+			ws, gs := w+" err="+res(copyDir, werr), g+" err="+res(c.Root(), gerr)
+			ws = strings.ReplaceAll(strings.ReplaceAll(ws, "$ROOT/", ""), copyDir+"/", "")
+			gs = strings.ReplaceAll(gs, c.Root()+"/", "")
+			if ws != gs {
+				t.Errorf("%s(%q):\n\twant %s\n\tgot  %s", cl.call, name, ws, gs)
+			}
+		}
+	}
+}

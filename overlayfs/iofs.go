@@ -3,7 +3,9 @@ package overlayfs
 import (
 	"io"
 	"io/fs"
+	"os"
 	"path"
+	"strings"
 )
 
 var (
@@ -26,8 +28,8 @@ type ioFS struct {
 
 // host maps a valid io/fs name to the overlay's host path.
 func (v ioFS) host(op, name string) (string, error) {
-	if !fs.ValidPath(name) {
-		return "", pathErr(op, name, fs.ErrInvalid)
+	if !fs.ValidPath(name) || strings.IndexByte(name, 0) >= 0 {
+		return "", pathErr(op, name, fs.ErrInvalid) // as os.DirFS: a NUL is invalid too
 	}
 	rel := v.dir
 	if name != "." {
@@ -53,13 +55,13 @@ func (v ioFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	fh, err := v.f.Open(h)
+	fh, err := v.f.OpenFile(h, os.O_RDONLY|oDirectory, 0) // as os.ReadDir: a file is ENOTDIR at open
 	if err != nil {
-		return nil, fixErr("readdir", name, v.f.dirOpenErr(h, err))
+		return nil, fixErr("", name, v.f.dirOpenErr(h, err)) // os.DirFS's op: open, or readdirent below
 	}
 	defer fh.Close()
 	des, err := fh.(fs.ReadDirFile).ReadDir(-1)
-	return des, fixErr("readdir", name, err)
+	return des, fixErr("", name, err)
 }
 
 func (v ioFS) ReadFile(name string) ([]byte, error) {
@@ -69,11 +71,11 @@ func (v ioFS) ReadFile(name string) ([]byte, error) {
 	}
 	fh, err := v.f.Open(h)
 	if err != nil {
-		return nil, fixErr("readfile", name, err)
+		return nil, fixErr("", name, err) // os.DirFS's op: open, or read below
 	}
 	defer fh.Close()
 	data, err := io.ReadAll(fh)
-	return data, fixErr("readfile", name, err)
+	return data, fixErr("", name, err)
 }
 
 func (v ioFS) Stat(name string) (fs.FileInfo, error) {
