@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 )
@@ -454,4 +455,83 @@ func TestIOFSExactErrors(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mtimeMoved renders whether rel's modification time is still t (set by a
+// Chtimes before) or moved: times themselves differ between the two sides.
+func mtimeMoved(rel string, t time.Time) op {
+	return op{fmt.Sprintf("Lstat(%q).ModTime() moved from %v", rel, t), func(e *env) string {
+		fi, _, err := e.fs.LstatIfPossible(e.p(rel))
+		if err != nil {
+			return e.res(err, "")
+		}
+		return e.res(err, "moved=%v", !fi.ModTime().Equal(t))
+	}}
+}
+
+// TestExactMtimes: which operations move which modification times, as on
+// os: a directory's when an entry is made, removed or renamed in it; a
+// file's when written or truncated, not when read, renamed, linked or
+// chmodded.
+func TestExactMtimes(t *testing.T) {
+	dirs := []string{"", "internal", "internal/util", "docs", "empty", "cmd", "cmd/tool", "a/b"}
+	files := []string{"README.md", "go.mod", "main.go", "docs/guide.md", "internal/util/util.go", "cmd/tool/main.go"}
+	reset := func() []op {
+		var ops []op
+		for _, p := range append(slices.Clone(dirs), files...) {
+			ops = append(ops, chtimes(p, t1))
+		}
+		return ops
+	}
+	check := func(paths []string) []op {
+		var ops []op
+		for _, p := range paths {
+			ops = append(ops, mtimeMoved(p, t1))
+		}
+		return ops
+	}
+	steps := []struct {
+		name string
+		ops  []op
+	}{
+		{"create", []op{writeFile("internal/n", "n", 0o644)}},
+		{"create-existing", []op{openFile(0, "go.mod", wronly|creat, 0o644), closeH(0)}},
+		{"create-empty-trunc", []op{writeFile("docs/e", "", 0o644), chtimes("docs", t1), chtimes("docs/e", t1), openFile(0, "docs/e", wronly|trunc, 0), closeH(0), mtimeMoved("docs/e", t1)}},
+		{"open-rdwr-no-write", []op{openFile(0, "go.mod", rdwr, 0), read(0, 3), closeH(0)}},
+		{"write-nothing", []op{openFile(0, "go.mod", wronly, 0), write(0, ""), closeH(0)}},
+		{"write", []op{openFile(0, "go.mod", wronly, 0), write(0, "x"), closeH(0)}},
+		{"writeat", []op{openFile(0, "main.go", wronly, 0), writeAt(0, "x", 100), closeH(0)}},
+		{"append", []op{openFile(0, "README.md", wronly|appnd, 0), write(0, "x"), closeH(0)}},
+		{"truncate-same-size", []op{openFile(0, "go.mod", wronly, 0), truncH(0, 33), closeH(0)}},
+		{"truncate", []op{openFile(0, "go.mod", wronly, 0), truncH(0, 3), closeH(0)}},
+		{"o-trunc", []op{openFile(0, "go.mod", wronly|trunc, 0), closeH(0)}},
+		{"mkdir", []op{mkdir("cmd/tool/x", 0o755)}},
+		{"mkdirall", []op{mkdirAll("internal/util/p/q", 0o755)}},
+		{"remove-file", []op{remove("docs/guide.md")}},
+		{"remove-empty-dir", []op{remove("empty")}},
+		{"removeall", []op{removeAll("internal/util")}},
+		{"rename-file-same-dir", []op{rename("go.mod", "go2.mod")}},
+		{"rename-file-across", []op{rename("go.mod", "docs/go.mod")}},
+		{"rename-over", []op{rename("go.mod", "main.go")}},
+		{"rename-dir-across", []op{rename("cmd/tool", "internal/tool")}},
+		{"rename-onto-itself", []op{rename("go.mod", "go.mod")}},
+		{"symlink", []op{symlink("x", "docs/l")}},
+		{"link", []op{hardLink("go.mod", "docs/hl")}},
+		{"chmod", []op{chmod("go.mod", 0o600), chmod("docs", 0o700)}},
+		{"chown", []op{chown("go.mod", 1, 1), chown("docs", 1, 1)}},
+		{"read-and-list", []op{readFile("go.mod"), readdirnamesOf("docs")}},
+		{"failed-ops", []op{mkdir("docs", 0o755), remove("internal"), rename("cmd", "internal"), openFile(0, "go.mod", wronly|creat|excl, 0o644)}},
+	}
+	// The layer keeps no time of a directory's last entry change: a
+	// lower directory keeps its mtime, a layer one its creation's.
+	const dirsKnown = "a directory's mtime does not move when an entry is made, removed or renamed in it"
+	var scs []scenario
+	for _, st := range steps {
+		sc := scenario{name: st.name + "/dirs", ops: slices.Concat(reset(), st.ops, check(dirs))}
+		if !slices.Contains([]string{"create-existing", "open-rdwr-no-write", "write-nothing", "write", "writeat", "append", "truncate-same-size", "truncate", "o-trunc", "rename-onto-itself", "chmod", "chown", "read-and-list", "failed-ops"}, st.name) {
+			sc.known = dirsKnown
+		}
+		scs = append(scs, sc, scenario{name: st.name + "/files", ops: slices.Concat(reset(), st.ops, check(files))})
+	}
+	runScenarios(t, scs)
 }
