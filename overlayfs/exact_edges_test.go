@@ -279,6 +279,18 @@ func TestExactEdges(t *testing.T) {
 			rename("cmd", "empty/"), lstat("empty/tool"), rename("docs/", "scripts"), rename("docs", "private/"), rename("a/b", "a/b/"), rename("a/b/", "a/z/"), lstat("a/z/c"),
 			rename("a", "link-to-internal"), rename("a", "dangling"), lstat("a"), lstat("dangling/b"),
 		}},
+		{name: "rename-over-symlinks", ops: []op{
+			rename("empty", "link-to-internal"), rename("empty", "link-to-readme"), rename("empty", "dangling"), rename("link-to-internal", "empty"),
+			rename("link-to-readme", "internal"), rename("go.mod", "link-to-internal"), lstat("link-to-internal"), lstat("internal"),
+			rename("main.go", "link-to-internal/"), rename("docs", "link-to-readme/"), rename("link-to-readme/", "x"), rename("empty", "loop"), symlink("loop", "loop"),
+			rename("empty", "loop"), rename("README.md", "loop/x"), rename("loop/", "y"), lstat("loop"), lstat("empty"),
+		}},
+		{name: "root-forms", ops: []op{
+			rename("", "x"), rename("", "internal/x"), rename("", ""), rename("", "nodir/x"), rename("README.md", ""), rename("nope", ""), rename("README.md/", ""), rename("internal", ""),
+			rename("internal/..", "x"), rename("internal", "internal/.."), rename("", "internal/.."), rename("", "README.md/x"), remove(""), removeAll("internal/.."), lstat(""), chmod("", 0o700), lstat(""),
+			chtimes("", t1), mtime(""), chown("", 5, 6), owner(""), mkdir("", 0o755), mkdirAll("", 0o755), symlink("x", ""), hardLink("README.md", ""), hardLink("", "x"),
+			openFile(0, "", wronly, 0), openFile(1, "", rdonly|creat, 0o644), openFile(2, "", rdonly|trunc, 0), readlink(""),
+		}},
 		{name: "remove-dots", ops: []op{remove("."), // root/.. is outside the root: refused (ErrOutsideRoot), not os's ENOTEMPTY
 			remove("internal/."), remove("internal/.."), remove("empty/."), remove("empty/../empty"), lstat("empty"), remove("internal")}},
 		{name: "removeall-forms", ops: []op{
@@ -534,4 +546,56 @@ func TestExactMtimes(t *testing.T) {
 		scs = append(scs, sc, scenario{name: st.name + "/files", ops: slices.Concat(reset(), st.ops, check(files))})
 	}
 	runScenarios(t, scs)
+}
+
+// TestExactEmptyName: every call with the empty name, as os answers it
+// (ENOENT, the name itself in the error), on a working directory inside
+// the root.
+func TestExactEmptyName(t *testing.T) {
+	orig := origTree(t, "small")
+	copyDir := osCopy(t, orig)
+	c := newCow(t, orig)
+	calls := map[string]func(fsys target) error{
+		"Open":   func(fsys target) error { f, err := fsys.Open(""); closeIfFile(f); return err },
+		"Create": func(fsys target) error { f, err := fsys.Create(""); closeIfFile(f); return err },
+		"OpenFile": func(fsys target) error {
+			f, err := fsys.OpenFile("", os.O_RDWR|os.O_CREATE, 0o644)
+			closeIfFile(f)
+			return err
+		},
+		"Stat":      func(fsys target) error { _, err := fsys.Stat(""); return err },
+		"Lstat":     func(fsys target) error { _, _, err := fsys.LstatIfPossible(""); return err },
+		"Mkdir":     func(fsys target) error { return fsys.Mkdir("", 0o755) },
+		"MkdirAll":  func(fsys target) error { return fsys.MkdirAll("", 0o755) },
+		"Remove":    func(fsys target) error { return fsys.Remove("") },
+		"RemoveAll": func(fsys target) error { return fsys.RemoveAll("") },
+		"Rename1":   func(fsys target) error { return fsys.Rename("", "x") },
+		"Rename2":   func(fsys target) error { return fsys.Rename("a", "") },
+		"Chmod":     func(fsys target) error { return fsys.Chmod("", 0o644) },
+		"Chown":     func(fsys target) error { return fsys.Chown("", 0, 0) },
+		"Chtimes":   func(fsys target) error { return fsys.Chtimes("", t1, t1) },
+		"Chtimes0":  func(fsys target) error { return fsys.Chtimes("", time.Time{}, time.Time{}) },
+		"Symlink1":  func(fsys target) error { return fsys.SymlinkIfPossible("a", "") },
+		"Readlink":  func(fsys target) error { _, err := fsys.ReadlinkIfPossible(""); return err },
+	}
+	for _, dir := range []string{"", "/d"} {
+		for name, call := range calls {
+			t.Chdir(copyDir + dir)
+			want := describeErr(call(osTarget{}), copyDir)
+			t.Chdir(c.Root() + dir)
+			got := describeErr(call(c), c.Root())
+			if want != got {
+				t.Errorf("%s(\"\") in %q: got %s, want %s", name, "."+dir, got, want)
+			}
+		}
+	}
+	if err := errors.Join(diffTrees(mustWalk(t, osTarget{}, copyDir), mustWalk(t, c, c.Root()))...); err != nil {
+		t.Error(err)
+	}
+}
+
+func closeIfFile(f afero.File) {
+	if f != nil {
+		f.Close()
+	}
 }
