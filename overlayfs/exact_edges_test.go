@@ -291,6 +291,16 @@ func TestExactEdges(t *testing.T) {
 			chtimes("", t1), mtime(""), chown("", 5, 6), owner(""), mkdir("", 0o755), mkdirAll("", 0o755), symlink("x", ""), hardLink("README.md", ""), hardLink("", "x"),
 			openFile(0, "", wronly, 0), openFile(1, "", rdonly|creat, 0o644), openFile(2, "", rdonly|trunc, 0), readlink(""),
 		}},
+		{name: "chtimes-range", ops: []op{
+			chtimes("go.mod", time.Unix(-1, 5)), mtime("go.mod"), chtimes("go.mod", time.Date(1902, 1, 1, 0, 0, 0, 1, time.UTC)), mtime("go.mod"), // ext4 keeps 1901 to 2446
+			chtimes("go.mod", time.Date(2200, 6, 7, 8, 9, 10, 999999999, time.FixedZone("x", 3600))), mtime("go.mod"), chtimes("go.mod", time.Unix(0, 0)), mtime("go.mod"),
+			chtimes("internal", time.Unix(1e9, 123456789).Local()), mtime("internal"), chtimesPair("go.mod", time.Time{}, time.Unix(5, 0)), mtime("go.mod"),
+			chtimesPair("main.go", time.Unix(5, 0), time.Time{}), mtime("main.go"), chtimes("link-to-readme", time.Unix(7, 7)), mtime("README.md"), mtime("link-to-readme"),
+		}},
+		{name: "nul-bytes", ops: []op{
+			symlink("a\x00b", "l1"), symlink("x", "l\x002"), hardLink("README.md", "h\x00"), hardLink("REA\x00DME.md", "h"), rename("README.md", "r\x00"), rename("R\x00", "r"),
+			chmod("go.mod\x00", 0o600), chown("go.mod\x00", 0, 0), chtimes("go.mod\x00", t1), removeAll("x\x00y"), remove("go.mod\x00"), mkdirAll("a\x00/b", 0o755), openFile(0, "n\x00", rdwr|creat, 0o644),
+		}},
 		{name: "remove-dots", ops: []op{remove("."), // root/.. is outside the root: refused (ErrOutsideRoot), not os's ENOTEMPTY
 			remove("internal/."), remove("internal/.."), remove("empty/."), remove("empty/../empty"), lstat("empty"), remove("internal")}},
 		{name: "removeall-forms", ops: []op{

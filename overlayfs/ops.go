@@ -255,7 +255,11 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 
 func (l *layer) symlink(oldname, newname, abs string) error {
 	// As Linux, the target is read before newname is looked at: an empty
-	// one is ENOENT, one of PATH_MAX bytes or more ENAMETOOLONG.
+	// one is ENOENT, one of PATH_MAX bytes or more ENAMETOOLONG; one with
+	// a NUL is no C string (os: EINVAL).
+	if strings.IndexByte(oldname, 0) >= 0 {
+		return linkErr("symlink", oldname, newname, errInval)
+	}
 	if oldname == "" {
 		return linkErr("symlink", oldname, newname, errNoEnt)
 	}
