@@ -12,6 +12,7 @@ import (
 // the first read and paged from there, merged and sorted.
 type dir struct {
 	fs   *layer
+	via  *layer // a directory outside the root: the layer of its opener (see info)
 	name string
 	rel  string // bound (see layer.bind)
 	slot int32  // rel's slot in the layer's bindings
@@ -184,10 +185,16 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 // too. (Readdir's infos are lstats relative to the open directory, as
 // os's.)
 func (d *dir) info(name string) (fs.FileInfo, error) {
-	if d.fs == nil {
-		return os.Lstat(d.name + "/" + name)
+	switch {
+	case d.fs != nil:
+		return d.fs.stat("lstat", d.name+"/"+name, "", false)
+	case d.via != nil:
+		// A directory outside the root, opened by a name that may pass
+		// through the root (a symlink in it): that name is looked up in
+		// the view, as os looks it up on disk.
+		return d.via.stat("lstat", d.name+"/"+name, "", false)
 	}
-	return d.fs.stat("lstat", d.name+"/"+name, "", false)
+	return os.Lstat(d.name + "/" + name)
 }
 
 // Readdirnames returns the listing's own names: pages are capped, and the

@@ -16,6 +16,7 @@ type osFile struct {
 	*os.File
 	name string
 	fs   *layer       // set for files inside the root
+	via  *layer       // set for files outside it: the layer its opener's names are resolved in
 	rel  string       // root-relative path, inside the root
 	seen atomic.Int64 // fs.copies when last checked
 	flag int          // the open flags
@@ -222,7 +223,7 @@ func (o *osFile) asDir() (*dir, error) {
 	if !fi.IsDir() {
 		return nil, pathErr("readdirent", o.name, errNotDir)
 	}
-	d := &dir{name: o.name, lower: o.File}
+	d := &dir{name: o.name, lower: o.File, via: o.via}
 	if o.fs != nil {
 		// Bound under the lock it read o.at under: a rename in between
 		// would move o.at and not d.rel.

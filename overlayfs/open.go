@@ -71,7 +71,7 @@ func (l *layer) openOutsideLocked(name, abs string, flag int, perm fs.FileMode, 
 			if oerr != nil {
 				return nil, at, fixErr("", name, oerr)
 			}
-			return &osFile{File: fh, name: name, flag: flag}, at, nil
+			return &osFile{File: fh, name: name, flag: flag, via: l}, at, nil
 		}
 		var ok bool
 		if at, ok, err = l.writeLoc("open", name, abs, true); ok {
@@ -333,7 +333,7 @@ func (l *layer) openReadOutside(op, name, host string, flag int) (afero.File, er
 	if err != nil {
 		return nil, fixErr(op, name, err)
 	}
-	return &osFile{File: fh, name: name, flag: flag}, nil
+	return &osFile{File: fh, name: name, flag: flag, via: l}, nil
 }
 
 // symlinkToFollow reports whether err, of an open with O_NOFOLLOW added to
