@@ -301,6 +301,17 @@ func TestExactEdges(t *testing.T) {
 			symlink("a\x00b", "l1"), symlink("x", "l\x002"), hardLink("README.md", "h\x00"), hardLink("REA\x00DME.md", "h"), rename("README.md", "r\x00"), rename("R\x00", "r"),
 			chmod("go.mod\x00", 0o600), chown("go.mod\x00", 0, 0), chtimes("go.mod\x00", t1), removeAll("x\x00y"), remove("go.mod\x00"), mkdirAll("a\x00/b", 0o755), openFile(0, "n\x00", rdwr|creat, 0o644),
 		}},
+		{name: "misc-names", ops: []op{
+			stat(long256 + "/x"), lstat("internal/" + long256 + "/x"), mkdirAll(long256+"/x", 0o755), writeFile("...", "three", 0o644), mkdir("....", 0o755),
+			readdirnamesOf(""), stat(".../"), rename("...", "..../..."), readFile("..../..."), stat("internal/.../.."), stat("nope/.."), stat("README.md/.."),
+			writeFile("-dash", "d", 0o644), writeFile("#hash", "h", 0o644), writeFile("~", "t", 0o644), readdirnamesOf(""),
+		}},
+		{name: "handle-flag-mixes", ops: []op{
+			openFile(0, "go.mod", rdonly|appnd, 0), truncH(0, 1), write(0, "x"), read(0, 3), writeAt(0, "x", 0),
+			openFile(1, "main.go", wronly|appnd, 0), truncH(1, 4), write(1, "Z"), seek(1, 0, io.SeekCurrent), readAt(1, 2, 0), closeH(1),
+			openFile(2, "README.md", rdwr|appnd|trunc, 0), write(2, "ab"), seek(2, 0, io.SeekStart), read(2, 10), writeAt(2, "q", 0), closeH(2),
+			readFile("go.mod"), readFile("main.go"), readFile("README.md"),
+		}},
 		{name: "remove-dots", ops: []op{remove("."), // root/.. is outside the root: refused (ErrOutsideRoot), not os's ENOTEMPTY
 			remove("internal/."), remove("internal/.."), remove("empty/."), remove("empty/../empty"), lstat("empty"), remove("internal")}},
 		{name: "removeall-forms", ops: []op{
