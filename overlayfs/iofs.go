@@ -1,6 +1,7 @@
 package overlayfs
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -14,6 +15,8 @@ var (
 	_ fs.StatFS     = ioFS{}
 	_ fs.SubFS      = ioFS{}
 	_ fs.ReadLinkFS = ioFS{}
+	_ io.Seeker     = ioFile{}
+	_ io.ReaderAt   = ioFile{}
 )
 
 // IOFS returns an io/fs view of the overlay rooted at Root(): names are
@@ -152,6 +155,29 @@ func (h ioFile) ReadDir(n int) ([]fs.DirEntry, error) {
 }
 
 func (h ioFile) Close() error { return fixErr("", h.name, h.ReadDirFile.Close()) }
+
+// Seek and ReadAt are there as on os.DirFS's files (*os.File): http.FS
+// needs Seek, and fstest.TestFS checks both when they are.
+func (h ioFile) Seek(off int64, whence int) (int64, error) {
+	sk, ok := h.ReadDirFile.(io.Seeker)
+	if !ok {
+		return 0, pathErr("seek", h.name, errors.ErrUnsupported)
+	}
+	n, err := sk.Seek(off, whence)
+	return n, fixErr("", h.name, err)
+}
+
+func (h ioFile) ReadAt(p []byte, off int64) (int, error) {
+	ra, ok := h.ReadDirFile.(io.ReaderAt)
+	if !ok {
+		return 0, pathErr("read", h.name, errors.ErrUnsupported)
+	}
+	n, err := ra.ReadAt(p, off)
+	if err != nil && err != io.EOF {
+		err = fixErr("", h.name, err)
+	}
+	return n, err
+}
 
 // renameInfo reports fi under name.
 func renameInfo(fi fs.FileInfo, name string) fs.FileInfo {
