@@ -74,11 +74,13 @@ func (v ioFS) ReadFile(name string) ([]byte, error) {
 	}
 	fh, err := v.f.Open(h)
 	if err != nil {
-		return nil, fixErr("", name, err) // os.DirFS's op: open, or read below
+		// os.DirFS says open or read; "readfile" is kept for the callers
+		// whose messages show it (package helpers).
+		return nil, fixErr("readfile", name, err)
 	}
 	defer fh.Close()
 	data, err := io.ReadAll(fh)
-	return data, fixErr("", name, err)
+	return data, fixErr("readfile", name, err)
 }
 
 func (v ioFS) Stat(name string) (fs.FileInfo, error) {
