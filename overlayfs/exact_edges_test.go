@@ -312,6 +312,12 @@ func TestExactEdges(t *testing.T) {
 			openFile(2, "README.md", rdwr|appnd|trunc, 0), write(2, "ab"), seek(2, 0, io.SeekStart), read(2, 10), writeAt(2, "q", 0), closeH(2),
 			readFile("go.mod"), readFile("main.go"), readFile("README.md"),
 		}},
+		{name: "handles-over-replaced-names", ops: []op{
+			open(0, "go.mod"), openFile(1, "go.mod", rdwr, 0), rename("main.go", "go.mod"), read(0, 6), write(1, "W"), readAt(1, 6, 0), fstatFull(1), readFile("go.mod"),
+			openFile(2, "README.md", rdwr, 0), remove("README.md"), writeFile("README.md", "new one", 0o644), write(2, "old"), readAt(2, 5, 0), fstatFull(2), readFile("README.md"),
+			openFile(3, "internal/util/util.go", wronly|appnd, 0), removeAll("internal"), write(3, "gone"), fstatFull(3), mkdirAll("internal/util", 0o755), readdirnamesOf("internal/util"),
+			open(4, "docs"), rename("docs", "d2"), mkdir("docs", 0o755), readdirnames(4, -1), fstatFull(4),
+		}},
 		{name: "remove-dots", ops: []op{remove("."), // root/.. is outside the root: refused (ErrOutsideRoot), not os's ENOTEMPTY
 			remove("internal/."), remove("internal/.."), remove("empty/."), remove("empty/../empty"), lstat("empty"), remove("internal")}},
 		{name: "removeall-forms", ops: []op{
