@@ -328,3 +328,35 @@ func TestCopyTapeSameAcrossFs(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorClassSameAcrossFs: a handle misused the same way on os and on
+// afero.MemMapFs fails with the same class, where MemMapFs's error is an
+// exported sentinel (its file package has its own ErrFileClosed and
+// ErrOutOfRange, not afero's, not os's).
+func TestErrorClassSameAcrossFs(t *testing.T) {
+	dir := t.TempDir()
+	mem := afero.NewMemMapFs()
+	must(t, afero.WriteFile(mem, "/f", []byte("hello"), 0o644))
+	mustWrite(t, filepath.Join(dir, "f"), []byte("hello"))
+	for _, c := range []struct {
+		name string
+		call func(f afero.File) error
+	}{
+		{"truncate negative", func(f afero.File) error { return f.Truncate(-1) }},
+		{"read after close", func(f afero.File) error { f.Close(); _, err := f.Read(make([]byte, 1)); return err }},
+		{"write after close", func(f afero.File) error { f.Close(); _, err := f.Write([]byte("x")); return err }},
+		{"seek after close", func(f afero.File) error { f.Close(); _, err := f.Seek(0, io.SeekStart); return err }},
+		{"truncate after close", func(f afero.File) error { f.Close(); return f.Truncate(0) }},
+	} {
+		osf, err := os.OpenFile(filepath.Join(dir, "f"), os.O_RDWR, 0)
+		must(t, err)
+		memf, err := mem.OpenFile("/f", os.O_RDWR, 0)
+		must(t, err)
+		oerr, merr := c.call(osf), c.call(memf)
+		osf.Close()
+		memf.Close()
+		if oerr == nil || ErrorOutcome(oerr) != ErrorOutcome(merr) {
+			t.Errorf("%s: os %v (%q), MemMapFs %v (%q)", c.name, oerr, ErrorOutcome(oerr), merr, ErrorOutcome(merr))
+		}
+	}
+}
