@@ -83,6 +83,7 @@ func passHandle(out *[]string, tag string, f afero.File) {
 	p("writeat %d %s", n, descErr(err))
 	n, err = f.WriteString("ss")
 	p("writestring %d %s", n, descErr(err))
+	passCopy(p, f, "")
 	err = f.Truncate(4)
 	p("truncate %s", descErr(err))
 	err = f.Truncate(-1)
@@ -110,8 +111,26 @@ func passHandle(out *[]string, tag string, f afero.File) {
 	p("readclosed %d %s", n, descErr(err))
 	n, err = f.Write(buf)
 	p("writeclosed %d %s", n, descErr(err))
+	passCopy(p, f, "closed")
 	_, err = f.Stat()
 	p("statclosed %s", descErr(err))
+}
+
+// passCopy calls ReadFrom and WriteTo, where f has them, from offset 0.
+func passCopy(p func(string, ...any), f afero.File, tag string) {
+	if rf, ok := f.(io.ReaderFrom); ok {
+		f.Seek(0, io.SeekStart)
+		n, err := rf.ReadFrom(strings.NewReader("from"))
+		p("readfrom%s %d %s", tag, n, descErr(err))
+		n, err = rf.ReadFrom(strings.NewReader(""))
+		p("readfrom-empty%s %d %s", tag, n, descErr(err))
+	}
+	if wt, ok := f.(io.WriterTo); ok {
+		f.Seek(0, io.SeekStart)
+		var b strings.Builder
+		n, err := wt.WriteTo(&b)
+		p("writeto%s %d %q %s", tag, n, b.String(), descErr(err))
+	}
 }
 
 func passProgram(fsys, ref afero.Fs, j func(string) string) []string {
