@@ -153,7 +153,8 @@
 // File.Read of [Env.Fs] return 1 to 512 bytes (io.Reader allows it; the
 // tape records spans and does not change), "rootpath" copies the root
 // into a directory of t.TempDir() at another absolute path before
-// overlaying it. The list and the seed are written in the tape header's
+// overlaying it (modes and modification times kept: only the path
+// changes). The list and the seed are written in the tape header's
 // info ("vary", "vary-seed").
 //
 // [As] finds an optional method (Lstat, SymlinkIfPossible, a method of

@@ -75,12 +75,11 @@ func crossProgram(t *testing.T, fsys afero.Fs, root string, bufSize int) {
 	check(err)
 	check(f.Close())
 
-	out, err := fsys.Create(j("out/new.txt"))
-	if err == nil {
+	if _, err := fsys.Create(j("out/new.txt")); err == nil {
 		t.Fatal("Create under a missing directory succeeded")
 	}
 	check(fsys.MkdirAll(j("out"), 0o755))
-	out, err = fsys.Create(j("out/new.txt"))
+	out, err := fsys.Create(j("out/new.txt"))
 	check(err)
 	w := bufio.NewWriterSize(out, bufSize)
 	for i := range 2000 {
