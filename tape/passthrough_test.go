@@ -98,7 +98,7 @@ func passHandle(out *[]string, tag string, f afero.File) {
 	sort.Strings(names)
 	p("readdir %v %s", names, descErr(err))
 	nn, err := f.Readdirnames(1)
-	p("readdirnames %v %s", nn, descErr(err))
+	p("readdirnames %d %s", len(nn), descErr(err)) // a UnionFile lists in map order
 	if rd, ok := f.(fs.ReadDirFile); ok {
 		es, err := rd.ReadDir(-1)
 		p("readdir2 %d %s", len(es), descErr(err))
