@@ -743,20 +743,24 @@ type (
 	fileRWD struct{ *file }
 )
 
-func (f fileR) ReadFrom(r io.Reader) (int64, error)   { return f.readFrom(r) }
-func (f fileRW) ReadFrom(r io.Reader) (int64, error)  { return f.readFrom(r) }
-func (f fileRD) ReadFrom(r io.Reader) (int64, error)  { return f.readFrom(r) }
-func (f fileRWD) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
-func (f fileW) WriteTo(w io.Writer) (int64, error)    { return f.writeTo(w) }
-func (f fileRW) WriteTo(w io.Writer) (int64, error)   { return f.writeTo(w) }
-func (f fileWD) WriteTo(w io.Writer) (int64, error)   { return f.writeTo(w) }
-func (f fileRWD) WriteTo(w io.Writer) (int64, error)  { return f.writeTo(w) }
-func (f fileD) ReadDir(n int) ([]fs.DirEntry, error)  { return f.readDir(n) }
-func (f fileRD) ReadDir(n int) ([]fs.DirEntry, error) { return f.readDir(n) }
-func (f fileWD) ReadDir(n int) ([]fs.DirEntry, error) { return f.readDir(n) }
-func (f fileRWD) ReadDir(n int) ([]fs.DirEntry, error) {
-	return f.readDir(n)
-}
+var (
+	_ io.ReaderFrom  = fileRWD{}
+	_ io.WriterTo    = fileRWD{}
+	_ fs.ReadDirFile = fileRWD{}
+)
+
+func (f fileR) ReadFrom(r io.Reader) (int64, error)    { return f.readFrom(r) }
+func (f fileRW) ReadFrom(r io.Reader) (int64, error)   { return f.readFrom(r) }
+func (f fileRD) ReadFrom(r io.Reader) (int64, error)   { return f.readFrom(r) }
+func (f fileRWD) ReadFrom(r io.Reader) (int64, error)  { return f.readFrom(r) }
+func (f fileW) WriteTo(w io.Writer) (int64, error)     { return f.writeTo(w) }
+func (f fileRW) WriteTo(w io.Writer) (int64, error)    { return f.writeTo(w) }
+func (f fileWD) WriteTo(w io.Writer) (int64, error)    { return f.writeTo(w) }
+func (f fileRWD) WriteTo(w io.Writer) (int64, error)   { return f.writeTo(w) }
+func (f fileD) ReadDir(n int) ([]fs.DirEntry, error)   { return f.readDir(n) }
+func (f fileRD) ReadDir(n int) ([]fs.DirEntry, error)  { return f.readDir(n) }
+func (f fileWD) ReadDir(n int) ([]fs.DirEntry, error)  { return f.readDir(n) }
+func (f fileRWD) ReadDir(n int) ([]fs.DirEntry, error) { return f.readDir(n) }
 
 // writeOnly and readOnly hide every method but Write or Read, so that
 // io.Copy does not call ReadFrom or WriteTo back.
