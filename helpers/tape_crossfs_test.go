@@ -7,13 +7,18 @@ import (
 	"encoding/hex"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/afero"
 	"github.com/zeebo/blake3"
 
+	"github.com/cowfs/cowfs/helpers"
 	"github.com/cowfs/cowfs/overlayfs"
 	"github.com/cowfs/cowfs/tape"
 )
@@ -179,5 +184,64 @@ func TestTapeSameOnOsAndOverlay(t *testing.T) {
 	}
 	if hashed != 3 {
 		t.Errorf("%d written files hashed, want 3 (out/new.txt, log.txt, d/x.txt)", hashed)
+	}
+}
+
+// TestTapeRootAsGiven: a root given through a symlink (as t.TempDir() is
+// on macOS, /var -> /private/var) is recorded under either spelling: the
+// code under test builds its names from the root it was given, and a
+// command's argv holds it. filepath.EvalSymlinks is the oracle of which
+// names are inside.
+func TestTapeRootAsGiven(t *testing.T) {
+	real := t.TempDir()
+	alias := filepath.Join(t.TempDir(), "alias")
+	if err := os.Symlink(real, alias); err != nil {
+		t.Fatal(err)
+	}
+	if ev, err := filepath.EvalSymlinks(alias); err != nil || ev == alias {
+		t.Fatalf("alias %s resolves to %s, %v", alias, ev, err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "in.txt"), []byte("in"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(tape.EnvDir, t.TempDir())
+	var tapeFile string
+	t.Run("env", func(t *testing.T) {
+		env := helpers.New(t, alias)
+		tapeFile = env.TapeFile()
+		if _, err := afero.ReadFile(env.Fs(), filepath.Join(alias, "in.txt")); err != nil {
+			t.Fatal(err)
+		}
+		if err := afero.WriteFile(env.Fs(), filepath.Join(alias, "out.txt"), []byte("out"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Fs().Stat(filepath.Join(env.Root(), "out.txt")); err != nil {
+			t.Fatal(err)
+		}
+		if runtime.GOOS == "linux" {
+			if _, err := exec.LookPath("sh"); err == nil {
+				c := exec.Command("sh", "-c", `echo x > "$0/cmd.txt"`, alias)
+				if err := env.Run(c); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+	tp := readTape(t, tapeFile)
+	var got []string
+	for _, r := range tp.Records {
+		got = append(got, r.Op+" "+r.Path)
+		for _, a := range r.Cmd {
+			if strings.Contains(a, alias) || strings.Contains(a, real) {
+				t.Errorf("%s: argv %q holds the root", r.Op, r.Cmd)
+			}
+		}
+	}
+	want := []string{"fstat in.txt", "open in.txt", "open out.txt", "stat out.txt"}
+	if len(got) > 4 {
+		want = append(want, "cmd-write cmd.txt")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("records %q, want %q", got, want)
 	}
 }
