@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/cowfs/cowfs/internal/relpath"
@@ -222,6 +223,13 @@ func parseRecord(line []byte, t *Tape) (Record, error) {
 	}
 	if rec.Size < 0 || rec.RSize < 0 || rec.N < 0 {
 		return rec, fmt.Errorf("record %d: negative size or count", rec.Seq)
+	}
+	for i, sp := range rec.Spans {
+		// Sorted, merged and non-empty, as FORMAT.md defines them.
+		if sp.Off < 0 || sp.Len <= 0 || sp.Off > math.MaxInt64-sp.Len ||
+			i > 0 && sp.Off <= rec.Spans[i-1].Off+rec.Spans[i-1].Len {
+			return rec, fmt.Errorf("record %d: spans %v are not sorted, merged, non-empty ranges", rec.Seq, rec.Spans)
+		}
 	}
 	if !knownOps[rec.Op] {
 		if t.Header.Minor <= Minor {

@@ -112,6 +112,11 @@ func TestReadRejects(t *testing.T) {
 		{"path not clean", join(hdr, `{"seq":1,"op":"stat","path":"a/./b"}`), 2, ErrFormat},
 		{"path with a trailing slash", join(hdr, `{"seq":1,"op":"stat","path":"a/"}`), 2, ErrFormat},
 		{"absolute to", join(hdr, `{"seq":1,"op":"rename","path":"a","to":"/tmp/b"}`), 2, ErrFormat},
+		{"negative span", join(hdr, `{"seq":1,"op":"open","path":"a","flag":"r","spans":[[-1,5]]}`), 2, ErrFormat},
+		{"empty span", join(hdr, `{"seq":1,"op":"open","path":"a","flag":"r","spans":[[0,0]]}`), 2, ErrFormat},
+		{"spans out of order", join(hdr, `{"seq":1,"op":"open","path":"a","flag":"r","spans":[[10,5],[0,5]]}`), 2, ErrFormat},
+		{"adjacent spans", join(hdr, `{"seq":1,"op":"open","path":"a","flag":"r","spans":[[0,5],[5,5]]}`), 2, ErrFormat},
+		{"span past the largest offset", join(hdr, `{"seq":1,"op":"open","path":"a","flag":"r","spans":[[9223372036854775807,1]]}`), 2, ErrFormat},
 		{"line after the trailer", join(append(append([]string{hdr}, recs...), trailer, recs[0])...), len(ls) + 1, ErrFormat},
 	} {
 		t.Run(c.name, func(t *testing.T) {
