@@ -181,8 +181,8 @@ func (f *Fs) Open(name string) (afero.File, error) {
 
 // OpenFile opens name on the inner fs. A failure is recorded at once; a
 // handle is recorded when it is closed (see the package doc). It calls
-// the inner OpenFile even for O_RDONLY: afero.MemMapFs's Open gives a
-// handle that writes, its OpenFile(O_RDONLY) one that refuses.
+// the inner OpenFile even for O_RDONLY: afero.CopyOnWriteFs's Open of a
+// directory in both layers lists both, its OpenFile the top layer's alone.
 func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
 	return f.open(name, flag, perm, func() (afero.File, error) {
 		return f.inner.OpenFile(name, flag, perm)
