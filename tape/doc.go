@@ -136,8 +136,10 @@
 // as afero's own wrappers do: without them inner, LstatIfPossible falls
 // back to Stat and reports false, the others fail with afero's
 // ErrNoSymlink and ErrNoReadlink. Write errors on the tape are sticky and
-// reported by [Recorder.Close] and [Recorder.Err]. [Read] returns a *[ReadError]
-// with the line number, wrapping [ErrFormat], [ErrVersion] or [ErrTrailer].
+// reported by [Recorder.Close] and [Recorder.Err]. [Read] returns a
+// *[ReadError] with the line number, wrapping [ErrFormat], [ErrVersion] or
+// [ErrTrailer]; a record whose path is absolute or not clean, or whose
+// spans are not sorted merged ranges, is [ErrFormat].
 //
 // # Environment
 //
