@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/cowfs/cowfs/internal/longtest"
 )
 
 // propRecords returns n records over a few paths, some of them renames
@@ -78,10 +80,10 @@ func tapeOfRecords(rs []Record) *Tape {
 // Classify, and unequal in ModeGlobal exactly when the order of the lines
 // changed; any shuffle is equal in ModeSet; one changed record is a Data
 // divergence on its path naming it on both sides; one extra record makes
-// one hunk, whatever follows it.
+// one hunk, whatever follows it. 150 random tapes, 5000 with COWFS_LONG=1.
 func TestCompareModesProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for iter := range 300 {
+	for iter := range longtest.N(150, 5000) {
 		rs := propRecords(rng, 2+rng.IntN(30))
 		a := tapeOfRecords(rs)
 		b := tapeOfRecords(interleave(rng, rs))
