@@ -2,7 +2,6 @@ package overlayfs
 
 import (
 	"maps"
-	"time"
 
 	"github.com/tidwall/btree"
 )
@@ -21,7 +20,6 @@ type savedLayer struct {
 	blobs *btree.Map[uint64, *blob]
 	deps  *btree.Map[string, dep]
 	links *btree.Map[uint64, uint32] // linkState.names
-	dirs  *btree.Map[string, time.Time]
 	q     quotaState
 }
 
@@ -37,7 +35,7 @@ func (f *Fs) Snapshot() *Snapshot {
 func (l *layer) snapshot() *savedLayer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), q: l.savedQuotaLocked(), links: copyNames(l.links.names), dirs: copyDirTimes(l.dirs)}
+	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), q: l.savedQuotaLocked(), links: copyNames(l.links.names)}
 	l.gen = l.fam.gen.Add(1)
 	return s
 }
@@ -65,7 +63,7 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 	defer l.mu.Unlock()
 	l.fam.lowerChanged()
 	l.paths = newPathMap(s.paths.Copy())
-	l.blobs, l.deps, l.links.names, l.dirs = s.blobs.Copy(), s.deps.Copy(), copyNames(s.links), copyDirTimes(s.dirs)
+	l.blobs, l.deps, l.links.names = s.blobs.Copy(), s.deps.Copy(), copyNames(s.links)
 	if fam != l.fam {
 		// Identities and generations of another family may collide with ours.
 		old := l.blobs
@@ -129,7 +127,6 @@ func (l *layer) fork() *layer {
 		deps:   l.deps.Copy(),
 		gen:    l.fam.gen.Add(1),
 		links:  linkState{names: copyNames(l.links.names)},
-		dirs:   copyDirTimes(l.dirs),
 		q:      l.savedQuotaLocked(),
 	}
 	nf.paths = newPathMap(l.paths.Copy())
