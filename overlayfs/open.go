@@ -3,6 +3,7 @@ package overlayfs
 import (
 	"io/fs"
 	"os"
+	"strings"
 	"sync/atomic"
 
 	"github.com/spf13/afero"
@@ -72,6 +73,11 @@ func (l *layer) openOutsideLocked(name, abs string, flag int, perm fs.FileMode, 
 				return nil, at, fixErr("", name, oerr)
 			}
 			return &osFile{File: fh, name: name, flag: flag, via: l}, at, nil
+		}
+		if t, rerr := os.Readlink(at.host); rerr == nil && flag&os.O_CREATE != 0 && strings.HasSuffix(t, "/") {
+			// A symlink whose target ends in a slash, to create through
+			// (seed 3996): the kernel says EISDIR, as inside the root.
+			return nil, at, pathErr("open", name, errIsDir)
 		}
 		var ok bool
 		if at, ok, err = l.writeLoc("open", name, abs, true); ok {

@@ -1130,6 +1130,13 @@ func TestCornerClasses(t *testing.T) {
 			writeFile("out/o", "x", 0o644), open(0, "out"), readDirH(0, -1), remove("out"), seek(0, 0, io.SeekStart), readDirH(0, -1),
 			symlink("d", "out"), seek(0, 0, io.SeekStart), readDirH(0, -1),
 		}},
+		{"create-through-slash-link-outside", []op{
+			// An outside create through a symlink whose target ends in
+			// a slash is EISDIR, as inside (seed 3996): "up" from the
+			// top of the directory alias is the alias's parent, outside.
+			symlink("d/", "ld/../../dalias/up/q"), lstat("../dalias/up/q"), writeFile("../dalias/up/q", "0123", 0o755), lstat("../d"),
+			symlink("nothing/", "../outdir/sl"), openFile(0, "../outdir/sl", wronly|creat, 0o644), openFile(1, "../outdir/sl", wronly|creat|excl, 0o644), lstat("../outdir/nothing"),
+		}},
 		{"special-files", []op{
 			chmod("pipe", 0o600), lstat("pipe"), rename("sock", "d/s2"), lstat("d/s2"), chtimesStat("pipe", time.Unix(1e9, 0)),
 			remove("d/pipe"), openFile(0, "sock", rdonly, 0),
