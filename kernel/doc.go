@@ -183,8 +183,23 @@
 //   - The command runs in a session of its own without a controlling
 //     terminal (setsid): it cannot push input into the caller's terminal
 //     with TIOCSTI (EPERM; /dev/tty is ENXIO), and kill(0) reaches its own
-//     process group only. With Landlock ABI 5 (Linux 6.10) it may use
-//     device ioctls only on the standard devices and terminals it opens.
+//     process group only. A seccomp filter refuses TIOCSTI and TIOCLINUX
+//     outright (EPERM), so a terminal passed to it that is nobody's
+//     controlling terminal, which TIOCSCTTY would make its own, takes no
+//     input either. /dev/pts is a devpts instance of its own (and
+//     /dev/ptmx its ptmx), as under bwrap --dev /dev: the host's
+//     terminals are not reachable by name (as root it could otherwise
+//     write to any of them and read their input); the ones passed to it
+//     still work. With Landlock ABI 5 (Linux 6.10) it may use device
+//     ioctls only on the standard devices and terminals it opens.
+//   - The kernel's keyrings are not namespaced: the command inherits the
+//     caller's session keyring, and root's user keyring is every root
+//     process's. The seccomp filter refuses keyctl, add_key and
+//     request_key (EPERM), as Docker's and Flatpak's do. It also refuses
+//     vsock sockets (EAFNOSUPPORT) unless [WithNetwork]: vsock reaches
+//     the hypervisor's host from any network namespace. The filter is
+//     written for amd64 (with i386 calls) and arm64 (with arm calls);
+//     other architectures run without it.
 //   - It has its own PID namespace (kill(-1) reaches only its own
 //     processes; with Landlock ABI 6, Linux 6.12, no signal leaves its
 //     Landlock domain), UTS namespace (sethostname is its own), IPC
@@ -200,10 +215,17 @@
 //     namespaces (chown, setuid, binding low ports, its network and
 //     hostname); those that reach the machine are dropped from every set
 //     and the bounding set: CAP_MKNOD, CAP_SYS_ADMIN (mount, TIOCSTI into
-//     any terminal), CAP_SYS_RAWIO, CAP_SYS_MODULE, CAP_SYS_BOOT,
+//     any terminal), CAP_DAC_READ_SEARCH (open_by_handle_at, which opens
+//     any inode of a file system through any mount of it: through the
+//     writable TMPDIR or copy, a host file would take chmod and chown),
+//     CAP_SYS_RAWIO, CAP_SYS_MODULE, CAP_SYS_BOOT,
 //     CAP_SYS_TIME, CAP_SYS_PTRACE, CAP_SYSLOG, CAP_BPF, CAP_PERFMON,
 //     CAP_AUDIT_*, CAP_MAC_*, CAP_SYS_RESOURCE, CAP_LINUX_IMMUTABLE and a
-//     few more (see droppedCaps).
+//     few more (see droppedCaps). With [WithNetwork], CAP_NET_ADMIN and
+//     CAP_NET_RAW too: the network is then the host's (as under bwrap
+//     --share-net, whose root is root of a user namespace only). The
+//     re-executed init is not dumpable, so the command cannot ptrace the
+//     thread of it that shares its credentials.
 //   - It runs as the caller's own uid and gid. Unprivileged, the overlay
 //     is mounted by uid 0 of a user namespace that maps the caller, and
 //     the command runs in a user namespace nested in it that maps the
@@ -426,7 +448,7 @@
 // helper (the mount, dropped capabilities); thread_linux.go: the run in a
 // thread as root, and fork_linux.go its forked init; runcopy_linux.go: Run's copy
 // fallback; landlock_linux.go: confinement; seccomp_linux.go: chown's EPERM
-// in a user namespace; lifecycle_linux.go (also the sandbox's namespaces,
+// in a user namespace and the sandbox's filter (keyrings, TIOCSTI, vsock); lifecycle_linux.go (also the sandbox's namespaces,
 // read-only host and descriptors) and
 // owner_linux.go: the supervisors and owner records that let [Cleanup]
 // (cleanup_linux.go) tell abandoned temporary directories and mounts from

@@ -606,6 +606,12 @@ func superviseOuter(req superviseRequest, status, ctl *os.File) {
 
 // superviseInit is PID 1 of the command's PID namespace.
 func superviseInit(req superviseRequest, status, result *os.File) {
+	// The thread that starts the command has its credentials (Landlock,
+	// capabilities): without this the command could ptrace that thread
+	// and, through the memory it shares, make the others (all
+	// capabilities, no Landlock) do its work. Not dumpable, init needs
+	// CAP_SYS_PTRACE to be traced, which the command never has.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	if req.Direct {
 		// Started by the caller itself: end of file on the control pipe
 		// means the caller is gone; exiting kills the namespace.
@@ -795,8 +801,12 @@ func haveMountSetattr() bool {
 
 // hostReadOnly makes every mount of this mount namespace read-only except
 // the writable paths, which stay writable, nodev and nosuid. It needs
-// mount_setattr (Linux 5.12); before, it does nothing.
+// mount_setattr (Linux 5.12); before, it does nothing but that: first it
+// gives the namespace terminals of its own (privatePtys).
 func hostReadOnly(writable []string) error {
+	if err := privatePtys(); err != nil {
+		return err
+	}
 	for _, w := range writable {
 		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return &os.PathError{Op: "mount", Path: w, Err: err}
@@ -813,6 +823,29 @@ func hostReadOnly(writable []string) error {
 		if err := unix.MountSetattr(unix.AT_FDCWD, w, unix.AT_RECURSIVE, &rw); err != nil {
 			return &os.PathError{Op: "mount_setattr", Path: w, Err: err}
 		}
+	}
+	return nil
+}
+
+// privatePtys mounts a new instance of devpts on /dev/pts and binds its
+// ptmx over /dev/ptmx, as bwrap --dev /dev does: the host's terminals
+// are not reachable by name (as root, the command could otherwise open
+// any of them, write to it, read its input and, with TIOCSCTTY, push
+// input into it), and the pseudo-terminals the command makes are its
+// own. The terminals passed to it as descriptors still work. Nothing
+// where /dev/pts does not exist.
+func privatePtys() error {
+	if st, err := os.Lstat("/dev/pts"); err != nil || !st.IsDir() {
+		return nil
+	}
+	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return &os.PathError{Op: "mount devpts", Path: "/dev/pts", Err: err}
+	}
+	if st, err := os.Lstat("/dev/ptmx"); err != nil || st.Mode()&os.ModeSymlink != 0 {
+		return nil // a symlink to pts/ptmx (or none) reaches the new one
+	}
+	if err := unix.Mount("/dev/pts/ptmx", "/dev/ptmx", "", unix.MS_BIND, ""); err != nil {
+		return &os.PathError{Op: "mount", Path: "/dev/ptmx", Err: err}
 	}
 	return nil
 }

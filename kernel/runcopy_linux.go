@@ -79,7 +79,7 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	var hookErr *runStatus
 	if abi > 0 {
 		req := runRequest{NoMount: true, Path: c.Path, Landlock: abi, Writable: writable,
-			UID: os.Geteuid(), GID: os.Getegid(), ChownEPERM: os.Geteuid() != 0}
+			UID: os.Geteuid(), GID: os.Getegid(), ChownEPERM: os.Geteuid() != 0, Network: cfg.network}
 		c.Path, c.Args = exe, append([]string{exe}, c.Args...)
 		sup, hookErr, err = startHooked(c, req, namespaces, false, "exec")
 	} else if sup, err = superviseStart(c, namespaces, false, "exec"); err == nil {

@@ -270,8 +270,9 @@ func (t *threadRun) run(ctx context.Context, c *exec.Cmd, req runRequest, ns nsA
 			return
 		}
 	}
-	if !req.KeepCaps {
-		dropCapabilities()
+	if err := req.lockDown(); err != nil {
+		fail("confine", err)
+		return
 	}
 	if err := ctx.Err(); err != nil {
 		fail("exec", err)

@@ -1,0 +1,268 @@
+package kernel
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The escapes a red team found after issue 22, one primitive ("escapes")
+// that tries them all in one run per matrix cell, so that the matrix
+// costs one start of the command per mode and user. Each attempt prints
+// "refused WHAT: ERROR" or "ESCAPED WHAT"; the oracles are outside the
+// sandbox: the outside directory (mode, owner, times, contents), the
+// caller's session keyring and the user keyring, a host terminal that
+// the command must neither write nor push input into, and the host's
+// network configuration (TestSandboxWithNetwork).
+
+// moreSandboxAttack performs the attack primitives of this file; false
+// for an attack it does not know.
+func moreSandboxAttack(attack string, args []string) bool {
+	switch attack {
+	case "escapes":
+		escapeByHandle(args[0])
+		escapeKeyrings()
+		escapeTerminals(args[1])
+		escapeKernel()
+		return true
+	}
+	return false
+}
+
+// escapeByHandle is the "shocker" escape: with CAP_DAC_READ_SEARCH in
+// the initial user namespace, open_by_handle_at opens any inode of a
+// file system through any mount of it. Through a writable mount (the
+// command's TMPDIR, or the copy, which live on the host's file system)
+// a file of the read-only host then takes a chmod, chown or utimes,
+// which Landlock does not govern. target is a file outside the root.
+func escapeByHandle(target string) {
+	h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, target, 0)
+	if err != nil {
+		fmt.Printf("name_to_handle_at: %v\n", err)
+		return
+	}
+	old := []unix.Timeval{{Sec: 1}, {Sec: 1}}
+	for _, m := range []struct{ name, dir string }{{"TMPDIR", os.Getenv("TMPDIR")}, {"root", "."}} {
+		mfd, err := unix.Open(m.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fmt.Printf("open %s: %v\n", m.name, err)
+			continue
+		}
+		fd, err := unix.OpenByHandleAt(mfd, h, unix.O_RDONLY|unix.O_CLOEXEC)
+		report("open_by_handle_at via "+m.name, err)
+		if err == nil {
+			report("fchmod by handle via "+m.name, unix.Fchmod(fd, 0o4777))
+			report("fchown by handle via "+m.name, unix.Fchown(fd, 1234, 1234))
+			report("futimes by handle via "+m.name, unix.Futimes(fd, old))
+			unix.Close(fd)
+		}
+		unix.Close(mfd)
+	}
+}
+
+// escapeKeyrings: the kernel's keyrings are not namespaced. The caller's
+// session keyring (which the command inherits) holds its secrets, and
+// root's user keyring is shared by every process of root on the host.
+// The caller checks afterwards that its key is there and that no key
+// "cowfs-evil" arrived in either keyring.
+func escapeKeyrings() {
+	id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", "cowfs-caller", 0)
+	report("find the caller's key", err)
+	if err == nil {
+		buf := make([]byte, 64)
+		_, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
+		report("read the caller's key", err)
+	}
+	_, err = unix.AddKey("user", "cowfs-evil", []byte("x"), unix.KEY_SPEC_SESSION_KEYRING)
+	report("add_key to the session keyring", err)
+	_, err = unix.AddKey("user", "cowfs-evil", []byte("x"), unix.KEY_SPEC_USER_KEYRING)
+	report("add_key to the user keyring", err)
+	_, err = unix.KeyctlInt(unix.KEYCTL_CLEAR, unix.KEY_SPEC_SESSION_KEYRING, 0, 0, 0)
+	report("clear the session keyring", err)
+}
+
+// escapeTerminals: a terminal of the host (hostPts, not the command's:
+// root's, mode 0620) must be neither written nor given input, nor may a
+// terminal passed to the command (descriptor 3, nobody's controlling
+// terminal) take input: TIOCSCTTY would make it the command's
+// controlling terminal, and TIOCSTI would then push input into it.
+func escapeTerminals(hostPts string) {
+	inject := func(what string, fd int) {
+		c := byte('Z')
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+		report("TIOCSTI "+what, errnoErr(errno))
+	}
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, 3, unix.TIOCSCTTY, 0)
+	fmt.Printf("TIOCSCTTY the passed terminal: %v\n", errnoErr(errno))
+	inject("the passed terminal", 3)
+	// TIOCL_PASTESEL: paste the console selection as input.
+	sub := byte(3)
+	_, _, errno = unix.Syscall(unix.SYS_IOCTL, 3, unix.TIOCLINUX, uintptr(unsafe.Pointer(&sub)))
+	fmt.Printf("TIOCLINUX the passed terminal: %v\n", errnoErr(errno))
+	if fd, err := unix.Open(hostPts, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0); err != nil {
+		report("open the host's terminal", err)
+	} else {
+		report("open the host's terminal", nil)
+		_, err := unix.Write(fd, []byte("pwned\n"))
+		report("write the host's terminal", err)
+		_, _, errno = unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSCTTY, 0)
+		fmt.Printf("TIOCSCTTY the host's terminal: %v\n", errnoErr(errno))
+		inject("the host's terminal", fd)
+		unix.Close(fd)
+	}
+	_, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	report("socket AF_VSOCK", err)
+}
+
+// escapeKernel tries the kernel's machine-wide interfaces, each in a form
+// harmless where it succeeds: files opened for writing and closed
+// unwritten, a reboot call that only switches Ctrl-Alt-Del, the clock set
+// to what it is. All are refused (Landlock, the read-only host, dropped
+// capabilities, the PID namespace) in every mode; this keeps it so.
+func escapeKernel() {
+	for _, p := range []string{"/proc/sys/kernel/core_pattern", "/proc/sysrq-trigger", "/proc/sys/vm/drop_caches",
+		"/sys/kernel/mm/transparent_hugepage/enabled", "/dev/kmsg", "/dev/loop0", "/proc/1/mem"} {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		report("open for writing "+p, err)
+	}
+	report("mount tmpfs", unix.Mount("cowfs", ".", "tmpfs", 0, ""))
+	report("umount the root", unix.Unmount(".", unix.MNT_DETACH))
+	report("reboot CAD_ON", unix.Reboot(unix.LINUX_REBOOT_CMD_CAD_ON))
+	var tv unix.Timeval
+	unix.Gettimeofday(&tv)
+	report("settimeofday", unix.Settimeofday(&tv))
+	report("init_module", unix.InitModule([]byte{0}, ""))
+	_, _, errno := unix.Syscall6(unix.SYS_KEXEC_LOAD, 0, 0, 0, 0, 0, 0)
+	report("kexec_load", errnoErr(errno))
+	_, _, errno = unix.Syscall(unix.SYS_ACCT, 0, 0, 0)
+	report("acct", errnoErr(errno))
+	const syslogConsoleOn = 7
+	_, _, errno = unix.Syscall(unix.SYS_SYSLOG, syslogConsoleOn, 0, 0)
+	report("syslog console on", errnoErr(errno))
+	// BPF_MAP_CREATE of a one-entry array.
+	attr := [4]uint32{2, 4, 4, 1}
+	fd, _, errno := unix.Syscall(unix.SYS_BPF, 0, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	if errno == 0 {
+		unix.Close(int(fd))
+	}
+	report("bpf map create", errnoErr(errno))
+	pe := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK, Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{}))}
+	pfd, err := unix.PerfEventOpen(&pe, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err == nil {
+		unix.Close(pfd)
+	}
+	report("perf_event_open on a CPU", err)
+	if err := unix.PtraceAttach(1); err == nil {
+		unix.PtraceDetach(1)
+		report("ptrace init", nil)
+	} else {
+		report("ptrace init", err)
+	}
+}
+
+func errnoErr(e syscall.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
+}
+
+// callerBefore prepares the caller's side of an attack, for the command
+// cmd; what it returns (or nil) checks the caller's side afterwards.
+func callerBefore(c sandboxCall, cmd *exec.Cmd) func() {
+	if c.Attack != "escapes" {
+		return nil
+	}
+	// The terminal the test passed as descriptor 3 goes to the command.
+	cmd.ExtraFiles = []*os.File{os.NewFile(3, "pts")}
+	if _, err := unix.AddKey("user", "cowfs-caller", []byte("secret"), unix.KEY_SPEC_SESSION_KEYRING); err != nil {
+		fmt.Printf("add_key: %v\n", err)
+		return nil
+	}
+	return func() {
+		id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", "cowfs-caller", 0)
+		buf := make([]byte, 64)
+		n := 0
+		if err == nil {
+			n, err = unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
+		}
+		if err != nil || string(buf[:min(n, len(buf))]) != "secret" {
+			fmt.Printf("ESCAPED the caller's session key is gone or changed: %v %q\n", err, buf[:min(n, len(buf))])
+		}
+		for _, ring := range []int{unix.KEY_SPEC_SESSION_KEYRING, unix.KEY_SPEC_USER_KEYRING} {
+			if id, err := unix.KeyctlSearch(ring, "user", "cowfs-evil", 0); err == nil {
+				fmt.Printf("ESCAPED the command's key is in keyring %d\n", ring)
+				unix.KeyctlInt(unix.KEYCTL_UNLINK, id, ring, 0, 0)
+			}
+		}
+	}
+}
+
+// TestSandboxEscapes: open_by_handle_at through a writable mount, the
+// keyrings, a terminal of the host, TIOCSTI through TIOCSCTTY, vsock and
+// the kernel's machine-wide interfaces, in both modes and (as root) on
+// both ways of starting the overlay run: the thread and the re-executed
+// init.
+func TestSandboxEscapes(t *testing.T) {
+	var hostMaster, hostSlave, passedMaster, passedSlave *os.File
+	sandboxMatrixModes(t, "escapes", []string{"overlay", "reexec", "copy"}, func(t *testing.T, w sandboxWorld, call *sandboxCall, cmd *exec.Cmd, uid int) {
+		// A terminal of the host: root's, as an administrator's would be.
+		hostMaster, hostSlave = openPty(t, os.Geteuid())
+		os.Chmod(hostSlave.Name(), 0o620)
+		passedMaster, passedSlave = openPty(t, uid)
+		t.Cleanup(func() {
+			for _, f := range []*os.File{hostMaster, hostSlave, passedMaster, passedSlave} {
+				f.Close()
+			}
+		})
+		cmd.ExtraFiles = []*os.File{passedSlave}
+		call.Args = []string{filepath.Join(w.out, "sentinel"), hostSlave.Name()}
+		// The caller's own session keyring: it inherits this thread's,
+		// which the subtest's goroutine keeps (and ends) with the thread.
+		runtime.LockOSThread()
+		name := fmt.Sprintf("cowfs-sandbox-%d-%d", os.Getpid(), time.Now().UnixNano())
+		p, _ := unix.BytePtrFromString(name)
+		if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, uintptr(unsafe.Pointer(p)), 0); errno != 0 {
+			t.Skip("no session keyring: ", errno)
+		}
+	}, func(t *testing.T, r sandboxRun) {
+		if !strings.Contains(r.out, "run error: <nil>") {
+			t.Errorf("the command failed")
+		}
+		for _, f := range []*os.File{hostMaster, hostSlave, passedMaster, passedSlave} {
+			b := make([]byte, 256)
+			fd := fdOf(f)
+			unix.SetNonblock(fd, true)
+			if n, _ := unix.Read(fd, b); n > 0 {
+				t.Errorf("terminal %s got %q from the command", f.Name(), b[:n])
+			}
+		}
+		for _, what := range []string{"open_by_handle_at via TMPDIR", "open_by_handle_at via root"} {
+			wantRefused(t, r.out, what, "operation not permitted")
+		}
+		for _, what := range []string{"find the caller's key", "add_key to the session keyring", "add_key to the user keyring", "clear the session keyring"} {
+			wantRefused(t, r.out, what, "operation not permitted")
+		}
+		wantRefused(t, r.out, "open the host's terminal", "no such file or directory", "permission denied")
+		wantRefused(t, r.out, "TIOCSTI the passed terminal", "operation not permitted")
+		wantRefused(t, r.out, "socket AF_VSOCK", "address family not supported")
+		if n := strings.Count(r.out, "refused "); n < 20 {
+			t.Errorf("%d refusals, want at least 20: did every attempt run?", n)
+		}
+	})
+}
