@@ -197,7 +197,11 @@
 //     process's. The seccomp filter refuses keyctl, add_key and
 //     request_key (EPERM), as Docker's and Flatpak's do. It also refuses
 //     vsock sockets (EAFNOSUPPORT) unless [WithNetwork]: vsock reaches
-//     the hypervisor's host from any network namespace. The filter is
+//     the hypervisor's host from any network namespace. And io_uring
+//     (ENOSYS, as on a kernel without it, so that programs fall back to
+//     system calls, as under Docker): its operations are system calls
+//     out of a filter's sight (IORING_OP_SOCKET made vsock sockets). The
+//     filter is
 //     written for amd64 (with i386 calls) and arm64 (with arm calls);
 //     other architectures run without it.
 //   - It has its own PID namespace (kill(-1) reaches only its own

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ func moreSandboxAttack(attack string, args []string) bool {
 		escapeKeyrings()
 		escapeTerminals(args[1])
 		escapeKernel()
+		escapeIOURing()
 		return true
 	}
 	return false
@@ -175,6 +177,53 @@ func escapeKernel() {
 	}
 }
 
+// escapeIOURing: io_uring does the work of system calls without making
+// them, out of a seccomp filter's sight: IORING_OP_SOCKET (Linux 5.19)
+// makes a socket without socket(2), so a vsock one too.
+func escapeIOURing() {
+	var p [30]uint32 // struct io_uring_params
+	r, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&p)), 0)
+	report("io_uring_setup", errnoErr(errno))
+	if errno != 0 {
+		return
+	}
+	ring := int(r)
+	defer unix.Close(ring)
+	sqOff, cqOff := p[10:20], p[20:30] // io_sqring_offsets, io_cqring_offsets
+	mmap := func(off int64, size uint32) []byte {
+		b, err := unix.Mmap(ring, off, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+		if err != nil {
+			fmt.Printf("io_uring mmap: %v\n", err)
+		}
+		return b
+	}
+	sq, cq, sqes := mmap(0, sqOff[6]+p[0]*4), mmap(0x8000000, cqOff[5]+p[1]*16), mmap(0x10000000, p[0]*64)
+	if sq == nil || cq == nil || sqes == nil {
+		return
+	}
+	const opSocket = 45
+	sqes[0] = opSocket
+	*(*int32)(unsafe.Pointer(&sqes[4])) = unix.AF_VSOCK
+	*(*uint64)(unsafe.Pointer(&sqes[8])) = unix.SOCK_STREAM
+	*(*uint32)(unsafe.Pointer(&sq[sqOff[6]])) = 0
+	tail := (*uint32)(unsafe.Pointer(&sq[sqOff[1]]))
+	atomic.StoreUint32(tail, atomic.LoadUint32(tail)+1)
+	const enterGetEvents = 1
+	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(ring), 1, 1, enterGetEvents, 0, 0); errno != 0 {
+		fmt.Printf("io_uring_enter: %v\n", errno)
+		return
+	}
+	head := atomic.LoadUint32((*uint32)(unsafe.Pointer(&cq[cqOff[0]])))
+	mask := *(*uint32)(unsafe.Pointer(&cq[cqOff[2]]))
+	res := *(*int32)(unsafe.Pointer(&cq[cqOff[5]+(head&mask)*16+8]))
+	if res >= 0 {
+		unix.Close(int(res))
+		report("io_uring socket AF_VSOCK", nil)
+		return
+	}
+	report("io_uring socket AF_VSOCK", syscall.Errno(-res))
+}
+
 func errnoErr(e syscall.Errno) error {
 	if e == 0 {
 		return nil
@@ -261,6 +310,7 @@ func TestSandboxEscapes(t *testing.T) {
 		wantRefused(t, r.out, "open the host's terminal", "no such file or directory", "permission denied")
 		wantRefused(t, r.out, "TIOCSTI the passed terminal", "operation not permitted")
 		wantRefused(t, r.out, "socket AF_VSOCK", "address family not supported")
+		wantRefused(t, r.out, "io_uring_setup", "function not implemented")
 		if n := strings.Count(r.out, "refused "); n < 20 {
 			t.Errorf("%d refusals, want at least 20: did every attempt run?", n)
 		}

@@ -15,7 +15,7 @@ var legacyChownCalls []chownCall
 // task); none elsewhere.
 var compatSandboxCalls = func() sandboxCalls {
 	if runtime.GOARCH == "arm64" {
-		return sandboxCalls{arch: unix.AUDIT_ARCH_ARM, ioctl: 54, keyctl: 311, addKey: 309, requestKey: 310, socket: 281}
+		return sandboxCalls{arch: unix.AUDIT_ARCH_ARM, ioctl: 54, keyctl: 311, addKey: 309, requestKey: 310, socket: 281, ioURing: 425}
 	}
 	return sandboxCalls{}
 }()
