@@ -201,9 +201,8 @@
 //     (ENOSYS, as on a kernel without it, so that programs fall back to
 //     system calls, as under Docker): its operations are system calls
 //     out of a filter's sight (IORING_OP_SOCKET made vsock sockets). The
-//     filter is
-//     written for amd64 (with i386 calls) and arm64 (with arm calls);
-//     other architectures run without it.
+//     filter is written for amd64 (with i386 calls) and arm64 (with arm
+//     calls); other architectures run without it.
 //   - It has its own PID namespace (kill(-1) reaches only its own
 //     processes; with Landlock ABI 6, Linux 6.12, no signal leaves its
 //     Landlock domain), UTS namespace (sethostname is its own), IPC

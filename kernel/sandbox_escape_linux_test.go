@@ -35,9 +35,41 @@ func moreSandboxAttack(attack string, args []string) bool {
 		escapeTerminals(args[1])
 		escapeKernel()
 		escapeIOURing()
+		escapeUserNS(args[0])
+		return true
+	case "userns-inner":
+		// In a user and mount namespace of the command's own: all
+		// capabilities there.
+		escapeByHandle(args[0])
+		report("mount tmpfs in a user namespace", unix.Mount("cowfs", ".", "tmpfs", 0, ""))
+		report("umount the root in a user namespace", unix.Unmount(".", unix.MNT_DETACH))
+		report("sethostname in a user namespace", unix.Sethostname([]byte("cowfs-evil")))
 		return true
 	}
 	return false
+}
+
+// escapeUserNS: the command makes a user namespace (and a mount
+// namespace in it) of its own, where it has every capability again, and
+// tries what those would give: the handle escape (the kernel lets
+// CAP_SYS_ADMIN over the mount's namespace decode handles, but only
+// beneath the mount's root and without locked mounts below), mounting
+// over the root, unmounting it.
+func escapeUserNS(target string) {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cmd := exec.Command("unshare", "-Um", "--propagation", "unchanged", self, target)
+	cmd.Env = append(os.Environ(), sandboxAttackEnv+"=userns-inner")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		fmt.Printf("unshare -Um: %v\n", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fmt.Printf("%s (user namespace)\n", line)
+	}
 }
 
 // escapeByHandle is the "shocker" escape: with CAP_DAC_READ_SEARCH in
@@ -311,6 +343,7 @@ func TestSandboxEscapes(t *testing.T) {
 		wantRefused(t, r.out, "TIOCSTI the passed terminal", "operation not permitted")
 		wantRefused(t, r.out, "socket AF_VSOCK", "address family not supported")
 		wantRefused(t, r.out, "io_uring_setup", "function not implemented")
+		wantRefused(t, r.out, "mount tmpfs in a user namespace", "operation not permitted")
 		if n := strings.Count(r.out, "refused "); n < 20 {
 			t.Errorf("%d refusals, want at least 20: did every attempt run?", n)
 		}
