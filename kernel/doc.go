@@ -186,12 +186,15 @@
 //     process group only. A seccomp filter refuses TIOCSTI and TIOCLINUX
 //     outright (EPERM), so a terminal passed to it that is nobody's
 //     controlling terminal, which TIOCSCTTY would make its own, takes no
-//     input either. /dev/pts is a devpts instance of its own (and
-//     /dev/ptmx its ptmx), as under bwrap --dev /dev: the host's
-//     terminals are not reachable by name (as root it could otherwise
-//     write to any of them and read their input); the ones passed to it
-//     still work. With Landlock ABI 5 (Linux 6.10) it may use device
+//     input either. With Landlock ABI 5 (Linux 6.10) it may use device
 //     ioctls only on the standard devices and terminals it opens.
+//   - Its /dev is its own, as under bwrap --dev /dev: a tmpfs holding
+//     null, zero, full, random, urandom and tty (the host's nodes), the
+//     symlinks stdin, stdout, stderr, fd, core and ptmx, a devpts
+//     instance of its own on pts, and the host's shm and mqueue. No other
+//     device of the host is reachable by name: as root it could
+//     otherwise read the host's disks, and write to any terminal and read
+//     its input. The terminals passed to it as descriptors still work.
 //   - The kernel's keyrings are not namespaced: the command inherits the
 //     caller's session keyring, and root's user keyring is every root
 //     process's. The seccomp filter refuses keyctl, add_key and

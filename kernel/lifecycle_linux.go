@@ -802,9 +802,9 @@ func haveMountSetattr() bool {
 // hostReadOnly makes every mount of this mount namespace read-only except
 // the writable paths, which stay writable, nodev and nosuid. It needs
 // mount_setattr (Linux 5.12); before, it does nothing but that: first it
-// gives the namespace terminals of its own (privatePtys).
+// gives the namespace a /dev of its own (privateDev).
 func hostReadOnly(writable []string) error {
-	if err := privatePtys(); err != nil {
+	if err := privateDev(); err != nil {
 		return err
 	}
 	for _, w := range writable {
@@ -827,25 +827,81 @@ func hostReadOnly(writable []string) error {
 	return nil
 }
 
-// privatePtys mounts a new instance of devpts on /dev/pts and binds its
-// ptmx over /dev/ptmx, as bwrap --dev /dev does: the host's terminals
-// are not reachable by name (as root, the command could otherwise open
-// any of them, write to it, read its input and, with TIOCSCTTY, push
-// input into it), and the pseudo-terminals the command makes are its
-// own. The terminals passed to it as descriptors still work. Nothing
-// where /dev/pts does not exist.
-func privatePtys() error {
-	if st, err := os.Lstat("/dev/pts"); err != nil || !st.IsDir() {
+// devNodes are the host's device nodes a sandbox's /dev holds (bwrap's
+// --dev /dev set); devMounts are the host's mounts it keeps beneath /dev
+// (Run's temporary directory may live in /dev/shm).
+var (
+	devNodes  = [...]string{"null", "zero", "full", "random", "urandom", "tty"}
+	devMounts = [...]string{"shm", "mqueue"}
+)
+
+// privateDev gives this mount namespace a /dev of its own, as bwrap --dev
+// /dev does: a tmpfs (nodev, nosuid) holding the standard devices
+// (devNodes, bind mounts of the host's), the symlinks stdin, stdout,
+// stderr, fd, core and ptmx, a new devpts instance on pts (ptmx is its
+// ptmx), and the host's shm and mqueue (devMounts) where they are mount
+// points or directories. No other device of the host is reachable by
+// name: as root the command could otherwise read its disks and, through
+// the host's devpts, open any terminal, write to it, read its input and,
+// with TIOCSCTTY, push input into it. The pseudo-terminals it makes are
+// its own; the terminals passed to it as descriptors still work. Nothing
+// where /dev is not a directory.
+func privateDev() error {
+	if st, err := os.Lstat("/dev"); err != nil || !st.IsDir() {
 		return nil
+	}
+	// The host's nodes and mounts, as detached copies, before the tmpfs
+	// hides them.
+	clones := map[string]int{}
+	defer func() {
+		for _, fd := range clones {
+			unix.Close(fd)
+		}
+	}()
+	for _, n := range devNodes {
+		if fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/"+n, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err == nil {
+			clones[n] = fd
+		}
+	}
+	for _, n := range devMounts {
+		if st, err := os.Lstat("/dev/" + n); err != nil || !st.IsDir() {
+			continue
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/"+n, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return &os.PathError{Op: "open_tree", Path: "/dev/" + n, Err: err}
+		}
+		clones[n] = fd
+	}
+	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
+		return &os.PathError{Op: "mount tmpfs", Path: "/dev", Err: err}
+	}
+	for name, fd := range clones {
+		p := "/dev/" + name
+		var err error
+		if slices.Contains(devMounts[:], name) {
+			err = os.Mkdir(p, 0o755)
+		} else {
+			err = os.WriteFile(p, nil, 0o666)
+		}
+		if err == nil {
+			err = unix.MoveMount(fd, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		}
+		if err != nil {
+			return &os.PathError{Op: "mount", Path: p, Err: err}
+		}
+	}
+	for name, target := range map[string]string{"stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
+		"fd": "/proc/self/fd", "core": "/proc/kcore", "ptmx": "pts/ptmx"} {
+		if err := os.Symlink(target, "/dev/"+name); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir("/dev/pts", 0o755); err != nil {
+		return err
 	}
 	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
 		return &os.PathError{Op: "mount devpts", Path: "/dev/pts", Err: err}
-	}
-	if st, err := os.Lstat("/dev/ptmx"); err != nil || st.Mode()&os.ModeSymlink != 0 {
-		return nil // a symlink to pts/ptmx (or none) reaches the new one
-	}
-	if err := unix.Mount("/dev/pts/ptmx", "/dev/ptmx", "", unix.MS_BIND, ""); err != nil {
-		return &os.PathError{Op: "mount", Path: "/dev/ptmx", Err: err}
 	}
 	return nil
 }

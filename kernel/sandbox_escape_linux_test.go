@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,7 @@ func moreSandboxAttack(attack string, args []string) bool {
 		escapeKernel()
 		escapeIOURing()
 		escapeUserNS(args[0])
+		escapeDevices(args[2:])
 		return true
 	case "userns-inner":
 		// In a user and mount namespace of the command's own: all
@@ -256,6 +258,67 @@ func escapeIOURing() {
 	report("io_uring socket AF_VSOCK", syscall.Errno(-res))
 }
 
+// escapeDevices: the host's devices (hostDevs, which exist outside) are
+// not reachable by name, as under bwrap --dev /dev: root could read disks
+// and terminals. The standard ones work as in a plain run.
+func escapeDevices(hostDevs []string) {
+	for _, d := range hostDevs {
+		fd, err := unix.Open(d, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		report("open the host's "+d, err)
+	}
+	works := func(what string, err error) {
+		if err != nil {
+			fmt.Printf("device broken %s: %v\n", what, err)
+			return
+		}
+		fmt.Printf("device works %s\n", what)
+	}
+	// (Reopening it depends on what standard output is: here a pipe of
+	// the test's, which uid 65534 may not open.)
+	if l, err := os.Readlink("/dev/stdout"); err != nil || l != "/proc/self/fd/1" {
+		works("/dev/stdout", fmt.Errorf("%q, %v", l, err))
+	} else {
+		works("/dev/stdout", nil)
+	}
+	for _, d := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/urandom", "/dev/random"} {
+		f, err := os.OpenFile(d, os.O_RDWR, 0)
+		if err == nil {
+			_, err = f.Read(make([]byte, 1))
+			if d == "/dev/null" && err == io.EOF {
+				err = nil
+			}
+			f.Close()
+		}
+		works(d, err)
+	}
+	// A pseudo-terminal of its own: /dev/ptmx, then its slave by name.
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err == nil {
+		defer m.Close()
+		err = unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0)
+		var n int
+		if err == nil {
+			n, err = unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+		}
+		if err == nil {
+			var sl *os.File
+			sl, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+			if err == nil {
+				_, err = sl.WriteString("x")
+				sl.Close()
+			}
+		}
+	}
+	works("pty", err)
+	_, err = os.ReadDir("/dev/fd/")
+	works("/dev/fd", err)
+	_, err = os.Stat("/dev/shm")
+	works("/dev/shm", err)
+}
+
 func errnoErr(e syscall.Errno) error {
 	if e == 0 {
 		return nil
@@ -313,6 +376,12 @@ func TestSandboxEscapes(t *testing.T) {
 		})
 		cmd.ExtraFiles = []*os.File{passedSlave}
 		call.Args = []string{filepath.Join(w.out, "sentinel"), hostSlave.Name()}
+		// Devices of the host outside bwrap's --dev set.
+		for _, d := range []string{"/dev/loop0", "/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/kmsg", "/dev/tty0", "/dev/vsock", "/dev/kvm", "/dev/fuse", "/dev/net/tun", "/dev/input/event0", "/dev/snd/controlC0"} {
+			if _, err := os.Stat(d); err == nil {
+				call.Args = append(call.Args, d)
+			}
+		}
 		// The caller's own session keyring: it inherits this thread's,
 		// which the subtest's goroutine keeps (and ends) with the thread.
 		runtime.LockOSThread()
@@ -344,6 +413,9 @@ func TestSandboxEscapes(t *testing.T) {
 		wantRefused(t, r.out, "socket AF_VSOCK", "address family not supported")
 		wantRefused(t, r.out, "io_uring_setup", "function not implemented")
 		wantRefused(t, r.out, "mount tmpfs in a user namespace", "operation not permitted")
+		if strings.Contains(r.out, "device broken") || strings.Count(r.out, "device works") != 9 {
+			t.Errorf("the standard devices do not all work (want 9)")
+		}
 		if n := strings.Count(r.out, "refused "); n < 20 {
 			t.Errorf("%d refusals, want at least 20: did every attempt run?", n)
 		}
