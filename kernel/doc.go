@@ -175,7 +175,11 @@
 //     a root file included); they fail with EROFS. This needs
 //     mount_setattr (Linux 5.12); the run fails where it is refused.
 //     Device nodes (/dev/null, /dev/pts/N) stay writable: a read-only
-//     mount does not govern them.
+//     mount does not govern them. The command's /proc is a new mount;
+//     its machine-wide entries (sys, sysrq-trigger, irq, bus) are made
+//     read-only as under bwrap, so that without Landlock too root cannot
+//     write /proc/sys/kernel/core_pattern (a program the kernel would run
+//     as root on the host).
 //   - The root's mount (the overlay, or the copy's directory) is nodev and
 //     nosuid, and no device node can be made: Landlock never grants
 //     LANDLOCK_ACCESS_FS_MAKE_CHAR or MAKE_BLOCK (EACCES), CAP_MKNOD is

@@ -638,6 +638,11 @@ func superviseInit(req superviseRequest, status, result *os.File) {
 			}
 		}
 		unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+		if ns.HostReadOnly {
+			if err := procReadOnly(); err != nil {
+				reportStart(status, "namespace", err)
+			}
+		}
 		// Best effort: where it fails, Landlock still keeps the contents,
 		// and Run's check afterwards catches the rest.
 		for _, p := range ns.ReadOnly {
@@ -921,6 +926,27 @@ func loopbackUp() {
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// procMachineWide are the entries of /proc that act on the whole machine,
+// which bwrap covers read-only: sysctls (kernel/core_pattern names a
+// program the kernel runs as root on the host), sysrq-trigger, irq, bus.
+var procMachineWide = [...]string{"sys", "sysrq-trigger", "irq", "bus"}
+
+// procReadOnly makes procMachineWide read-only in this mount namespace,
+// whose /proc is a new mount that the read-only host does not cover.
+// Landlock refuses writing them anyway; this holds where it is missing.
+func procReadOnly() error {
+	for _, n := range procMachineWide {
+		p := "/proc/" + n
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := readOnlyBind(p); err != nil {
+			return fmt.Errorf("making %s read-only: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // readOnlyBind makes dir read-only in this mount namespace, with what is

@@ -39,6 +39,19 @@ func moreSandboxAttack(attack string, args []string) bool {
 		escapeUserNS(args[0])
 		escapeDevices(args[2:])
 		return true
+	case "procsys":
+		// Opened for writing, closed unwritten.
+		for _, p := range []string{"/proc/sys/kernel/core_pattern", "/proc/sys/vm/drop_caches", "/proc/sysrq-trigger"} {
+			if _, err := os.Lstat(p); err != nil {
+				continue // no CONFIG_MAGIC_SYSRQ, say
+			}
+			fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+			if err == nil {
+				unix.Close(fd)
+			}
+			report("open for writing "+p, err)
+		}
+		return true
 	case "userns-inner":
 		// In a user and mount namespace of the command's own: all
 		// capabilities there.
@@ -418,6 +431,27 @@ func TestSandboxEscapes(t *testing.T) {
 		}
 		if n := strings.Count(r.out, "refused "); n < 20 {
 			t.Errorf("%d refusals, want at least 20: did every attempt run?", n)
+		}
+	})
+}
+
+// TestSandboxProcWithoutLandlock: where Landlock is missing the host stays
+// read-only (mount_setattr), /proc's machine-wide files included: the
+// namespace's own /proc is a new mount, which the read-only host does not
+// cover, and root could otherwise write /proc/sys/kernel/core_pattern (a
+// program the kernel runs as root on the host at the next crash) or
+// /proc/sysrq-trigger. bwrap covers /proc/sys, sysrq-trigger, irq and bus
+// read-only; so does Run. The copy fallback refuses to run without
+// Landlock, so the overlay only, on both ways of starting it.
+func TestSandboxProcWithoutLandlock(t *testing.T) {
+	sandboxMatrixModes(t, "procsys", []string{"overlay", "reexec"}, func(t *testing.T, w sandboxWorld, call *sandboxCall, cmd *exec.Cmd, uid int) {
+		call.NoLandlock = true
+	}, func(t *testing.T, r sandboxRun) {
+		if !strings.Contains(r.out, "unconfined (Landlock unavailable") {
+			t.Errorf("not run without Landlock")
+		}
+		for _, p := range []string{"/proc/sys/kernel/core_pattern", "/proc/sys/vm/drop_caches"} {
+			wantRefused(t, r.out, "open for writing "+p, "read-only file system", "permission denied")
 		}
 	})
 }

@@ -54,6 +54,8 @@ type sandboxCall struct {
 	Out    string
 	Args   []string
 	Net    bool
+	// NoLandlock: Run acts as on a kernel without Landlock (NoLandlockEnv).
+	NoLandlock bool
 }
 
 func init() {
@@ -278,6 +280,9 @@ func sandboxCaller(reqJSON string) {
 		}
 		fmt.Print(toolsProbe("plain", plain, args[0]))
 		os.RemoveAll(plain)
+	}
+	if c.NoLandlock {
+		os.Setenv(NoLandlockEnv, "1")
 	}
 	f, err := overlayfs.New(c.Root)
 	if err != nil {

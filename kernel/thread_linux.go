@@ -255,6 +255,13 @@ func (t *threadRun) run(ctx context.Context, c *exec.Cmd, req runRequest, ns nsA
 		fail("thread", err)
 		return
 	}
+	// init has mounted the namespace's /proc.
+	if ns.HostReadOnly {
+		if err := procReadOnly(); err != nil {
+			fail("mount", err)
+			return
+		}
+	}
 	if req.Dir != "" {
 		// The thread's own working directory: the command inherits it.
 		if stage, err := enterDir(req.Dir, req.StatDir, req.Caps); err != nil {
