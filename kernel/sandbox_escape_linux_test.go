@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,6 +40,7 @@ func moreSandboxAttack(attack string, args []string) bool {
 		escapeIOURing()
 		escapeUserNS(args[0])
 		escapeDevices(args[2:])
+		escapeCompat()
 		return true
 	case "procsys":
 		// Opened for writing, closed unwritten.
@@ -332,6 +335,64 @@ func escapeDevices(hostDevs []string) {
 	works("/dev/shm", err)
 }
 
+// escapeCompat: on amd64 a program may make i386 system calls (int
+// $0x80), which a seccomp filter sees under another architecture and
+// other numbers. Two tiny i386 programs make keyctl and socket(AF_VSOCK)
+// that way and exit with the errno (0 when the call worked).
+func escapeCompat() {
+	if runtime.GOARCH != "amd64" {
+		return
+	}
+	for _, c := range []struct {
+		what           string
+		nr, a1, a2, a3 int32
+	}{{"i386 keyctl", 288, unix.KEYCTL_GET_KEYRING_ID, unix.KEY_SPEC_SESSION_KEYRING, 0}, {"i386 socket AF_VSOCK", 359, unix.AF_VSOCK, unix.SOCK_STREAM, 0}} {
+		prog := filepath.Join(os.Getenv("TMPDIR"), "i386")
+		if err := os.WriteFile(prog, i386Call(c.nr, c.a1, c.a2, c.a3), 0o755); err != nil {
+			fmt.Printf("%s: %v\n", c.what, err)
+			return
+		}
+		err := exec.Command(prog).Run()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			report(c.what, nil)
+		case errors.As(err, &ee) && ee.ExitCode() > 0:
+			report(c.what, syscall.Errno(ee.ExitCode()))
+		default:
+			fmt.Printf("%s: no i386 programs here: %v\n", c.what, err)
+		}
+		os.Remove(prog)
+	}
+}
+
+// i386Call is a static i386 ELF program that makes system call nr with
+// three arguments and exits with its errno, 0 when it succeeded.
+func i386Call(nr, a1, a2, a3 int32) []byte {
+	le := binary.LittleEndian
+	code := []byte{0xb8} // mov eax, nr
+	code = le.AppendUint32(code, uint32(nr))
+	for i, a := range []int32{a1, a2, a3} {
+		code = append(code, []byte{0xbb, 0xb9, 0xba}[i]) // mov ebx/ecx/edx
+		code = le.AppendUint32(code, uint32(a))
+	}
+	code = append(code, 0xcd, 0x80, // int 0x80
+		0x85, 0xc0, 0x78, 0x07, // test eax, eax; js neg
+		0xbb, 0, 0, 0, 0, 0xeb, 0x04, // mov ebx, 0; jmp exit
+		0x89, 0xc3, 0xf7, 0xdb, // neg: mov ebx, eax; neg ebx
+		0xb8, 1, 0, 0, 0, 0xcd, 0x80) // exit: mov eax, 1 (exit); int 0x80
+	const base, hdrs = 0x08048000, 52 + 32
+	size := uint32(hdrs + len(code))
+	elf := []byte{0x7f, 'E', 'L', 'F', 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	for _, v := range []any{uint16(2), uint16(3), uint32(1), uint32(base + hdrs), uint32(52), uint32(0), uint32(0),
+		uint16(52), uint16(32), uint16(1), uint16(0), uint16(0), uint16(0),
+		// the one program header: PT_LOAD of the whole file, r-x
+		uint32(1), uint32(0), uint32(base), uint32(base), size, size, uint32(5), uint32(0x1000)} {
+		elf, _ = binary.Append(elf, le, v)
+	}
+	return append(elf, code...)
+}
+
 func errnoErr(e syscall.Errno) error {
 	if e == 0 {
 		return nil
@@ -426,6 +487,10 @@ func TestSandboxEscapes(t *testing.T) {
 		wantRefused(t, r.out, "socket AF_VSOCK", "address family not supported")
 		wantRefused(t, r.out, "io_uring_setup", "function not implemented")
 		wantRefused(t, r.out, "mount tmpfs in a user namespace", "operation not permitted")
+		if strings.Contains(r.out, "i386 keyctl") && !strings.Contains(r.out, "no i386 programs") {
+			wantRefused(t, r.out, "i386 keyctl", "operation not permitted")
+			wantRefused(t, r.out, "i386 socket AF_VSOCK", "address family not supported")
+		}
 		if strings.Contains(r.out, "device broken") || strings.Count(r.out, "device works") != 9 {
 			t.Errorf("the standard devices do not all work (want 9)")
 		}
