@@ -195,8 +195,10 @@
 //   - Its /dev is its own, as under bwrap --dev /dev: a tmpfs holding
 //     null, zero, full, random, urandom and tty (the host's nodes), the
 //     symlinks stdin, stdout, stderr, fd, core and ptmx, a devpts
-//     instance of its own on pts, and the host's shm and mqueue. No other
-//     device of the host is reachable by name: as root it could
+//     instance of its own on pts, and an empty shm (the host's where
+//     Run's temporary directory or a WithWritable path lies in it; one
+//     elsewhere in /dev is refused). No
+//     other device of the host is reachable by name: as root it could
 //     otherwise read the host's disks, and write to any terminal and read
 //     its input. The terminals passed to it as descriptors still work.
 //   - The kernel's keyrings are not namespaced: the command inherits the

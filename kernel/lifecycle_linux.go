@@ -809,7 +809,7 @@ func haveMountSetattr() bool {
 // mount_setattr (Linux 5.12); before, it does nothing but that: first it
 // gives the namespace a /dev of its own (privateDev).
 func hostReadOnly(writable []string) error {
-	if err := privateDev(); err != nil {
+	if err := privateDev(writable); err != nil {
 		return err
 	}
 	for _, w := range writable {
@@ -833,25 +833,22 @@ func hostReadOnly(writable []string) error {
 }
 
 // devNodes are the host's device nodes a sandbox's /dev holds (bwrap's
-// --dev /dev set); devMounts are the host's mounts it keeps beneath /dev
-// (Run's temporary directory may live in /dev/shm).
-var (
-	devNodes  = [...]string{"null", "zero", "full", "random", "urandom", "tty"}
-	devMounts = [...]string{"shm", "mqueue"}
-)
+// --dev /dev set).
+var devNodes = [...]string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // privateDev gives this mount namespace a /dev of its own, as bwrap --dev
 // /dev does: a tmpfs (nodev, nosuid) holding the standard devices
 // (devNodes, bind mounts of the host's), the symlinks stdin, stdout,
 // stderr, fd, core and ptmx, a new devpts instance on pts (ptmx is its
-// ptmx), and the host's shm and mqueue (devMounts) where they are mount
-// points or directories. No other device of the host is reachable by
+// ptmx), and an empty shm; the host's /dev/shm instead where a writable
+// path lies in it (Run's temporary directory does where os.TempDir is on
+// an overlay). No other device of the host is reachable by
 // name: as root the command could otherwise read its disks and, through
 // the host's devpts, open any terminal, write to it, read its input and,
 // with TIOCSCTTY, push input into it. The pseudo-terminals it makes are
 // its own; the terminals passed to it as descriptors still work. Nothing
 // where /dev is not a directory.
-func privateDev() error {
+func privateDev(writable []string) error {
 	if st, err := os.Lstat("/dev"); err != nil || !st.IsDir() {
 		return nil
 	}
@@ -868,15 +865,12 @@ func privateDev() error {
 			clones[n] = fd
 		}
 	}
-	for _, n := range devMounts {
-		if st, err := os.Lstat("/dev/" + n); err != nil || !st.IsDir() {
-			continue
-		}
-		fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/"+n, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if slices.ContainsFunc(writable, func(w string) bool { _, in := relInside("/dev/shm", w); return in }) {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/shm", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 		if err != nil {
-			return &os.PathError{Op: "open_tree", Path: "/dev/" + n, Err: err}
+			return &os.PathError{Op: "open_tree", Path: "/dev/shm", Err: err}
 		}
-		clones[n] = fd
+		clones["shm"] = fd
 	}
 	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
 		return &os.PathError{Op: "mount tmpfs", Path: "/dev", Err: err}
@@ -884,7 +878,7 @@ func privateDev() error {
 	for name, fd := range clones {
 		p := "/dev/" + name
 		var err error
-		if slices.Contains(devMounts[:], name) {
+		if name == "shm" {
 			err = os.Mkdir(p, 0o755)
 		} else {
 			err = os.WriteFile(p, nil, 0o666)
@@ -899,6 +893,11 @@ func privateDev() error {
 	for name, target := range map[string]string{"stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
 		"fd": "/proc/self/fd", "core": "/proc/kcore", "ptmx": "pts/ptmx"} {
 		if err := os.Symlink(target, "/dev/"+name); err != nil {
+			return err
+		}
+	}
+	if _, ok := clones["shm"]; !ok {
+		if err := os.Mkdir("/dev/shm", 0o755); err != nil {
 			return err
 		}
 	}

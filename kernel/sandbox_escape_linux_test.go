@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cowfs/cowfs/overlayfs"
+	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
 )
 
@@ -450,6 +453,12 @@ func TestSandboxEscapes(t *testing.T) {
 		})
 		cmd.ExtraFiles = []*os.File{passedSlave}
 		call.Args = []string{filepath.Join(w.out, "sentinel"), hostSlave.Name()}
+		// A file of the host's /dev/shm (POSIX shared memory).
+		shm := fmt.Sprintf("/dev/shm/cowfs-escape-%d", os.Getpid())
+		if err := os.WriteFile(shm, []byte("secret"), 0o644); err == nil {
+			t.Cleanup(func() { os.Remove(shm) })
+			call.Args = append(call.Args, shm)
+		}
 		// Devices of the host outside bwrap's --dev set.
 		for _, d := range []string{"/dev/loop0", "/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/kmsg", "/dev/tty0", "/dev/vsock", "/dev/kvm", "/dev/fuse", "/dev/net/tun", "/dev/input/event0", "/dev/snd/controlC0"} {
 			if _, err := os.Stat(d); err == nil {
@@ -519,4 +528,58 @@ func TestSandboxProcWithoutLandlock(t *testing.T) {
 			wantRefused(t, r.out, "open for writing "+p, "read-only file system", "permission denied")
 		}
 	})
+}
+
+// TestSandboxDevShmTempDir: the sandbox's /dev is its own, but Run's
+// temporary directory may live in the host's /dev/shm (the default where
+// os.TempDir is on an overlay): the run works there, in every way of
+// running, and the command's TMPDIR is writable. The oracle is the layer:
+// the command's file is in it.
+func TestSandboxDevShmTempDir(t *testing.T) {
+	if _, err := landlockABI(runConfig{}); err != nil {
+		t.Skip("Landlock is not available: ", err)
+	}
+	shm, err := os.MkdirTemp("/dev/shm", "cowfs-test-")
+	if err != nil {
+		t.Skip("no writable /dev/shm: ", err)
+	}
+	defer os.RemoveAll(shm)
+	for _, mode := range []string{"overlay", "reexec", "copy"} {
+		t.Run(mode, func(t *testing.T) {
+			var opts []RunOption
+			switch mode {
+			case "overlay", "reexec":
+				if why := canMount(t); why != "" {
+					t.Skip(why)
+				}
+				if mode == "reexec" {
+					opts = append(opts, withReexecInit())
+				}
+			case "copy":
+				opts = append(opts, WithCopyFallback())
+			}
+			root := t.TempDir()
+			f, err := overlayfs.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", `echo t > "$TMPDIR/x" && cat "$TMPDIR/x" > b`)
+			cmd.Dir = root
+			out, err := runOutput(f, cmd, append(opts, WithTempDir(shm))...)
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if b, err := afero.ReadFile(f, filepath.Join(root, "b")); err != nil || string(b) != "t\n" {
+				t.Fatalf("b: %q, %v", b, err)
+			}
+		})
+	}
+}
+
+// runOutput runs cmd under Run and returns its combined output.
+func runOutput(f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) (string, error) {
+	var b strings.Builder
+	cmd.Stdout, cmd.Stderr = &b, &b
+	err := Run(context.Background(), f, cmd, opts...)
+	return b.String(), err
 }
