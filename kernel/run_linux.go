@@ -297,6 +297,7 @@ func (req runRequest) lockDown() error {
 // droppedCaps are the capabilities a command never gets, even as root:
 // those that reach beyond its namespaces (devices, raw I/O, modules, the
 // clock, rebooting, the kernel log, audit, BPF, tracing other processes,
+// real-time scheduling (a busy SCHED_FIFO thread per CPU starves the host),
 // mounting and the rest of CAP_SYS_ADMIN, such as TIOCSTI into any
 // terminal). What it keeps acts on its own files and namespaces: chown,
 // setuid, binding low ports, network administration of its own network
@@ -306,7 +307,7 @@ var droppedCaps = [...]uintptr{
 	unix.CAP_SYS_TIME, unix.CAP_WAKE_ALARM, unix.CAP_SYSLOG, unix.CAP_SYS_PTRACE, unix.CAP_SYS_PACCT,
 	unix.CAP_SYS_TTY_CONFIG, unix.CAP_MAC_ADMIN, unix.CAP_MAC_OVERRIDE, unix.CAP_AUDIT_CONTROL,
 	unix.CAP_AUDIT_READ, unix.CAP_AUDIT_WRITE, unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_LINUX_IMMUTABLE,
-	unix.CAP_SYS_RESOURCE, unix.CAP_BLOCK_SUSPEND, unix.CAP_CHECKPOINT_RESTORE,
+	unix.CAP_SYS_RESOURCE, unix.CAP_BLOCK_SUSPEND, unix.CAP_CHECKPOINT_RESTORE, unix.CAP_SYS_NICE,
 }
 
 // hostNetCaps are dropped too where the command shares the host's

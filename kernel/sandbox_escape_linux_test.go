@@ -222,6 +222,16 @@ func escapeKernel() {
 		unix.Close(pfd)
 	}
 	report("perf_event_open on a CPU", err)
+	// Real-time scheduling: a busy SCHED_FIFO thread per CPU starves the
+	// machine (bwrap's root, root of a user namespace only, gets EPERM).
+	// Set, it would be undone at once.
+	param := struct{ prio int32 }{1}
+	_, _, errno = unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, 0, unix.SCHED_FIFO, uintptr(unsafe.Pointer(&param)))
+	if errno == 0 {
+		param.prio = 0
+		unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, 0, 0 /* SCHED_OTHER */, uintptr(unsafe.Pointer(&param)))
+	}
+	report("sched_setscheduler SCHED_FIFO", errnoErr(errno))
 	if err := unix.PtraceAttach(1); err == nil {
 		unix.PtraceDetach(1)
 		report("ptrace init", nil)
