@@ -234,7 +234,10 @@
 //     CAP_SYS_TIME, CAP_SYS_PTRACE, CAP_SYSLOG, CAP_BPF, CAP_PERFMON,
 //     CAP_AUDIT_*, CAP_MAC_*, CAP_SYS_RESOURCE, CAP_LINUX_IMMUTABLE,
 //     CAP_SYS_NICE (real-time scheduling: a busy SCHED_FIFO thread per CPU
-//     starves the host) and a few more (see droppedCaps). With [WithNetwork], CAP_NET_ADMIN and
+//     starves the host), CAP_IPC_LOCK (memory locked past its limit),
+//     CAP_LEASE (a lease on another user's host file holds up every
+//     process that opens it for writing) and a few more (see
+//     droppedCaps). With [WithNetwork], CAP_NET_ADMIN and
 //     CAP_NET_RAW too: the network is then the host's (as under bwrap
 //     --share-net, whose root is root of a user namespace only). The
 //     re-executed init is not dumpable, so the command cannot ptrace the

@@ -297,9 +297,11 @@ func (req runRequest) lockDown() error {
 // droppedCaps are the capabilities a command never gets, even as root:
 // those that reach beyond its namespaces (devices, raw I/O, modules, the
 // clock, rebooting, the kernel log, audit, BPF, tracing other processes,
-// real-time scheduling (a busy SCHED_FIFO thread per CPU starves the host),
-// mounting and the rest of CAP_SYS_ADMIN, such as TIOCSTI into any
-// terminal). What it keeps acts on its own files and namespaces: chown,
+// real-time scheduling, which a busy thread per CPU turns into a starved
+// host, memory locked past its limit, leases on others' files, which hold
+// up a host process opening one for writing for 45 s, handles that open
+// any inode, mounting and the rest of CAP_SYS_ADMIN, such as TIOCSTI into
+// any terminal). What it keeps acts on its own files and namespaces: chown,
 // setuid, binding low ports, network administration of its own network
 // namespace, sethostname of its own UTS namespace.
 var droppedCaps = [...]uintptr{
@@ -308,6 +310,7 @@ var droppedCaps = [...]uintptr{
 	unix.CAP_SYS_TTY_CONFIG, unix.CAP_MAC_ADMIN, unix.CAP_MAC_OVERRIDE, unix.CAP_AUDIT_CONTROL,
 	unix.CAP_AUDIT_READ, unix.CAP_AUDIT_WRITE, unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_LINUX_IMMUTABLE,
 	unix.CAP_SYS_RESOURCE, unix.CAP_BLOCK_SUSPEND, unix.CAP_CHECKPOINT_RESTORE, unix.CAP_SYS_NICE,
+	unix.CAP_IPC_LOCK, unix.CAP_LEASE,
 }
 
 // hostNetCaps are dropped too where the command shares the host's

@@ -37,6 +37,7 @@ func moreSandboxAttack(attack string, args []string) bool {
 	switch attack {
 	case "escapes":
 		escapeByHandle(args[0])
+		escapeLease(filepath.Join(filepath.Dir(args[0]), "leased"))
 		escapeKeyrings()
 		escapeTerminals(args[1])
 		escapeKernel()
@@ -122,6 +123,20 @@ func escapeByHandle(target string) {
 		}
 		unix.Close(mfd)
 	}
+}
+
+// escapeLease: a read lease on a host file (here another user's) makes
+// every process of the host that opens it for writing wait up to
+// lease-break-time (45 s): CAP_LEASE takes one on any file.
+func escapeLease(p string) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fmt.Printf("open %s: %v\n", p, err)
+		return
+	}
+	defer unix.Close(fd)
+	_, err = unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_RDLCK)
+	report("read lease on another user's host file", err)
 }
 
 // escapeKeyrings: the kernel's keyrings are not namespaced. The caller's
@@ -232,6 +247,15 @@ func escapeKernel() {
 		unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, 0, 0 /* SCHED_OTHER */, uintptr(unsafe.Pointer(&param)))
 	}
 	report("sched_setscheduler SCHED_FIFO", errnoErr(errno))
+	// Memory locked past RLIMIT_MEMLOCK (CAP_IPC_LOCK): the host cannot
+	// reclaim it.
+	unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{})
+	page := make([]byte, os.Getpagesize())
+	err = unix.Mlock(page)
+	if err == nil {
+		unix.Munlock(page)
+	}
+	report("mlock past RLIMIT_MEMLOCK", err)
 	if err := unix.PtraceAttach(1); err == nil {
 		unix.PtraceDetach(1)
 		report("ptrace init", nil)
@@ -463,6 +487,13 @@ func TestSandboxEscapes(t *testing.T) {
 		})
 		cmd.ExtraFiles = []*os.File{passedSlave}
 		call.Args = []string{filepath.Join(w.out, "sentinel"), hostSlave.Name()}
+		leased := filepath.Join(w.out, "leased")
+		if err := os.WriteFile(leased, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(leased, 4321, 4321); err != nil {
+			t.Fatal(err)
+		}
 		// A file of the host's /dev/shm (POSIX shared memory).
 		shm := fmt.Sprintf("/dev/shm/cowfs-escape-%d", os.Getpid())
 		if err := os.WriteFile(shm, []byte("secret"), 0o644); err == nil {
