@@ -51,9 +51,12 @@
 // When the environment variable COWFS_TAPE_DIR ([tape.EnvDir]) names a
 // directory, every Env records the calls made through [Env.Fs] on one tape
 // in that directory, so `replay check` can run a test suite twice and
-// compare the runs. The directory is made absolute when the Env is made (a
-// relative one is taken from the package directory, go test's working
-// directory for the test) and created if missing. The file is named by
+// compare the runs. Names under the root as given to [New] and under
+// [Env.Root] (its canonical spelling) are recorded relative to the root,
+// in calls and in a command's argv alike. The directory is made absolute
+// when the Env is made (a relative one is taken from the package
+// directory, go test's working directory for the test) and created if
+// missing. The file is named by
 // [tape.FileName](package, t.Name()) and created exclusively: an existing
 // file is never overwritten, a collision (go test -count=2, two Envs in one
 // test, two test names that sanitize alike) adds a numeric suffix,
@@ -153,7 +156,8 @@
 // File.Read of [Env.Fs] return 1 to 512 bytes (io.Reader allows it; the
 // tape records spans and does not change), "rootpath" copies the root
 // into a directory of t.TempDir() at another absolute path before
-// overlaying it. The list and the seed are written in the tape header's
+// overlaying it (modes and modification times kept: only the path
+// changes). The list and the seed are written in the tape header's
 // info ("vary", "vary-seed").
 //
 // [As] finds an optional method (Lstat, SymlinkIfPossible, a method of

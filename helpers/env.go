@@ -27,6 +27,10 @@ type Env struct {
 	gold string   // absolute golden directory, fixed before any Chdir
 	rec  *recording
 	vary variation // what replay check -vary asks of this run (EnvVary)
+	// given is the root as given to New (made absolute; the copy's under
+	// -vary=rootpath): with Root, a spelling the tape maps to root-relative
+	// paths, in names and in a command's argv.
+	given string
 }
 
 // New returns the hermetic file system of t over the directory root: an
@@ -99,7 +103,10 @@ func newEnv(t testing.TB, root string, cfg config) *Env {
 		// there too (fs.ErrInvalid), most often an unset variable.
 		t.Fatalf("helpers: %v", err)
 	}
-	e := &Env{t: t, cfg: cfg, ov: ov, fsys: ov, name: t.Name(), vary: vary}
+	e := &Env{t: t, cfg: cfg, ov: ov, fsys: ov, name: t.Name(), vary: vary, given: ov.Root()}
+	if abs, err := filepath.Abs(root); err == nil {
+		e.given = abs
+	}
 	e.pkg = cfg.pkg
 	if e.pkg == "" {
 		e.pkg = testPackage()
@@ -117,7 +124,9 @@ func newEnv(t testing.TB, root string, cfg config) *Env {
 		t.Fatalf("helpers: %v", err)
 	}
 	if e.rec != nil {
-		e.fsys = e.rec.wrap(e.fsys, ov.Root())
+		// The root as given: the recorder adds its EvalSymlinks spelling,
+		// Root, so names built from either are inside.
+		e.fsys = e.rec.wrap(e.fsys, e.given)
 	}
 	if cfg.chaos || vary.listing || vary.shortRead {
 		seed := vary.seed
@@ -127,8 +136,7 @@ func newEnv(t testing.TB, root string, cfg config) *Env {
 			}
 			t.Logf("helpers: chaos: directory listings shuffled with seed %d (reproduce with %s=%d)", seed, EnvChaosSeed, seed)
 		}
-		given, _ := filepath.Abs(root)
-		c := newChaosFs(e.fsys, seed, ov, ov.Root(), given)
+		c := newChaosFs(e.fsys, seed, ov, ov.Root(), e.given)
 		c.listing, c.shortRead = cfg.chaos || vary.listing, vary.shortRead
 		e.fsys = c
 	}

@@ -73,7 +73,9 @@ func (e *Env) recordCommand(argv []string, before *overlayfs.Snapshot) error {
 			}
 		}
 	}
-	return e.rec.recorder.RecordCommand(e.ov.Root(), argv, changes)
+	// The root as given, whose EvalSymlinks spelling (Root) RecordCommand
+	// adds: argv holds whichever the test used.
+	return e.rec.recorder.RecordCommand(e.given, argv, changes)
 }
 
 // commandChange turns one change between the old view and now into the

@@ -1,6 +1,7 @@
 package helpers_test
 
 import (
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/zeebo/blake3"
 
 	"github.com/cowfs/cowfs/helpers"
 	"github.com/cowfs/cowfs/tape"
@@ -172,5 +175,44 @@ func TestEnvRunWithoutTape(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "made.txt")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("made.txt reached the real root: %v", err)
+	}
+}
+
+// TestEnvRunOddName: a command that writes a file whose name is not UTF-8
+// (any bytes but NUL and '/' are a name to the kernel, the oracle here:
+// a plain run of the command on a copy) is recorded, not refused: one
+// cmd-write record with those bytes as its path and the BLAKE3 of what os
+// reads there.
+func TestEnvRunOddName(t *testing.T) {
+	needRun(t)
+	const script = `printf odd > "$(printf 'n\377')"`
+	oracle := t.TempDir()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = oracle
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("oracle: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(oracle, "n\xff"))
+	if err != nil {
+		t.Fatalf("oracle: %v", err)
+	}
+	sum := blake3.Sum256(b)
+	dir := t.TempDir()
+	t.Setenv(tape.EnvDir, dir)
+	var tapeFile string
+	t.Run("run", func(t *testing.T) {
+		root := t.TempDir()
+		env := helpers.New(t, root)
+		tapeFile = env.TapeFile()
+		c := exec.Command("sh", "-c", script)
+		c.Dir = root
+		if err := env.Run(c); err != nil {
+			t.Fatal(err)
+		}
+	})
+	tp := readTape(t, tapeFile)
+	if len(tp.Records) != 1 || tp.Records[0].Op != tape.OpCmdWrite || tp.Records[0].Path != "n\xff" ||
+		tp.Records[0].Hash != hex.EncodeToString(sum[:]) {
+		t.Errorf("records %v, want one cmd-write of \"n\\xff\" with hash %x", tp.Records, sum)
 	}
 }

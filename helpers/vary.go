@@ -92,8 +92,12 @@ func (v variation) tapeInfo() []tape.Option {
 // relocate copies the tree at root into a fresh directory of t's TempDir
 // whose absolute path depends on the seed (its depth and names), and
 // returns the copy's path: code that writes the root's absolute path into
-// its output then writes another one. Modes, symlinks and empty
-// directories are kept; other file types are skipped.
+// its output then writes another one. Only the path changes: modes,
+// modification times (access times are set to them), symlinks and empty
+// directories are kept; other file types are skipped. Directories
+// get their modes and times after their contents are copied, so a
+// read-only directory is copied as a non-root user too, and its time is
+// not the time its copy was filled.
 func relocate(tmp, root string, seed uint64) (string, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -104,6 +108,11 @@ func relocate(tmp, root string, seed uint64) (string, error) {
 		dst = filepath.Join(dst, fmt.Sprintf("vary-%d-%d", seed%1000, i))
 	}
 	dst = filepath.Join(dst, filepath.Base(abs))
+	type dirMeta struct {
+		path string
+		fi   fs.FileInfo
+	}
+	var dirs []dirMeta // in walk order: parents before children
 	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -119,15 +128,17 @@ func relocate(tmp, root string, seed uint64) (string, error) {
 		}
 		switch {
 		case d.IsDir():
-			if err := os.MkdirAll(to, 0o700); err != nil {
-				return err
-			}
+			dirs = append(dirs, dirMeta{to, fi})
+			return os.MkdirAll(to, 0o700)
 		case d.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
-			return os.Symlink(target, to)
+			if err := os.Symlink(target, to); err != nil {
+				return err
+			}
+			return lchtimes(to, true, fi.ModTime())
 		case d.Type().IsRegular():
 			b, err := os.ReadFile(p)
 			if err != nil {
@@ -136,15 +147,25 @@ func relocate(tmp, root string, seed uint64) (string, error) {
 			if err := os.WriteFile(to, b, 0o600); err != nil {
 				return err
 			}
-		default:
-			return nil
+			return keepMeta(to, fi)
 		}
-		return os.Chmod(to, fi.Mode().Perm())
+		return nil
 	})
+	for i := len(dirs) - 1; i >= 0 && err == nil; i-- {
+		err = keepMeta(dirs[i].path, dirs[i].fi)
+	}
 	if err != nil {
 		return "", fmt.Errorf("vary rootpath: copying the root %s: %w", abs, err)
 	}
 	return dst, nil
+}
+
+// keepMeta gives the copy at p the mode and modification time of fi.
+func keepMeta(p string, fi fs.FileInfo) error {
+	if err := os.Chmod(p, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	return lchtimes(p, false, fi.ModTime())
 }
 
 // As finds in fsys, or in the file systems it wraps, the first one that

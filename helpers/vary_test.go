@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/helpers"
 	"github.com/cowfs/cowfs/overlayfs"
@@ -159,4 +161,68 @@ func TestVaryRootPath(t *testing.T) {
 			t.Errorf("tape header lacks the variation: %s", head)
 		}
 	})
+}
+
+// rootpath moves the root and nothing else: the copy has the times of the
+// original (a test that prints or compares fixture mtimes must not be
+// told "provoked by rootpath"), and a read-only directory's files are
+// copied into it (as a non-root user, who cannot write into a 0555
+// directory, would otherwise fail). os's Lstat of the original is the
+// oracle.
+func TestVaryRootPathKeepsTimesAndReadOnlyDirs(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	for _, d := range []string{"ro", "ro/sub", "rw"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"ro/a", "ro/sub/b", "rw/c", "top"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(f), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range []string{"ro/a", "ro/sub/b", "rw/c", "top", "ro/sub", "ro", "rw"} {
+		ts := old.Add(time.Duration(i) * time.Hour)
+		if err := os.Chtimes(filepath.Join(dir, p), ts, ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("top", filepath.Join(dir, "rw/link")); err != nil {
+		t.Fatal(err)
+	}
+	ts := unix.NsecToTimespec(old.UnixNano())
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(dir, "rw/link"), []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(dir, "rw"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"ro/sub", "ro"} {
+		if err := os.Chmod(filepath.Join(dir, d), 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "ro"), 0o755); os.Chmod(filepath.Join(dir, "ro/sub"), 0o755) })
+	t.Setenv(helpers.EnvVary, "rootpath")
+	t.Setenv(helpers.EnvVarySeed, "9")
+	env := helpers.New(t, dir)
+	t.Cleanup(func() {
+		os.Chmod(filepath.Join(env.Root(), "ro"), 0o755)
+		os.Chmod(filepath.Join(env.Root(), "ro/sub"), 0o755)
+	})
+	for _, rel := range []string{"ro", "ro/sub", "ro/a", "ro/sub/b", "rw", "rw/c", "rw/link", "top"} {
+		want, err := os.Lstat(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.Lstat(filepath.Join(env.Root(), rel))
+		if err != nil {
+			t.Errorf("%s: %v in the moved root", rel, err)
+			continue
+		}
+		if got.Mode() != want.Mode() || !got.ModTime().Equal(want.ModTime()) {
+			t.Errorf("%s: %v %v in the moved root, os: %v %v", rel, got.Mode(), got.ModTime(), want.Mode(), want.ModTime())
+		}
+	}
 }

@@ -2,6 +2,7 @@ package tape
 
 import (
 	"cmp"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,8 +10,9 @@ import (
 	"slices"
 	"strings"
 
-	"encoding/hex"
 	"github.com/zeebo/blake3"
+
+	"github.com/cowfs/cowfs/internal/relpath"
 )
 
 // CommandChange is one path a subprocess changed under the root, as
@@ -30,14 +32,15 @@ type CommandChange struct {
 // wherever it appears as a whole path prefix, and so are absolute symlink
 // targets inside the root, so tapes of two runs over two temporary roots
 // compare equal. A change whose op is not a command op, or whose path is
-// not a clean relative path ("." is the root itself), is refused before
-// anything is recorded.
+// not a clean relative path ("." is the root itself; any bytes but NUL,
+// UTF-8 or not), is refused before anything is recorded.
 func (r *Recorder) RecordCommand(root string, argv []string, changes []CommandChange) error {
 	for _, c := range changes {
 		if !IsCommandOp(c.Op) {
 			return fmt.Errorf("tape: RecordCommand: %q is not a command op", c.Op)
 		}
-		if !fs.ValidPath(c.Path) { // "." is the root itself (its mode)
+		// relpath.Valid, not fs.ValidPath: names need not be UTF-8.
+		if !relpath.Valid(c.Path) { // "." is the root itself (its mode)
 			return fmt.Errorf("tape: RecordCommand: invalid path %q", c.Path)
 		}
 	}

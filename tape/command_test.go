@@ -148,3 +148,35 @@ func TestReplaceRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordCommandOddNames: a command may leave names that are not
+// UTF-8 (the kernel takes any bytes but NUL and '/'), as package tape's
+// records may hold (format 1.3); RecordCommand takes them, and the tape
+// reads back the same bytes. Only a NUL, which no file name holds, is
+// refused.
+func TestRecordCommandOddNames(t *testing.T) {
+	odd := []string{"bad\xff", "dir\xfe/x\x80y", "latin1-\xe9t\xe9"}
+	var changes []CommandChange
+	for _, p := range odd {
+		changes = append(changes, CommandChange{Op: OpCmdRemove, Path: p})
+	}
+	var buf bytes.Buffer
+	rec := NewRecorder(&buf)
+	if err := rec.RecordCommand("/r", []string{"sh"}, changes); err != nil {
+		t.Fatalf("RecordCommand: %v", err)
+	}
+	if err := rec.RecordCommand("/r", []string{"sh"}, []CommandChange{{Op: OpCmdRemove, Path: "nul\x00"}}); err == nil {
+		t.Error("a path with a NUL was accepted")
+	}
+	must(t, rec.Close())
+	tp, err := Read(&buf)
+	must(t, err)
+	var got []string
+	for _, r := range tp.Records {
+		got = append(got, r.Path)
+	}
+	slices.Sort(odd)
+	if !slices.Equal(got, odd) {
+		t.Errorf("paths read back %q, want %q", got, odd)
+	}
+}

@@ -37,8 +37,11 @@
 // writes or truncation (BLAKE3 and size; an append records the new whole
 // content), the sorted listing of a directory it read, and the classes of
 // the calls on it that failed. Buffer sizes of bufio or io.Copy therefore
-// never show. File.Stat makes an "fstat" record when called. Handles still
-// open when the Recorder closes are flushed with End "unclosed".
+// never show. A handle has ReadFrom, WriteTo and ReadDir exactly when the
+// inner handle has them; its ReadFrom and WriteTo copy through its Write
+// and Read, so the bytes are hashed as they pass. File.Stat makes an
+// "fstat" record when called. Handles still open when the Recorder closes
+// are flushed with End "unclosed".
 //
 // What a subprocess changed (package helpers, Env.Run) is recorded by
 // [Recorder.RecordCommand] after it finished: one command record per
@@ -126,9 +129,17 @@
 // # Errors
 //
 // The wrapped Fs returns exactly the errors of the inner Fs; recording
-// never changes a result. Write errors on the tape are sticky and reported
-// by [Recorder.Close] and [Recorder.Err]. [Read] returns a *[ReadError]
-// with the line number, wrapping [ErrFormat], [ErrVersion] or [ErrTrailer].
+// never changes a result. Create, Open and OpenFile call the inner method
+// of the same name (afero.MemMapFs's Create and OpenFile give different
+// modes, afero.CopyOnWriteFs's Open and OpenFile different directories).
+// The wrap has Lstater, Linker and LinkReader whatever the inner Fs has,
+// as afero's own wrappers do: without them inner, LstatIfPossible falls
+// back to Stat and reports false, the others fail with afero's
+// ErrNoSymlink and ErrNoReadlink. Write errors on the tape are sticky and
+// reported by [Recorder.Close] and [Recorder.Err]. [Read] returns a
+// *[ReadError] with the line number, wrapping [ErrFormat], [ErrVersion] or
+// [ErrTrailer]; a record whose path is absolute or not clean, or whose
+// spans are not sorted merged ranges, is [ErrFormat].
 //
 // # Environment
 //

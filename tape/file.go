@@ -593,20 +593,10 @@ func (f *file) Readdirnames(n int) ([]string, error) {
 	return names, err
 }
 
-// ReadDir makes the handle an fs.ReadDirFile, as *os.File and afero's
-// in-memory files are.
-func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
-	var ents []fs.DirEntry
-	var err error
-	if rd, ok := f.inner.(fs.ReadDirFile); ok {
-		ents, err = rd.ReadDir(n)
-	} else {
-		var fis []os.FileInfo
-		fis, err = f.inner.Readdir(n)
-		for _, fi := range fis {
-			ents = append(ents, fs.FileInfoToDirEntry(fi))
-		}
-	}
+// readDir is the ReadDir of a handle whose inner handle is an
+// fs.ReadDirFile (see outer).
+func (f *file) readDir(n int) ([]fs.DirEntry, error) {
+	ents, err := f.inner.(fs.ReadDirFile).ReadDir(n)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fail("readdir", err)
@@ -712,4 +702,99 @@ func (f *file) flush(unclosed bool) error {
 		f.fs.rec.emitClosed(f, &rec)
 	}
 	return err
+}
+
+// outer returns the handle as the caller gets it: one that has ReadFrom,
+// WriteTo and ReadDir exactly when the inner handle has them (an *os.File
+// has all three, afero's in-memory files ReadDir, its UnionFile none), so
+// that code asking for them sees what it would see without the recorder.
+func (f *file) outer() afero.File {
+	_, r := f.inner.(io.ReaderFrom)
+	_, w := f.inner.(io.WriterTo)
+	_, d := f.inner.(fs.ReadDirFile)
+	switch {
+	case r && w && d:
+		return fileRWD{f}
+	case r && w:
+		return fileRW{f}
+	case r && d:
+		return fileRD{f}
+	case w && d:
+		return fileWD{f}
+	case r:
+		return fileR{f}
+	case w:
+		return fileW{f}
+	case d:
+		return fileD{f}
+	}
+	return f
+}
+
+// The handles with some of ReadFrom (R), WriteTo (W) and ReadDir (D); see
+// outer.
+type (
+	fileR   struct{ *file }
+	fileW   struct{ *file }
+	fileD   struct{ *file }
+	fileRW  struct{ *file }
+	fileRD  struct{ *file }
+	fileWD  struct{ *file }
+	fileRWD struct{ *file }
+)
+
+var (
+	_ io.ReaderFrom  = fileRWD{}
+	_ io.WriterTo    = fileRWD{}
+	_ fs.ReadDirFile = fileRWD{}
+)
+
+func (f fileR) ReadFrom(r io.Reader) (int64, error)    { return f.readFrom(r) }
+func (f fileRW) ReadFrom(r io.Reader) (int64, error)   { return f.readFrom(r) }
+func (f fileRD) ReadFrom(r io.Reader) (int64, error)   { return f.readFrom(r) }
+func (f fileRWD) ReadFrom(r io.Reader) (int64, error)  { return f.readFrom(r) }
+func (f fileW) WriteTo(w io.Writer) (int64, error)     { return f.writeTo(w) }
+func (f fileRW) WriteTo(w io.Writer) (int64, error)    { return f.writeTo(w) }
+func (f fileWD) WriteTo(w io.Writer) (int64, error)    { return f.writeTo(w) }
+func (f fileRWD) WriteTo(w io.Writer) (int64, error)   { return f.writeTo(w) }
+func (f fileD) ReadDir(n int) ([]fs.DirEntry, error)   { return f.readDir(n) }
+func (f fileRD) ReadDir(n int) ([]fs.DirEntry, error)  { return f.readDir(n) }
+func (f fileWD) ReadDir(n int) ([]fs.DirEntry, error)  { return f.readDir(n) }
+func (f fileRWD) ReadDir(n int) ([]fs.DirEntry, error) { return f.readDir(n) }
+
+// writeOnly and readOnly hide every method but Write or Read, so that
+// io.Copy does not call ReadFrom or WriteTo back.
+type (
+	writeOnly struct{ f *file }
+	readOnly  struct{ f *file }
+)
+
+func (w writeOnly) Write(p []byte) (int, error) { return w.f.Write(p) }
+func (r readOnly) Read(p []byte) (int, error)   { return r.f.Read(p) }
+
+// closed reports whether the handle was recorded already (closed, or
+// flushed by Recorder.Close).
+func (f *file) closed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state.did.has(markFlushed)
+}
+
+// readFrom copies r to the handle through Write, so that the bytes are
+// hashed as they pass, as an *os.File's ReadFrom does where no zero-copy
+// path applies. A handle recorded already forwards to the inner
+// ReadFrom, which gives the error of a closed file.
+func (f *file) readFrom(r io.Reader) (int64, error) {
+	if f.closed() {
+		return f.inner.(io.ReaderFrom).ReadFrom(r)
+	}
+	return io.Copy(writeOnly{f}, r)
+}
+
+// writeTo copies the handle to w through Read, the mirror of readFrom.
+func (f *file) writeTo(w io.Writer) (int64, error) {
+	if f.closed() {
+		return f.inner.(io.WriterTo).WriteTo(w)
+	}
+	return io.Copy(w, readOnly{f})
 }

@@ -162,19 +162,36 @@ func modeString(m os.FileMode) string {
 // Name returns "TapeFs".
 func (f *Fs) Name() string { return "TapeFs" }
 
-// Create is OpenFile(name, O_RDWR|O_CREATE|O_TRUNC, 0666), recorded as such.
+// Create calls the inner Create and records it as OpenFile(name,
+// O_RDWR|O_CREATE|O_TRUNC, 0666). It calls Create, not OpenFile, because
+// not every afero.Fs makes them agree (afero.MemMapFs's Create leaves the
+// mode 0).
 func (f *Fs) Create(name string) (afero.File, error) {
-	return f.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+	return f.open(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666, func() (afero.File, error) {
+		return f.inner.Create(name)
+	})
 }
 
-// Open is OpenFile(name, O_RDONLY, 0).
+// Open calls the inner Open and records it as OpenFile(name, O_RDONLY, 0).
 func (f *Fs) Open(name string) (afero.File, error) {
-	return f.OpenFile(name, os.O_RDONLY, 0)
+	return f.open(name, os.O_RDONLY, 0, func() (afero.File, error) {
+		return f.inner.Open(name)
+	})
 }
 
 // OpenFile opens name on the inner fs. A failure is recorded at once; a
-// handle is recorded when it is closed (see the package doc).
+// handle is recorded when it is closed (see the package doc). It calls
+// the inner OpenFile even for O_RDONLY: afero.CopyOnWriteFs's Open of a
+// directory in both layers lists both, its OpenFile the top layer's alone.
 func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	return f.open(name, flag, perm, func() (afero.File, error) {
+		return f.inner.OpenFile(name, flag, perm)
+	})
+}
+
+// open makes the call of Create, Open or OpenFile on the inner fs (call)
+// and records it as OpenFile(name, flag, perm).
+func (f *Fs) open(name string, flag int, perm os.FileMode, call func() (afero.File, error)) (afero.File, error) {
 	path, clean := f.relClean(name)
 	args := openArgs{path: path, flag: flagString(flag)}
 	if flag&os.O_CREATE != 0 {
@@ -183,10 +200,10 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 	var inner afero.File
 	var err error
 	if flag == os.O_RDONLY {
-		inner, err = f.inner.Open(name)
+		inner, err = call()
 	} else {
 		done := f.rec.writing() // O_TRUNC changes the bytes
-		inner, err = f.inner.OpenFile(name, flag, perm)
+		inner, err = call()
 		done()
 	}
 	if err != nil {
@@ -199,7 +216,7 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 	}
 	h := newFile(f, inner, name, flag, args)
 	f.rec.track(h)
-	return h, nil
+	return h.outer(), nil
 }
 
 func flagString(flag int) string {

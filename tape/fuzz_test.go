@@ -3,6 +3,7 @@ package tape
 import (
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -95,7 +96,11 @@ func opProgram(fsys afero.Fs, root string, b []byte, check func(i int)) {
 		case 2:
 			if f, err := fsys.OpenFile(n, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
 				f.Write(pattern(arg+1, 1))
-				f.Write(pattern(arg/2, 2))
+				if rf, ok := f.(io.ReaderFrom); ok && arg%3 == 0 {
+					rf.ReadFrom(bytes.NewReader(pattern(arg/2, 2))) // what io.Copy calls
+				} else {
+					f.Write(pattern(arg/2, 2))
+				}
 				f.Close()
 			}
 		case 3, 4:
@@ -117,6 +122,9 @@ func opProgram(fsys afero.Fs, root string, b []byte, check func(i int)) {
 			if f, err := fsys.Open(n); err == nil {
 				f.Read(make([]byte, arg))
 				f.ReadAt(make([]byte, 10), int64(arg*5))
+				if wt, ok := f.(io.WriterTo); ok && arg%2 == 1 {
+					wt.WriteTo(io.Discard) // the rest, as io.Copy would
+				}
 				f.Close()
 			}
 		case 7:

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/afero"
+	"github.com/spf13/afero/mem"
 )
 
 // Outcomes of failed operations, recorded in Record.Err (FORMAT.md calls
@@ -21,8 +22,8 @@ const (
 	OutcomePermission  = "permission"    // fs.ErrPermission (EACCES, EPERM)
 	OutcomeNotDir      = "not-dir"       // ENOTDIR
 	OutcomeIsDir       = "is-dir"        // EISDIR
-	OutcomeInvalid     = "invalid"       // fs.ErrInvalid, EINVAL
-	OutcomeClosed      = "closed"        // fs.ErrClosed, afero.ErrFileClosed, EBADF
+	OutcomeInvalid     = "invalid"       // fs.ErrInvalid, EINVAL, afero's ErrOutOfRange (mem's too)
+	OutcomeClosed      = "closed"        // fs.ErrClosed, afero's ErrFileClosed (mem's too), EBADF
 	OutcomeLoop        = "loop"          // ELOOP
 	OutcomeCrossDevice = "cross-device"  // EXDEV
 	OutcomeNameTooLong = "name-too-long" // ENAMETOOLONG
@@ -66,9 +67,13 @@ func errorOutcome(err error) string {
 		return OutcomeNoSpace
 	case errors.Is(err, syscall.EROFS):
 		return OutcomeReadOnly
-	case errors.Is(err, fs.ErrClosed), errors.Is(err, afero.ErrFileClosed), errors.Is(err, syscall.EBADF):
+	// afero's in-memory files return the sentinels of package mem, which
+	// are not afero's own.
+	case errors.Is(err, fs.ErrClosed), errors.Is(err, afero.ErrFileClosed), errors.Is(err, mem.ErrFileClosed),
+		errors.Is(err, syscall.EBADF):
 		return OutcomeClosed
-	case errors.Is(err, fs.ErrInvalid), errors.Is(err, syscall.EINVAL):
+	case errors.Is(err, fs.ErrInvalid), errors.Is(err, syscall.EINVAL),
+		errors.Is(err, afero.ErrOutOfRange), errors.Is(err, mem.ErrOutOfRange):
 		return OutcomeInvalid
 	case errors.Is(err, errors.ErrUnsupported), errors.Is(err, afero.ErrNoSymlink), errors.Is(err, afero.ErrNoReadlink):
 		return OutcomeUnsupported

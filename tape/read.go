@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
+
+	"github.com/cowfs/cowfs/internal/relpath"
 )
 
 // Errors of Read, wrapped in a *ReadError naming the line.
@@ -208,6 +211,11 @@ func parseRecord(line []byte, t *Tape) (Record, error) {
 	if rec.Path == "" {
 		return rec, fmt.Errorf("record %d (%s) without path", rec.Seq, rec.Op)
 	}
+	for _, p := range []string{rec.Path, rec.To} {
+		if p != "" && !recordedPath(p) {
+			return rec, fmt.Errorf("record %d (%s): path %q is not relative to the root and clean, nor %s", rec.Seq, rec.Op, p, OutsidePath)
+		}
+	}
 	for _, h := range []string{rec.Hash, rec.RHash, rec.List} {
 		if h != "" && !isHash(h) {
 			return rec, fmt.Errorf("record %d: %q is not a lowercase hex BLAKE3-256", rec.Seq, h)
@@ -215,6 +223,13 @@ func parseRecord(line []byte, t *Tape) (Record, error) {
 	}
 	if rec.Size < 0 || rec.RSize < 0 || rec.N < 0 {
 		return rec, fmt.Errorf("record %d: negative size or count", rec.Seq)
+	}
+	for i, sp := range rec.Spans {
+		// Sorted, merged and non-empty, as FORMAT.md defines them.
+		if sp.Off < 0 || sp.Len <= 0 || sp.Off > math.MaxInt64-sp.Len ||
+			i > 0 && sp.Off <= rec.Spans[i-1].Off+rec.Spans[i-1].Len {
+			return rec, fmt.Errorf("record %d: spans %v are not sorted, merged, non-empty ranges", rec.Seq, rec.Spans)
+		}
 	}
 	if !knownOps[rec.Op] {
 		if t.Header.Minor <= Minor {
@@ -233,6 +248,14 @@ func parseRecord(line []byte, t *Tape) (Record, error) {
 		t.Unknown = append(t.Unknown, len(t.Records))
 	}
 	return rec, nil
+}
+
+// recordedPath reports whether p is a path a record may hold (FORMAT.md,
+// "Paths"): the root ".", OutsidePath, or a clean slash path below the
+// root. A NUL is let through: a recorder writes the name a call was given,
+// and os refuses such a name only when it is used.
+func recordedPath(p string) bool {
+	return p == OutsidePath || relpath.Valid(strings.ReplaceAll(p, "\x00", "_"))
 }
 
 const knownFields = ",seq,op,path,to,err,flag,mode,size,hash,rhash,rsize,spans,list,n,names,target,uid,gid,atime,mtime,fails,end,unhashed,cmd,kind,"

@@ -107,6 +107,16 @@ func TestReadRejects(t *testing.T) {
 		{"unknown line kind, same minor", join(hdr, `{"kind":"note"}`), 2, ErrFormat},
 		{"altered record, stale trailer", join(append(append([]string{hdr, recs[0]}, strings.Replace(recs[1], `"rsize":5`, `"rsize":6`, 1)), append(recs[2:], trailer)...)...), len(ls), ErrTrailer},
 		{"dropped record", join(append(append([]string{hdr}, recs[:len(recs)-1]...), trailer)...), len(ls) - 1, ErrTrailer},
+		{"absolute path", join(hdr, `{"seq":1,"op":"stat","path":"/etc/passwd"}`), 2, ErrFormat},
+		{"path climbing out", join(hdr, `{"seq":1,"op":"stat","path":"../x"}`), 2, ErrFormat},
+		{"path not clean", join(hdr, `{"seq":1,"op":"stat","path":"a/./b"}`), 2, ErrFormat},
+		{"path with a trailing slash", join(hdr, `{"seq":1,"op":"stat","path":"a/"}`), 2, ErrFormat},
+		{"absolute to", join(hdr, `{"seq":1,"op":"rename","path":"a","to":"/tmp/b"}`), 2, ErrFormat},
+		{"negative span", join(hdr, `{"seq":1,"op":"open","path":"a","flag":"r","spans":[[-1,5]]}`), 2, ErrFormat},
+		{"empty span", join(hdr, `{"seq":1,"op":"open","path":"a","flag":"r","spans":[[0,0]]}`), 2, ErrFormat},
+		{"spans out of order", join(hdr, `{"seq":1,"op":"open","path":"a","flag":"r","spans":[[10,5],[0,5]]}`), 2, ErrFormat},
+		{"adjacent spans", join(hdr, `{"seq":1,"op":"open","path":"a","flag":"r","spans":[[0,5],[5,5]]}`), 2, ErrFormat},
+		{"span past the largest offset", join(hdr, `{"seq":1,"op":"open","path":"a","flag":"r","spans":[[9223372036854775807,1]]}`), 2, ErrFormat},
 		{"line after the trailer", join(append(append([]string{hdr}, recs...), trailer, recs[0])...), len(ls) + 1, ErrFormat},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -306,5 +316,23 @@ func TestReadErrorSaysTapeOnce(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), ": tape: ") || !strings.HasPrefix(err.Error(), "tape: ") {
 			t.Errorf("Read(%q) = %v", in, err)
 		}
+	}
+}
+
+// TestReadTakesEveryRecordedPath: whatever name a program passes, the
+// record the recorder makes of it is one Read accepts (Read refuses
+// absolute and unclean paths).
+func TestReadTakesEveryRecordedPath(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	names := []string{"", ".", "..", "/", "a/", "a//b", "./a", "a/../b", "a/./b/", "nul\x00x", "bad\xff", dir, dir + "/", dir + "/../x", dir + "/a\x00", "../" + filepath.Base(dir) + "/a"}
+	tp, raw := tapeOf(t, afero.NewOsFs(), dir, func(fsys afero.Fs) {
+		for _, n := range names {
+			fsys.Stat(n)
+			fsys.Rename(n, n+"2")
+		}
+	})
+	if len(tp.Records) != 2*len(names) {
+		t.Errorf("%d records read back, %d made:\n%s", len(tp.Records), 2*len(names), raw)
 	}
 }

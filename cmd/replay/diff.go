@@ -49,7 +49,8 @@ versions. Captured bytes are looked up in the directories given with
 -content, then in "<tape name>.content" and "content" beside each tape.
 
 A truncated tape (no trailer) is compared on the records it has, with a
-warning on standard error.
+warning on standard error. It never equals a complete tape: when those
+records all match, the pair differs with class "truncated".
 
 -all shows every hunk instead of the first: the sequences (each path's in
 path mode) are aligned once, as tape.CompareAll does (patience anchors,
@@ -99,7 +100,7 @@ type diffReport struct {
 	B         string        `json:"b,omitempty"`
 	Mode      string        `json:"mode"`
 	Equal     bool          `json:"equal"`
-	Class     string        `json:"class,omitempty"` // identical, interleaving-only, data, missing
+	Class     string        `json:"class,omitempty"` // identical, interleaving-only, data, missing, truncated
 	Hunks     int           `json:"hunks"`           // differing hunks in the mode (unmatched records in set mode)
 	Truncated []string      `json:"truncated,omitempty"`
 	Shown     []hunk        `json:"shown,omitempty"`
@@ -297,6 +298,12 @@ func compareLoaded(a, b *loaded, o *diffOpts) *diffReport {
 	class, ds := tape.Diff(a.t, b.t, o.mode, tape.WithContext(o.context))
 	rep.class, rep.Class = class, class.String()
 	if len(ds) == 0 {
+		if len(rep.Truncated) == 1 {
+			// The records match, but one run stopped before its trailer:
+			// it is not the same as a run that finished.
+			rep.Class, rep.Hunks = "truncated", 1
+			return rep
+		}
 		rep.Equal = true
 		return rep
 	}
@@ -430,6 +437,9 @@ func writeReport(w io.Writer, rep *diffReport, indent string) {
 		what = fmt.Sprintf("%d unmatched records", rep.Hunks)
 	}
 	fmt.Fprintf(w, "%sdiffers in %s mode (class %s, %s)\n", indent, rep.Mode, rep.Class, what)
+	if rep.Class == "truncated" {
+		fmt.Fprintf(w, "%s%s is truncated (no trailer) and the other is complete; the records it has match\n", indent, rep.Truncated[0])
+	}
 	for _, h := range rep.Shown {
 		switch {
 		case h.Path != "":

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cowfs/cowfs/helpers"
 )
 
 // Each variation changes its setting away from what the runs inherit, the
@@ -92,5 +98,64 @@ func TestVaryFlag(t *testing.T) {
 	}
 	if v, _ := parse(); v.set {
 		t.Error("-vary is on without the flag")
+	}
+}
+
+// TestPerturbSeenByChild: what each environment variation sets is what
+// the command sees, observed from a child shell (the oracle): TZ, LANG and
+// LC_ALL, GOMAXPROCS, HOME and TMPDIR as the perturbation says and unlike
+// this process's, the umask it was started with, and the list of
+// variations for the helpers.
+func TestPerturbSeenByChild(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	if currentUmask() < 0 {
+		t.Skip("no umask here")
+	}
+	out := filepath.Join(t.TempDir(), "seen")
+	script := `for v in TZ LANG LC_ALL GOMAXPROCS HOME TMPDIR ` + helpers.EnvVary + `; do eval "echo $v=\$$v"; done > "$0"; echo UMASK=$(umask) >> "$0"`
+	for seed := range uint64(3) {
+		p, err := perturb(variations, seed, os.Getenv, t.TempDir(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &env{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard, getenv: os.Getenv}
+		if _, err := runOnce(e, []string{"sh", "-c", script, out}, t.TempDir(), 2, p); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]string{}
+		for l := range strings.Lines(string(b)) {
+			k, v, _ := strings.Cut(strings.TrimSpace(l), "=")
+			seen[k] = v
+		}
+		for _, kv := range p.env {
+			k, v, _ := strings.Cut(kv, "=")
+			if k == "GOCACHE" || k == "GOMODCACHE" || k == "GOPATH" || k == "GOENV" || k == helpers.EnvVarySeed {
+				continue
+			}
+			if seen[k] != v {
+				t.Errorf("seed %d: the child sees %s=%q, the perturbation sets %q", seed, k, seen[k], v)
+			}
+			if k != helpers.EnvVary && seen[k] == os.Getenv(k) {
+				t.Errorf("seed %d: %s=%q is what this process has: not varied", seed, k, seen[k])
+			}
+		}
+		for _, k := range []string{"TZ", "LANG", "LC_ALL", "GOMAXPROCS", "HOME", "TMPDIR"} {
+			if _, ok := seen[k]; !ok || seen[k] == "" {
+				t.Errorf("seed %d: the child sees no %s", seed, k)
+			}
+		}
+		u, err := strconv.ParseInt(seen["UMASK"], 8, 32)
+		if err != nil || int(u) != p.umask || int(u) == currentUmask() {
+			t.Errorf("seed %d: the child's umask %q, the perturbation's %03o, this process's %03o", seed, seen["UMASK"], p.umask, currentUmask())
+		}
+		if seen[helpers.EnvVary] != strings.Join(variations, ",") {
+			t.Errorf("seed %d: the child sees %s=%q", seed, helpers.EnvVary, seen[helpers.EnvVary])
+		}
 	}
 }
