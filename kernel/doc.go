@@ -464,8 +464,9 @@
 // helper (the mount, dropped capabilities); thread_linux.go: the run in a
 // thread as root, and fork_linux.go its forked init; runcopy_linux.go: Run's copy
 // fallback; landlock_linux.go: confinement; seccomp_linux.go: chown's EPERM
-// in a user namespace and the sandbox's filter (keyrings, TIOCSTI, vsock); lifecycle_linux.go (also the sandbox's namespaces,
-// read-only host and descriptors) and
+// in a user namespace and the sandbox's filter (keyrings, TIOCSTI, vsock,
+// io_uring); lifecycle_linux.go (also the sandbox's namespaces, read-only
+// host and /proc, its own /dev, and descriptors) and
 // owner_linux.go: the supervisors and owner records that let [Cleanup]
 // (cleanup_linux.go) tell abandoned temporary directories and mounts from
 // live ones; userns_linux.go, workdir_linux.go and readable_linux.go:
