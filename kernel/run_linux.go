@@ -406,8 +406,10 @@ func capsAtMost(caps uint64) (restore func()) {
 // Sandbox: in every mode the command sees the host read-only but for the
 // root, its TMPDIR and the WithWritable paths, in a session, PID, UTS, IPC
 // and network namespace of its own (no network unless [WithNetwork]),
-// with nodev,nosuid mounts, no device creation and only its standard
-// descriptors and ExtraFiles (see the package doc, "Confinement").
+// with nodev,nosuid mounts, no device creation, a /dev of its own, no
+// kernel keyrings, TIOCSTI, vsock or io_uring (a seccomp filter) and only
+// its standard descriptors and ExtraFiles (see the package doc,
+// "Confinement").
 //
 // Confinement: in every mode the command runs under Landlock (Linux 5.13+,
 // no privileges needed) and may write only beneath the root as it sees
