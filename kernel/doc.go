@@ -290,7 +290,12 @@
 //
 // Where Landlock is missing (or [NoLandlockEnv] is set, for tests), the
 // overlay modes run the command without it and say so through
-// [WithModeReport]; the copy fallback refuses with [ErrUnconfined].
+// [WithModeReport]; the copy fallback refuses with [ErrUnconfined]. So
+// it does where no namespace can be made (a container whose seccomp
+// profile refuses them, user namespaces disabled): the command would run
+// on the host's mounts (chown, chmod, utimes and xattrs of host files,
+// which Landlock does not govern, would reach them), network, /dev and
+// processes (TestSandboxNoNamespaces).
 // [Unconfined] switches Landlock and the read-only host off in every
 // mode. An unconfined command may unmount the overlay where it keeps
 // CAP_SYS_ADMIN of its mount namespace (in a user namespace) and reach the
@@ -391,8 +396,8 @@
 // Without root it makes them inside a user namespace that maps the caller
 // to itself, so the command keeps its uid and gid (owners it cannot map
 // read as 65534, and set-user-ID programs of other owners gain nothing).
-// Where no PID namespace can be made at all, the supervisor runs the
-// command as a child subreaper and kills all its descendants; only a
+// Where no PID namespace can be made at all (unconfined only, see
+// Confinement), the supervisor runs the command as a child subreaper and kills all its descendants; only a
 // SIGKILL of the supervisor itself then lets the command's descendants
 // escape (the command still dies of its PR_SET_PDEATHSIG).
 //

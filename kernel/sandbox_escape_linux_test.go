@@ -624,3 +624,53 @@ func runOutput(f *overlayfs.Fs, cmd *exec.Cmd, opts ...RunOption) (string, error
 	err := Run(context.Background(), f, cmd, opts...)
 	return b.String(), err
 }
+
+// TestSandboxNoNamespaces: where no namespace can be made (a container
+// whose seccomp profile refuses them, user namespaces disabled), Run
+// refuses to run the command confined rather than run it without a mount
+// namespace, where the host would not be read-only: through the hard
+// link outside the root, chown, chmod 4755, touch and setxattr reached
+// the real root's file (Landlock does not govern them), and the mode
+// report said "confined". The caller here runs under a seccomp filter
+// that refuses every namespace flag (clone, unshare; clone3 is ENOSYS).
+func TestSandboxNoNamespaces(t *testing.T) {
+	sandboxMatrix(t, "hardlink", func(t *testing.T, w sandboxWorld, call *sandboxCall, cmd *exec.Cmd, uid int) {
+		call.Args = []string{filepath.Join(w.out, "link")}
+		call.NoNS = true
+	}, func(t *testing.T, r sandboxRun) {
+		if !strings.Contains(r.out, "cannot be confined") || strings.Contains(r.out, "mode ") {
+			t.Errorf("want Run refused with ErrUnconfined, the command not run")
+		}
+	})
+}
+
+// noNamespaces makes every thread of this process unable to make
+// namespaces, as a container's seccomp profile can: clone and unshare
+// with a namespace flag fail with EPERM, clone3 with ENOSYS (so that Go
+// falls back to clone).
+func noNamespaces() {
+	const (
+		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+		ret  = unix.BPF_RET | unix.BPF_K
+	)
+	ns := uint32(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWCGROUP)
+	prog := []unix.SockFilter{
+		{Code: ld, K: 0},
+		{Code: jeq, Jf: 1, K: unix.SYS_CLONE3},
+		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		{Code: jeq, Jt: 1, K: unix.SYS_CLONE},
+		{Code: jeq, Jf: 3, K: unix.SYS_UNSHARE},
+		{Code: ld, K: 16}, // the flags (clone's first argument on amd64 and arm64)
+		{Code: jset, Jf: 1, K: ns},
+		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		{Code: ret, K: unix.SECCOMP_RET_ALLOW},
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+	const tsync = 1 // SECCOMP_FILTER_FLAG_TSYNC: every thread
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, tsync, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
+		fmt.Printf("seccomp: %v\n", errno)
+	}
+}
