@@ -196,7 +196,8 @@
 //     null, zero, full, random, urandom and tty (the host's nodes), the
 //     symlinks stdin, stdout, stderr, fd, core and ptmx, a devpts
 //     instance of its own on pts, and an empty shm (the host's where
-//     Run's temporary directory or a WithWritable path lies in it; one
+//     the root, Run's temporary directory or a WithWritable path lies in
+//     it; one
 //     elsewhere in /dev is refused). No
 //     other device of the host is reachable by name: as root it could
 //     otherwise read the host's disks, and write to any terminal and read

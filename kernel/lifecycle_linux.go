@@ -128,6 +128,9 @@ type nsAttr struct {
 	// reaches the host through any name, as under bwrap --ro-bind / /.
 	HostReadOnly bool     `json:"hostro,omitempty"`
 	Writable     []string `json:"writable,omitempty"`
+	// Keep are more paths the sandbox's own /dev must leave reachable
+	// (see privateDev): the root, which the overlay is mounted over.
+	Keep []string `json:"keep,omitempty"`
 	// LoopbackUp brings up lo in a new network namespace.
 	LoopbackUp bool `json:"lo,omitempty"`
 }
@@ -633,7 +636,7 @@ func superviseInit(req superviseRequest, status, result *os.File) {
 			continue
 		}
 		if ns.HostReadOnly {
-			if err := hostReadOnly(ns.Writable); err != nil {
+			if err := hostReadOnly(ns.Writable, ns.Keep); err != nil {
 				reportStart(status, "namespace", err)
 			}
 		}
@@ -807,9 +810,10 @@ func haveMountSetattr() bool {
 // hostReadOnly makes every mount of this mount namespace read-only except
 // the writable paths, which stay writable, nodev and nosuid. It needs
 // mount_setattr (Linux 5.12); before, it does nothing but that: first it
-// gives the namespace a /dev of its own (privateDev).
-func hostReadOnly(writable []string) error {
-	if err := privateDev(writable); err != nil {
+// gives the namespace a /dev of its own (privateDev), which leaves the
+// writable paths and keep reachable.
+func hostReadOnly(writable, keep []string) error {
+	if err := privateDev(append(slices.Clip(writable), keep...)); err != nil {
 		return err
 	}
 	for _, w := range writable {
@@ -840,15 +844,15 @@ var devNodes = [...]string{"null", "zero", "full", "random", "urandom", "tty"}
 // /dev does: a tmpfs (nodev, nosuid) holding the standard devices
 // (devNodes, bind mounts of the host's), the symlinks stdin, stdout,
 // stderr, fd, core and ptmx, a new devpts instance on pts (ptmx is its
-// ptmx), and an empty shm; the host's /dev/shm instead where a writable
-// path lies in it (Run's temporary directory does where os.TempDir is on
-// an overlay). No other device of the host is reachable by
+// ptmx), and an empty shm; the host's /dev/shm instead where one of
+// paths lies in it (Run's temporary directory does where os.TempDir is on
+// an overlay; the root may). No other device of the host is reachable by
 // name: as root the command could otherwise read its disks and, through
 // the host's devpts, open any terminal, write to it, read its input and,
 // with TIOCSCTTY, push input into it. The pseudo-terminals it makes are
 // its own; the terminals passed to it as descriptors still work. Nothing
 // where /dev is not a directory.
-func privateDev(writable []string) error {
+func privateDev(paths []string) error {
 	if st, err := os.Lstat("/dev"); err != nil || !st.IsDir() {
 		return nil
 	}
@@ -865,7 +869,7 @@ func privateDev(writable []string) error {
 			clones[n] = fd
 		}
 	}
-	if slices.ContainsFunc(writable, func(w string) bool { _, in := relInside("/dev/shm", w); return in }) {
+	if slices.ContainsFunc(paths, func(p string) bool { _, in := relInside("/dev/shm", p); return in }) {
 		fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/shm", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 		if err != nil {
 			return &os.PathError{Op: "open_tree", Path: "/dev/shm", Err: err}

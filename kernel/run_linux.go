@@ -637,6 +637,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	ns := nsAttr{
 		Cloneflags: sandboxNS(cfg.network), Unshareflags: syscall.CLONE_NEWNS,
 		HostReadOnly: !cfg.unconfined, Writable: append([]string{tmp}, writable[2:]...), LoopbackUp: true,
+		Keep: []string{f.Root()},
 	}
 	if userNS {
 		ns.Cloneflags |= syscall.CLONE_NEWUSER

@@ -573,8 +573,10 @@ func TestSandboxProcWithoutLandlock(t *testing.T) {
 
 // TestSandboxDevShmTempDir: the sandbox's /dev is its own, but Run's
 // temporary directory may live in the host's /dev/shm (the default where
-// os.TempDir is on an overlay): the run works there, in every way of
-// running, and the command's TMPDIR is writable. The oracle is the layer:
+// os.TempDir is on an overlay), and so may the root (with the temporary
+// directory elsewhere): the run works there,
+// in every way of running (the overlay ones without falling back to the
+// copy), and the command's TMPDIR is writable. The oracle is the layer:
 // the command's file is in it.
 func TestSandboxDevShmTempDir(t *testing.T) {
 	if _, err := landlockABI(runConfig{}); err != nil {
@@ -585,8 +587,13 @@ func TestSandboxDevShmTempDir(t *testing.T) {
 		t.Skip("no writable /dev/shm: ", err)
 	}
 	defer os.RemoveAll(shm)
-	for _, mode := range []string{"overlay", "reexec", "copy"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, c := range []struct{ mode, root string }{{"overlay", ""}, {"reexec", ""}, {"copy", ""}, {"overlay", shm}, {"reexec", shm}} {
+		mode := c.mode
+		name := mode
+		if c.root != "" {
+			name += "/root-in-shm"
+		}
+		t.Run(name, func(t *testing.T) {
 			var opts []RunOption
 			switch mode {
 			case "overlay", "reexec":
@@ -600,15 +607,29 @@ func TestSandboxDevShmTempDir(t *testing.T) {
 				opts = append(opts, WithCopyFallback())
 			}
 			root := t.TempDir()
+			if c.root != "" {
+				root, err = os.MkdirTemp(c.root, "root-")
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
 			f, err := overlayfs.New(root)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command("sh", "-c", `echo t > "$TMPDIR/x" && cat "$TMPDIR/x" > b`)
 			cmd.Dir = root
-			out, err := runOutput(f, cmd, append(opts, WithTempDir(shm))...)
+			var m Mode
+			opts = append(opts, WithModeReport(func(got Mode) { m = got }))
+			if c.root == "" {
+				opts = append(opts, WithTempDir(shm))
+			}
+			out, err := runOutput(f, cmd, opts...)
 			if err != nil {
 				t.Fatalf("%v: %s", err, out)
+			}
+			if mode != "copy" && (m.Kind != ModeOverlay || m.Fallback != "") {
+				t.Errorf("ran as %s", m)
 			}
 			if b, err := afero.ReadFile(f, filepath.Join(root, "b")); err != nil || string(b) != "t\n" {
 				t.Fatalf("b: %q, %v", b, err)

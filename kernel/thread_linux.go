@@ -241,7 +241,7 @@ func (t *threadRun) run(ctx context.Context, c *exec.Cmd, req runRequest, ns nsA
 		loopbackUp()
 	}
 	if ns.HostReadOnly {
-		if err := hostReadOnly(ns.Writable); err != nil {
+		if err := hostReadOnly(ns.Writable, ns.Keep); err != nil {
 			fail("mount", err)
 			return
 		}
