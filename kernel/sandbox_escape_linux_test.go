@@ -174,6 +174,11 @@ func escapeTerminals(hostPts string) {
 	_, _, errno := unix.Syscall(unix.SYS_IOCTL, 3, unix.TIOCSCTTY, 0)
 	fmt.Printf("TIOCSCTTY the passed terminal: %v\n", errnoErr(errno))
 	inject("the passed terminal", 3)
+	// Another line discipline (N_NULL: every byte dropped) would leave
+	// the terminal dead after the run; the test reads it back.
+	ldisc := int32(27)
+	_, _, errno = unix.Syscall(unix.SYS_IOCTL, 3, unix.TIOCSETD, uintptr(unsafe.Pointer(&ldisc)))
+	report("TIOCSETD the passed terminal", errnoErr(errno))
 	// TIOCL_PASTESEL: paste the console selection as input.
 	sub := byte(3)
 	_, _, errno = unix.Syscall(unix.SYS_IOCTL, 3, unix.TIOCLINUX, uintptr(unsafe.Pointer(&sub)))
@@ -517,6 +522,9 @@ func TestSandboxEscapes(t *testing.T) {
 	}, func(t *testing.T, r sandboxRun) {
 		if !strings.Contains(r.out, "run error: <nil>") {
 			t.Errorf("the command failed")
+		}
+		if d, err := unix.IoctlGetInt(fdOf(passedSlave), unix.TIOCGETD); err != nil || d != 0 {
+			t.Errorf("the passed terminal's line discipline is %d (%v), want N_TTY", d, err)
 		}
 		for _, f := range []*os.File{hostMaster, hostSlave, passedMaster, passedSlave} {
 			b := make([]byte, 256)

@@ -138,12 +138,14 @@ func sandboxFilter(network bool) []unix.SockFilter {
 		for nr := n.ioURing; nr < n.ioURing+3; nr++ {
 			p = append(p, unix.SockFilter{Code: jeq, Jf: 1, K: nr}, fail(unix.ENOSYS))
 		}
-		// ioctl(fd, TIOCSTI or TIOCLINUX, ...): the command is an int.
+		// ioctl(fd, TIOCSTI, TIOCLINUX or TIOCSETD, ...): the request is
+		// an int.
 		p = append(p,
-			unix.SockFilter{Code: jeq, Jf: 5, K: n.ioctl},
+			unix.SockFilter{Code: jeq, Jf: 6, K: n.ioctl},
 			unix.SockFilter{Code: ld, K: 16 + 8*1},
-			unix.SockFilter{Code: jeq, Jt: 2, K: unix.TIOCSTI},
-			unix.SockFilter{Code: jeq, Jt: 1, K: unix.TIOCLINUX},
+			unix.SockFilter{Code: jeq, Jt: 3, K: unix.TIOCSTI},
+			unix.SockFilter{Code: jeq, Jt: 2, K: unix.TIOCLINUX},
+			unix.SockFilter{Code: jeq, Jt: 1, K: unix.TIOCSETD},
 			allow, fail(unix.EPERM))
 		if !network {
 			// socket(AF_VSOCK, ...): vsock has no network namespaces.
@@ -182,7 +184,10 @@ func sandboxFilter(network bool) []unix.SockFilter {
 // as root, the user keyring of every root process of the host would be
 // its to read and change. It cannot push input into a terminal (TIOCSTI,
 // TIOCLINUX: EPERM), even one it makes its controlling terminal with
-// TIOCSCTTY (one passed to it that is nobody's controlling terminal).
+// TIOCSCTTY (one passed to it that is nobody's controlling terminal), nor
+// change a terminal's line discipline (TIOCSETD): N_NULL would leave the
+// caller's terminal dead after the run, and the others are kernel code
+// (N_GSM, N_HDLC) no test needs.
 // Unless network, it cannot make a vsock socket (EAFNOSUPPORT): vsock
 // reaches the hypervisor's host from any network namespace. It has no
 // io_uring (ENOSYS, as on a kernel without it, so that programs fall
