@@ -190,8 +190,9 @@
 //     process group only. A seccomp filter refuses TIOCSTI and TIOCLINUX
 //     outright (EPERM), so a terminal passed to it that is nobody's
 //     controlling terminal, which TIOCSCTTY would make its own, takes no
-//     input either, and TIOCSETD: another line discipline (N_NULL) would
-//     leave the caller's terminal dead after the run. With Landlock ABI 5 (Linux 6.10) it may use device
+//     input either, and TIOCSETD and TIOCEXCL, which would leave the
+//     caller's terminal broken after the run (N_NULL drops every byte;
+//     exclusive, it cannot be opened again). With Landlock ABI 5 (Linux 6.10) it may use device
 //     ioctls only on the standard devices and terminals it opens.
 //   - Its /dev is its own, as under bwrap --dev /dev: a tmpfs holding
 //     null, zero, full, random, urandom and tty (the host's nodes), the

@@ -179,6 +179,10 @@ func escapeTerminals(hostPts string) {
 	ldisc := int32(27)
 	_, _, errno = unix.Syscall(unix.SYS_IOCTL, 3, unix.TIOCSETD, uintptr(unsafe.Pointer(&ldisc)))
 	report("TIOCSETD the passed terminal", errnoErr(errno))
+	// Exclusive mode would leave it so after the run: every later open of
+	// it by anyone but root fails with EBUSY.
+	_, _, errno = unix.Syscall(unix.SYS_IOCTL, 3, unix.TIOCEXCL, 0)
+	report("TIOCEXCL the passed terminal", errnoErr(errno))
 	// TIOCL_PASTESEL: paste the console selection as input.
 	sub := byte(3)
 	_, _, errno = unix.Syscall(unix.SYS_IOCTL, 3, unix.TIOCLINUX, uintptr(unsafe.Pointer(&sub)))
@@ -525,6 +529,10 @@ func TestSandboxEscapes(t *testing.T) {
 		}
 		if d, err := unix.IoctlGetInt(fdOf(passedSlave), unix.TIOCGETD); err != nil || d != 0 {
 			t.Errorf("the passed terminal's line discipline is %d (%v), want N_TTY", d, err)
+		}
+		if x, err := unix.IoctlGetInt(fdOf(passedSlave), unix.TIOCGEXCL); err != nil || x != 0 {
+			unix.IoctlSetInt(fdOf(passedSlave), unix.TIOCNXCL, 0)
+			t.Errorf("the passed terminal is left exclusive (%d, %v)", x, err)
 		}
 		for _, f := range []*os.File{hostMaster, hostSlave, passedMaster, passedSlave} {
 			b := make([]byte, 256)

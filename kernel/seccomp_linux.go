@@ -108,6 +108,10 @@ var nativeSandboxCalls = sandboxCalls{
 	requestKey: unix.SYS_REQUEST_KEY, socket: unix.SYS_SOCKET, ioURing: unix.SYS_IO_URING_SETUP,
 }
 
+// deniedIoctls are the terminal requests a confined command may not
+// make (see installSandboxFilter).
+var deniedIoctls = [...]uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSETD, unix.TIOCEXCL}
+
 // sandboxFilter is the seccomp program of every confined command (see
 // installSandboxFilter), nil on an architecture it is not written for.
 // A call in the 32-bit numbering of the architecture (i386 on amd64, arm
@@ -138,15 +142,14 @@ func sandboxFilter(network bool) []unix.SockFilter {
 		for nr := n.ioURing; nr < n.ioURing+3; nr++ {
 			p = append(p, unix.SockFilter{Code: jeq, Jf: 1, K: nr}, fail(unix.ENOSYS))
 		}
-		// ioctl(fd, TIOCSTI, TIOCLINUX or TIOCSETD, ...): the request is
-		// an int.
+		// ioctl(fd, one of deniedIoctls, ...): the request is an int.
 		p = append(p,
-			unix.SockFilter{Code: jeq, Jf: 6, K: n.ioctl},
-			unix.SockFilter{Code: ld, K: 16 + 8*1},
-			unix.SockFilter{Code: jeq, Jt: 3, K: unix.TIOCSTI},
-			unix.SockFilter{Code: jeq, Jt: 2, K: unix.TIOCLINUX},
-			unix.SockFilter{Code: jeq, Jt: 1, K: unix.TIOCSETD},
-			allow, fail(unix.EPERM))
+			unix.SockFilter{Code: jeq, Jf: uint8(len(deniedIoctls) + 3), K: n.ioctl},
+			unix.SockFilter{Code: ld, K: 16 + 8*1})
+		for i, req := range deniedIoctls {
+			p = append(p, unix.SockFilter{Code: jeq, Jt: uint8(len(deniedIoctls) - i), K: req})
+		}
+		p = append(p, allow, fail(unix.EPERM))
 		if !network {
 			// socket(AF_VSOCK, ...): vsock has no network namespaces.
 			p = append(p,
@@ -185,9 +188,10 @@ func sandboxFilter(network bool) []unix.SockFilter {
 // its to read and change. It cannot push input into a terminal (TIOCSTI,
 // TIOCLINUX: EPERM), even one it makes its controlling terminal with
 // TIOCSCTTY (one passed to it that is nobody's controlling terminal), nor
-// change a terminal's line discipline (TIOCSETD): N_NULL would leave the
-// caller's terminal dead after the run, and the others are kernel code
-// (N_GSM, N_HDLC) no test needs.
+// leave a terminal broken after the run: another line discipline
+// (TIOCSETD; N_NULL drops every byte, and the others are kernel code,
+// N_GSM, N_HDLC, no test needs) or exclusive mode (TIOCEXCL: every later
+// open but root's fails with EBUSY).
 // Unless network, it cannot make a vsock socket (EAFNOSUPPORT): vsock
 // reaches the hypervisor's host from any network namespace. It has no
 // io_uring (ENOSYS, as on a kernel without it, so that programs fall
