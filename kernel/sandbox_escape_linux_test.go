@@ -24,12 +24,16 @@ import (
 
 // The escapes a red team found after issue 22, one primitive ("escapes")
 // that tries them all in one run per matrix cell, so that the matrix
-// costs one start of the command per mode and user. Each attempt prints
-// "refused WHAT: ERROR" or "ESCAPED WHAT"; the oracles are outside the
-// sandbox: the outside directory (mode, owner, times, contents), the
-// caller's session keyring and the user keyring, a host terminal that
-// the command must neither write nor push input into, and the host's
-// network configuration (TestSandboxWithNetwork).
+// costs one start of the command per mode and user, on the thread and
+// the re-executed init. Each attempt prints "refused WHAT: ERROR" or
+// "ESCAPED WHAT"; the oracles are outside the sandbox: the outside
+// directory (mode, owner, times, contents), the caller's session keyring
+// and the user keyring, a host terminal that the command must neither
+// write nor push input into, a terminal passed to it that must be left
+// as it was (no input, line discipline, not exclusive), and the host's
+// network configuration (TestSandboxWithNetwork). Attempts that only a
+// policy can judge (a vsock socket made, io_uring set up, a host device
+// opened) are escapes by the package doc's promises.
 
 // moreSandboxAttack performs the attack primitives of this file; false
 // for an attack it does not know.
