@@ -70,6 +70,18 @@ func moreSandboxAttack(attack string, args []string) bool {
 		report("mount tmpfs in a user namespace", unix.Mount("cowfs", ".", "tmpfs", 0, ""))
 		report("umount the root in a user namespace", unix.Unmount(".", unix.MNT_DETACH))
 		report("sethostname in a user namespace", unix.Sethostname([]byte("cowfs-evil")))
+		// A detached copy of the read-only host (open_tree needs only the
+		// namespace's CAP_SYS_ADMIN, and Landlock does not see it) made
+		// writable with mount_setattr, then a chmod through it.
+		tree, err := unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		report("open_tree of / in a user namespace", err)
+		if err == nil {
+			rw := unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+			err = unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &rw)
+			report("mount_setattr rw of the copy", err)
+			report("chmod through the copy", unix.Fchmodat(tree, strings.TrimPrefix(args[0], "/"), 0o4777, 0))
+			unix.Close(tree)
+		}
 		return true
 	}
 	return false
