@@ -548,7 +548,8 @@ func (l *layer) settlePlanLocked(p plan) {
 	for i, k := range p.keys {
 		for a := k; a != ""; {
 			a = parent(a)
-			l.refreshDepLocked(a) // Commit's own write is no conflict
+			l.refreshDepLocked(a)          // Commit's own write is no conflict
+			l.dropDirTimesLocked(a, false) // the real directory's time moved
 		}
 		if !p.keep[k] {
 			l.settleLocked(k, p.ents[i])

@@ -83,7 +83,10 @@
 // name from Readdir, Readdirnames and ReadDir alike. A directory's link
 // count is the view's: 2 plus its subdirectories, as ext4, xfs and tmpfs
 // count (a lower directory the layer put nothing in reports the lower's
-// own), and 0 from a handle on a removed one.
+// own), and 0 from a handle on a removed one. A directory's modification
+// time moves when an entry is made, removed or renamed in it, as on
+// Linux, without putting the directory in the layer: the changes, the
+// patch and Commit are as they were.
 //
 // OpenFile takes Linux's flags beyond os's: O_NOFOLLOW fails with ELOOP
 // at a final symlink, O_DIRECTORY with ENOTDIR on anything but a
@@ -330,7 +333,8 @@
 // layer.go: subtrees of the layer and root-relative path helpers;
 // copyup.go: copy-up of metadata, and of content when a write needs it;
 // ops.go: Stat, Mkdir, Symlink, Readlink, Chmod, Chown, Chtimes, Remove and
-// RemoveAll; rootguard.go: outside writes that would remove or move a root;
+// RemoveAll; dirtimes.go: the modification times of the directories the
+// layer changed; rootguard.go: outside writes that would remove or move a root;
 // outside_*.go: outside writes done on what the resolver decided;
 // alias.go, alias_*.go: names that reach a root by another path;
 // open.go: opening, and the count of a layer file's open handles (each

@@ -170,7 +170,7 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 		if fi.IsDir() {
 			// The view's link count, where the layer changed what the
 			// directory holds (see dirNlinkLocked).
-			if rel := join(d.rel, name); !f.bareDirLocked(rel) || (k < len(kids) && kids[k] == name) {
+			if rel := join(d.rel, name); !f.bareDirLocked(rel) || (k < len(kids) && kids[k] == name) || f.movedDirLocked(rel) {
 				fi = f.dirInfoLocked(fi, rel, f.nodeAtLocked(rel))
 			}
 		}

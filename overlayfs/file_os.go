@@ -117,13 +117,13 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 		f.mu.RLock()
 		n := f.nodeAtLocked(o.at)
 		var lfi fs.FileInfo
-		switch k, ok := f.dirNlinkLocked(o.at, n); {
+		switch {
 		case n.kind != kindDir:
 			lfi = unlinkedInfo(renameInfo(fi, infoName(o.name))) // removed: no name links it
 		case n.layer:
 			lfi = f.dirInfoLocked(f.infoLocked(infoName(o.name), n), o.at, n)
-		case ok:
-			lfi = nlinkInfo(renameInfo(fi, infoName(o.name)), k) // what the layer put in it counts
+		default:
+			lfi = f.dirInfoLocked(renameInfo(fi, infoName(o.name)), o.at, n) // what the layer did in it counts
 		}
 		f.mu.RUnlock()
 		if lfi != nil {

@@ -55,6 +55,10 @@ type layer struct {
 	copies  atomic.Int64               // copy-ups ever made: read handles' cheap check
 	links   linkState                  // hard links (link.go)
 
+	// dirs: the directories whose entries the layer changed, and their
+	// modification time then (dirtimes.go).
+	dirs *btree.Map[string, time.Time]
+
 	hmu     sync.Mutex
 	opened  map[uint64]*handleCount // open handle count per file identity
 	bound   bindings                // where open handles are (the strings change under mu)
@@ -207,6 +211,7 @@ func (l *layer) resetLocked() {
 	l.blobs = btree.NewMap[uint64, *blob](32)
 	l.gen = l.fam.gen.Add(1)
 	l.deps = btree.NewMap[string, dep](32)
+	l.dirs = nil                   // made at the first change in a directory
 	l.links.names = nil            // made at the first link
 	l.copied, l.copyIno = nil, nil // made at the first copy-up
 	l.q = quotaState{}

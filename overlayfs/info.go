@@ -63,18 +63,37 @@ func (l *layer) infoLocked(name string, n node) fs.FileInfo {
 }
 
 // dirInfoLocked returns fi, the FileInfo of the directory rel where the
-// view has n, with the view's link count (see dirNlinkLocked).
+// view has n, with the view's link count (see dirNlinkLocked) and
+// modification time (see dirtimes.go).
 func (l *layer) dirInfoLocked(fi fs.FileInfo, rel string, n node) fs.FileInfo {
 	k, ok := l.dirNlinkLocked(rel, n)
-	if !ok {
-		return fi
-	}
+	t, moved := l.dirTimeLocked(rel)
 	if ours, isOurs := fi.(*fileInfo); isOurs {
-		ours.nlink = k
+		if ok {
+			ours.nlink = k
+		}
+		if moved {
+			ours.mtime = t
+		}
 		return ours
 	}
-	return nlinkInfo(fi, k)
+	if ok {
+		fi = nlinkInfo(fi, k)
+	}
+	if moved {
+		fi = timedInfo{fi, t}
+	}
+	return fi
 }
+
+// timedInfo reports a lower directory's FileInfo with the time of the
+// layer's last change in it.
+type timedInfo struct {
+	fs.FileInfo
+	mtime time.Time
+}
+
+func (fi timedInfo) ModTime() time.Time { return fi.mtime }
 
 // unlinkedDirInfo is fi, a directory's, with the link count of a removed
 // one: 0.

@@ -172,6 +172,8 @@ func (l *layer) mkdir(name, abs string, perm fs.FileMode) error {
 		return nameErr("mkdir", name, err)
 	}
 	l.setEntry(at.rel, e)
+	l.dropDirTimesLocked(at.rel, true) // of a directory once there
+	l.touchDirLocked(parent(at.rel))
 	return nil
 }
 
@@ -287,6 +289,7 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 		return asLinkErr("symlink", oldname, newname, err)
 	}
 	l.setEntry(at.rel, l.withAttrs(kindSymlink, m, oldname))
+	l.touchDirLocked(parent(at.rel))
 	return nil
 }
 
@@ -424,6 +427,9 @@ func (l *layer) setMeta(op, name, abs string, check metaCheck, outside func(host
 		set(&a.meta, e.kind == kindDir)
 		e.attrs = &a
 		l.relinkLocked(e)
+		if op == "chtimes" {
+			l.dropDirTimesLocked(at.rel, false) // the time set now wins
+		}
 	}
 	l.setEntry(at.rel, e)
 	return nil
@@ -649,6 +655,8 @@ func splitPath(name string) (dir, base string) {
 // unlinkLocked removes rel and its subtree from the view: layer entries go,
 // and a whiteout hides the lower where it has something there.
 func (l *layer) unlinkLocked(rel string, visible bool, n node) {
+	l.dropDirTimesLocked(rel, true)
+	l.touchDirLocked(parent(rel))
 	walked := l.keepLinksLocked(rel, visible, n)
 	l.goneLocked(rel)
 	dirs := l.removedDirsLocked(rel)

@@ -198,7 +198,10 @@ func (l *layer) moveLocked(lo, ln loc, no, nn node) error {
 	}
 	if no.kind == kindDir {
 		l.movedLocked(lo.rel, ln.rel)
+		l.moveDirTimesLocked(lo.rel, ln.rel)
 	}
+	l.touchDirLocked(parent(lo.rel))
+	l.touchDirLocked(parent(ln.rel))
 	return nil
 }
 

@@ -2,6 +2,7 @@ package overlayfs
 
 import (
 	"maps"
+	"time"
 
 	"github.com/tidwall/btree"
 )
@@ -20,6 +21,7 @@ type savedLayer struct {
 	blobs *btree.Map[uint64, *blob]
 	deps  *btree.Map[string, dep]
 	links *btree.Map[uint64, uint32] // linkState.names
+	dirs  *btree.Map[string, time.Time]
 	q     quotaState
 }
 
@@ -35,7 +37,7 @@ func (f *Fs) Snapshot() *Snapshot {
 func (l *layer) snapshot() *savedLayer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), q: l.savedQuotaLocked(), links: copyNames(l.links.names)}
+	s := &savedLayer{paths: l.paths.Copy(), blobs: l.blobs.Copy(), deps: l.deps.Copy(), q: l.savedQuotaLocked(), links: copyNames(l.links.names), dirs: copyDirTimes(l.dirs)}
 	l.gen = l.fam.gen.Add(1)
 	return s
 }
@@ -63,7 +65,7 @@ func (l *layer) restore(s *savedLayer, fam *family) {
 	defer l.mu.Unlock()
 	l.fam.lowerChanged()
 	l.paths = newPathMap(s.paths.Copy())
-	l.blobs, l.deps, l.links.names = s.blobs.Copy(), s.deps.Copy(), copyNames(s.links)
+	l.blobs, l.deps, l.links.names, l.dirs = s.blobs.Copy(), s.deps.Copy(), copyNames(s.links), copyDirTimes(s.dirs)
 	if fam != l.fam {
 		// Identities and generations of another family may collide with ours.
 		old := l.blobs
@@ -127,6 +129,7 @@ func (l *layer) fork() *layer {
 		deps:   l.deps.Copy(),
 		gen:    l.fam.gen.Add(1),
 		links:  linkState{names: copyNames(l.links.names)},
+		dirs:   copyDirTimes(l.dirs),
 		q:      l.savedQuotaLocked(),
 	}
 	nf.paths = newPathMap(l.paths.Copy())
