@@ -140,6 +140,7 @@ func ExampleWriteOCILayer() {
 		fmt.Println(h.Name)
 	}
 	// Output:
+	// ./
 	// conf/
 	// conf/.wh..wh..opq
 	// .wh.old.log

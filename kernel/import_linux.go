@@ -37,7 +37,10 @@ import (
 // without changing the layer. (Run's own import keeps its upper's files
 // themselves where they have one link: nothing else can reach them.) The
 // upper root's own mode and owner, where they differ from the view's
-// root, become the layer's entry for the root (".").
+// root, become the layer's entry for the root ("."). A directory of the
+// upper, and the upper root, show their modification time in the view,
+// where the kernel moved it by writing in them: the layer keeps it as a
+// change of entries does (see [overlayfs.Fs.PutDirTime]).
 //
 // Import checks the whole upper before it changes f: an upper that uses
 // redirect_dir or metacopy, which a layer cannot express, is refused with
@@ -95,15 +98,46 @@ func importAs(upper, shown string, f *overlayfs.Fs, opts Options, modes map[stri
 	if err := staged.done(); err != nil {
 		return err
 	}
+	if err := importDirTimes(f, entries); err != nil {
+		return err
+	}
 	if err := importRoot(upper, f, modes); err != nil {
 		return err
 	}
 	return skipped(skips)
 }
 
+// importDirTimes gives each directory of the upper its modification time
+// in the view, where applying moved it: a whiteout put in it (as a
+// removal in the view moves it), or a redirect moving a directory out of
+// it. Those are kept as a change of entries keeps them (see
+// [overlayfs.Fs.PutDirTime]); the others have the time of their entry.
+func importDirTimes(f *overlayfs.Fs, entries []upperEntry) error {
+	kept := map[string]time.Time{}
+	for rel, t := range f.DirTimes() {
+		kept[rel] = t
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	for _, e := range entries {
+		if e.typ != overlayfs.EntryDir {
+			continue
+		}
+		if t, ok := kept[e.rel]; ok && !t.Equal(e.mtime) {
+			if err := f.PutDirTime(e.rel, e.mtime); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // importRoot stacks the upper root's own metadata on the view's root where
-// their mode or owner differ: the merged root shows the upper's. A mode
-// in modes (for ".") is taken over the upper root's own.
+// their mode or owner differ: the merged root shows the upper's, and its
+// modification time where that differs (kept as a change of entries
+// keeps it, see [overlayfs.Fs.PutDirTime]). A mode in modes (for ".") is
+// taken over the upper root's own.
 func importRoot(upper string, f *overlayfs.Fs, modes map[string]fs.FileMode) error {
 	var st unix.Stat_t
 	if err := unix.Stat(upper, &st); err != nil {
@@ -117,6 +151,11 @@ func importRoot(upper string, f *overlayfs.Fs, modes map[string]fs.FileMode) err
 	mode, fixed := modes["."]
 	if !fixed {
 		mode = specialPerm(unixmode.FileMode(st.Mode))
+	}
+	if mtime := time.Unix(st.Mtim.Unix()); !cur.ModTime().Equal(mtime) {
+		if err := f.PutDirTime(".", mtime); err != nil {
+			return err
+		}
 	}
 	if ok && mode == specialPerm(cur.Mode()) && st.Uid == cst.Uid && st.Gid == cst.Gid {
 		return nil

@@ -33,6 +33,10 @@ import (
 // the layer does not hold (parents of its entries) copy the lower's mode,
 // owner and times; so does the upper root, unless the layer changed the
 // root's own metadata (its entry "."), which the upper root then carries.
+// A directory whose time the view moved by making, removing or renaming
+// an entry in it (see [overlayfs.Fs.DirTimes]) gets that time, set after
+// everything below it is written; a lower one is in the upper for that
+// alone where the layer has nothing at or below it.
 // A missing upper is created, with its missing parents (as os.MkdirAll).
 // Blocks of zeros in files are left as holes, and holes of a lower or
 // imported file are never read. Everything is created first; metadata
@@ -44,7 +48,7 @@ import (
 // caller's, or opts selects trusted.* xattrs and an opaque directory is
 // needed. Errors are *fs.PathError naming the upper path.
 func Materialize(f *overlayfs.Fs, upper string, opts Options) error {
-	steps, rootEntry, err := planLayerRoot(f)
+	steps, rootEntry, rootTime, err := planLayerRoot(f)
 	if err != nil {
 		return err
 	}
@@ -84,7 +88,7 @@ func Materialize(f *overlayfs.Fs, upper string, opts Options) error {
 			return err
 		}
 	}
-	return m.copyRootMeta(root, rootEntry)
+	return m.copyRootMeta(root, rootEntry, rootTime)
 }
 
 // prepareUpper creates upper (private until its metadata is copied) and
@@ -313,9 +317,10 @@ func (m *materializer) applyDirMeta(d step) error {
 }
 
 // copyRootMeta gives the upper root the metadata of the view's root (the
-// layer's entry "." when it has one, else the lower root's): the merged
+// layer's entry "." when it has one, else the lower root's, and mtime when
+// not zero: the view's time of the root, see addDirTimes): the merged
 // root shows the upper's.
-func (m *materializer) copyRootMeta(root *os.Root, e *overlayfs.LayerEntry) error {
+func (m *materializer) copyRootMeta(root *os.Root, e *overlayfs.LayerEntry, mtime time.Time) error {
 	fi, err := os.Stat(m.lower)
 	if err != nil {
 		return err
@@ -328,6 +333,9 @@ func (m *materializer) copyRootMeta(root *os.Root, e *overlayfs.LayerEntry) erro
 		if !e.ModTime.IsZero() {
 			ts[1] = unix.NsecToTimespec(e.ModTime.UnixNano())
 		}
+	}
+	if !mtime.IsZero() { // entries made, removed or renamed in the root
+		ts[1] = unix.NsecToTimespec(mtime.UnixNano())
 	}
 	d, err := root.Open(".")
 	if err != nil {

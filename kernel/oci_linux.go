@@ -32,14 +32,31 @@ const (
 // ".wh..wh..opq" marker. As with [Materialize], whiteouts and opaque
 // markers appear only where they hide something, and directories the layer
 // does not hold but whose children it does are written with the lower's
-// metadata. A layer name starting with ".wh.", and a socket (tar has no
-// type for it), cannot be carried: the error wraps [ErrUnrepresentable].
+// metadata. A directory is written with its modification time in the view
+// (see [overlayfs.Fs.DirTimes]), a lower one the layer made, removed or
+// renamed entries in with the lower's other metadata; where that moved
+// the root's, a "./" directory header (the view's root) comes first. A
+// layer name starting with ".wh.", and a socket (tar has no type for it),
+// cannot be carried: the error wraps [ErrUnrepresentable].
 func WriteOCILayer(f *overlayfs.Fs, w io.Writer) error {
-	steps, err := planLayer(f)
+	steps, _, rootTime, err := planLayerRoot(f)
 	if err != nil {
 		return err
 	}
 	tw := tar.NewWriter(w)
+	if !rootTime.IsZero() {
+		// Entries made, removed or renamed at the top moved the root's
+		// time: "./" carries it (ReadOCILayer takes only the time).
+		fi, err := f.Lstat(f.Root())
+		if err != nil {
+			return err
+		}
+		hdr := &tar.Header{Name: "./", Typeflag: tar.TypeDir, Mode: int64(unixmode.Perm(specialPerm(fi.Mode()))), ModTime: rootTime, Format: tar.FormatPAX}
+		hdr.Uid, hdr.Gid, _ = ownerOf(fi)
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+	}
 	for _, s := range steps {
 		if strings.HasPrefix(path.Base(s.Path), whPrefix) {
 			return ociError(s.Path, ErrUnrepresentable)
@@ -123,7 +140,10 @@ type ociItem struct {
 // following any symlink; else [ErrLinkTarget]. FIFOs become FIFO entries;
 // devices are refused with [ErrUnsupportedType]; names that leave the
 // layer ("..", absolute) with fs.ErrInvalid; the root's ".cowfs-commit",
-// which Commit keeps for its journal, with [ErrReservedName]. Everything
+// which Commit keeps for its journal, with [ErrReservedName]. A "./"
+// directory header gives the view's root its time (only: the root is no
+// layer entry); the directories of the tar show their headers' times,
+// whiteouts applied in them notwithstanding. Everything
 // is read and checked before f changes, file contents held in memory
 // meanwhile, and the layer is applied all or nothing: on any error f is
 // as it was.
@@ -142,6 +162,33 @@ func ReadOCILayer(r io.Reader, f *overlayfs.Fs) error {
 		f.Restore(snap)
 		return err
 	}
+	if err := l.dirTimes(f); err != nil {
+		f.Restore(snap)
+		return err
+	}
+	return nil
+}
+
+// dirTimes gives the directories the tar describes their header's time
+// in the view, and the root that of "./": applying a whiteout in one
+// moved it (see [overlayfs.Fs.PutDirTime]).
+func (l *ociLayer) dirTimes(f *overlayfs.Fs) error {
+	if !l.rootTime.IsZero() {
+		if err := f.PutDirTime(".", l.rootTime); err != nil {
+			return ociError(".", err)
+		}
+	}
+	kept := map[string]time.Time{}
+	for rel, t := range f.DirTimes() {
+		kept[rel] = t
+	}
+	for p, it := range l.items {
+		if t, ok := kept[p]; ok && it.explicit && it.e.Type == overlayfs.EntryDir && !t.Equal(it.e.ModTime) {
+			if err := f.PutDirTime(p, it.e.ModTime); err != nil {
+				return ociError(p, err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -156,6 +203,7 @@ func ociError(name string, err error) error {
 type ociLayer struct {
 	items     map[string]*ociItem
 	whiteouts map[string]bool
+	rootTime  time.Time // of a "./" directory header; zero without
 }
 
 // dir returns the item of directory p, made implicit if the tar has not
@@ -186,6 +234,9 @@ func (l *ociLayer) read(tr *tar.Reader) error {
 			return ociError(hdr.Name, fs.ErrInvalid)
 		}
 		if name == "." {
+			if hdr.Typeflag == tar.TypeDir {
+				l.rootTime = hdr.ModTime // the view's root shows it
+			}
 			continue // the layer root: a layer has no entry for it
 		}
 		if relpath.Within(name, commitJournal) {

@@ -28,13 +28,15 @@ type step struct {
 // bytewise path order otherwise. Cost: O(layer) plus one lstat of the lower
 // per directory and whiteout.
 func planLayer(f *overlayfs.Fs) ([]step, error) {
-	steps, _, err := planLayerRoot(f)
+	steps, _, _, err := planLayerRoot(f)
 	return steps, err
 }
 
 // planLayerRoot is planLayer that also returns the layer's entry for the
-// root directory's own metadata (Path "."), or nil when it has none.
-func planLayerRoot(f *overlayfs.Fs) ([]step, *overlayfs.LayerEntry, error) {
+// root directory's own metadata (Path "."), or nil when it has none, and
+// the view's time of the root where the layer keeps one (zero otherwise;
+// see addDirTimes).
+func planLayerRoot(f *overlayfs.Fs) ([]step, *overlayfs.LayerEntry, time.Time, error) {
 	p := &planner{lower: f.Root(), merged: map[string]bool{".": true}}
 	for _, e := range f.Layer() {
 		if e.Path == "." && e.Type == overlayfs.EntryDir {
@@ -42,10 +44,42 @@ func planLayerRoot(f *overlayfs.Fs) ([]step, *overlayfs.LayerEntry, error) {
 			continue
 		}
 		if err := p.add(e); err != nil {
-			return nil, nil, err
+			return nil, nil, time.Time{}, err
 		}
 	}
-	return p.steps, p.root, nil
+	p.addDirTimes(f)
+	return p.steps, p.root, p.rootTime, nil
+}
+
+// addDirTimes gives the directories the view has a time of the layer's
+// for (see [overlayfs.Fs.DirTimes]) that time: a lower directory the
+// layer has no entry at or below is planned as a parent is (the lower's
+// metadata), so that the kernel's overlay shows the view's time. The
+// root's goes to p.rootTime. A time of a path the view has no directory
+// at is no directory's: it is left out.
+func (p *planner) addDirTimes(f *overlayfs.Fs) {
+	times := map[string]time.Time{}
+	for rel, t := range f.DirTimes() {
+		if rel == "." {
+			p.rootTime = t
+			continue
+		}
+		if _, ok := p.merged[rel]; !ok {
+			fi, err := f.Lstat(filepath.Join(p.lower, filepath.FromSlash(rel)))
+			if err != nil || !fi.IsDir() || p.ensureDir(rel) != nil {
+				continue
+			}
+		}
+		times[rel] = t
+	}
+	if len(times) == 0 {
+		return
+	}
+	for i := range p.steps {
+		if t, ok := times[p.steps[i].Path]; ok && p.steps[i].Type == overlayfs.EntryDir {
+			p.steps[i].ModTime = t
+		}
+	}
 }
 
 type planner struct {
@@ -53,6 +87,9 @@ type planner struct {
 	merged map[string]bool // every upper dir planned so far: is it merged?
 	steps  []step
 	root   *overlayfs.LayerEntry
+	// rootTime is the view's time of the root, where the layer has one
+	// (see addDirTimes); zero otherwise.
+	rootTime time.Time
 }
 
 func (p *planner) lowerLstat(rel string) (fs.FileInfo, error) {

@@ -218,6 +218,9 @@ func (l *layer) putEntry(e LayerEntry, content io.Reader) error {
 	default:
 		return pathErr("put", e.Path, fs.ErrInvalid)
 	}
+	// The time given wins, as a Chtimes's; what was replaced goes with its
+	// times.
+	l.dropDirTimesLocked(rel, e.Type != EntryDir || cur.kind != kindDir || e.Opaque)
 	return nil
 }
 

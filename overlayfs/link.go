@@ -137,7 +137,7 @@ func (l *layer) link(oldname, newname, absOld, absNew string) error {
 	l.setEntry(ln.rel, e)
 	l.linkedQuotaLocked(e)
 	l.addNameLocked(e)
-	l.touchDirLocked(parent(ln.rel))
+	l.touchDirLocked(parent(ln.rel), l.now())
 	return nil
 }
 

@@ -232,7 +232,7 @@ func (l *layer) fileLocked(rel string, n node, flag int, perm fs.FileMode) (uint
 		b := &blob{meta: m}
 		ino := l.newBlobLocked(b)
 		l.paths.Set(rel, entry{kind: kindFile, ino: ino})
-		l.touchDirLocked(parent(rel))
+		l.touchDirLocked(parent(rel), m.mtime) // the new file's time: no clock read
 		return ino, b, nil
 	}
 	e, err := l.copyUpForLocked(rel, n, flag&os.O_TRUNC != 0) // WithQuota: O_TRUNC copies no data up

@@ -172,8 +172,8 @@ func (l *layer) mkdir(name, abs string, perm fs.FileMode) error {
 		return nameErr("mkdir", name, err)
 	}
 	l.setEntry(at.rel, e)
-	l.dropDirTimesLocked(at.rel, true) // of a directory once there
-	l.touchDirLocked(parent(at.rel))
+	l.dropDirTimesLocked(at.rel, true)        // of a directory once there
+	l.touchDirLocked(parent(at.rel), m.mtime) // the new directory's time: no clock read
 	return nil
 }
 
@@ -289,7 +289,7 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 		return asLinkErr("symlink", oldname, newname, err)
 	}
 	l.setEntry(at.rel, l.withAttrs(kindSymlink, m, oldname))
-	l.touchDirLocked(parent(at.rel))
+	l.touchDirLocked(parent(at.rel), m.mtime) // the new link's time: no clock read
 	return nil
 }
 
@@ -656,7 +656,7 @@ func splitPath(name string) (dir, base string) {
 // and a whiteout hides the lower where it has something there.
 func (l *layer) unlinkLocked(rel string, visible bool, n node) {
 	l.dropDirTimesLocked(rel, true)
-	l.touchDirLocked(parent(rel))
+	l.touchDirLocked(parent(rel), l.now())
 	walked := l.keepLinksLocked(rel, visible, n)
 	l.goneLocked(rel)
 	dirs := l.removedDirsLocked(rel)

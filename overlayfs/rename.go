@@ -200,8 +200,9 @@ func (l *layer) moveLocked(lo, ln loc, no, nn node) error {
 		l.movedLocked(lo.rel, ln.rel)
 		l.moveDirTimesLocked(lo.rel, ln.rel)
 	}
-	l.touchDirLocked(parent(lo.rel))
-	l.touchDirLocked(parent(ln.rel))
+	now := l.now() // one time for both parents, as one rename(2)
+	l.touchDirLocked(parent(lo.rel), now)
+	l.touchDirLocked(parent(ln.rel), now)
 	return nil
 }
 
