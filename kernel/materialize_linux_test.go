@@ -202,3 +202,38 @@ func TestMaterializeUpperMustBeEmpty(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestMaterializeDirTimes: directories whose time the view moved by
+// making or removing entries in them show that time through the kernel's
+// overlay too (checkKernelView: the mounted overlay is the oracle), among
+// them lower directories the layer has nothing at or below (d/e/f, the
+// root: an entry made and removed again) and a layer directory whose
+// entry has an older time (g, set by Chtimes before a create in it).
+func TestMaterializeDirTimes(t *testing.T) {
+	needMount(t)
+	lower := t.TempDir()
+	writeTree(t, lower)
+	f, err := overlayfs.New(lower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := func(s string) string { return filepath.Join(lower, s) }
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(afero.WriteFile(f, j("d/e/f/tmp"), []byte("t"), 0o644))
+	must(f.Remove(j("d/e/f/tmp")))
+	must(afero.WriteFile(f, j("top"), nil, 0o644))
+	must(f.Remove(j("top")))
+	must(f.Chtimes(j("g"), time.Time{}, time.Unix(1e9, 0)))
+	must(afero.WriteFile(f, j("g/new"), []byte("n"), 0o644))
+	must(f.Mkdir(j("empty/sub"), 0o755))
+	if len(f.Layer()) != 3 { // g, g/new, empty/sub: the times alone are no entries
+		t.Fatalf("layer %v, want g, g/new and empty/sub", f.Layer())
+	}
+	opts := Options{UserXattr: !inInitUserNS()}
+	checkKernelView(t, f, opts, cmpOpts{times: true, dtimes: true, owners: true})
+}
