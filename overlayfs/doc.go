@@ -86,7 +86,9 @@
 // own), and 0 from a handle on a removed one. A directory's modification
 // time moves when an entry is made, removed or renamed in it, as on
 // Linux, without putting the directory in the layer: the changes, the
-// patch and Commit are as they were.
+// patch and Commit are as they were. [Fs.DirTimes] lists those times
+// (package kernel writes them into an upper), [Fs.PutDirTime] keeps one
+// (package kernel's Import, for the directories the kernel wrote in).
 //
 // OpenFile takes Linux's flags beyond os's: O_NOFOLLOW fails with ELOOP
 // at a final symlink, O_DIRECTORY with ENOTDIR on anything but a
