@@ -24,16 +24,11 @@ type step struct {
 	markOpaque bool      // a directory hiding a lower directory below a merged parent
 }
 
-// planLayer turns f's layer into steps, parents before children, in
-// bytewise path order otherwise. Cost: O(layer) plus one lstat of the lower
-// per directory and whiteout.
-func planLayer(f *overlayfs.Fs) ([]step, error) {
-	steps, _, _, err := planLayerRoot(f)
-	return steps, err
-}
-
-// planLayerRoot is planLayer that also returns the layer's entry for the
-// root directory's own metadata (Path "."), or nil when it has none, and
+// planLayerRoot turns f's layer into steps, parents before children, in
+// bytewise path order otherwise (directories with only a time of the
+// view's, see addDirTimes, last). Cost: O(layer) plus one lstat of the
+// lower per directory and whiteout. It also returns the layer's entry for
+// the root directory's own metadata (Path "."), or nil when it has none, and
 // the view's time of the root where the layer keeps one (zero otherwise;
 // see addDirTimes).
 func planLayerRoot(f *overlayfs.Fs) ([]step, *overlayfs.LayerEntry, time.Time, error) {
