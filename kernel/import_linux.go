@@ -535,6 +535,14 @@ func (a *upperApplier) apply(e upperEntry) error {
 		if le.Opaque {
 			a.bare[e.rel] = true
 		}
+		if !le.Opaque && e.redirect == "" && sameDirMeta(cur, le) {
+			// Copied up for what the kernel wrote in it: its time alone
+			// moved, which the layer keeps without an entry.
+			if cur.ModTime().Equal(le.ModTime) {
+				return nil
+			}
+			return a.f.PutDirTime(e.rel, le.ModTime)
+		}
 		return a.f.PutEntry(le, nil)
 	case overlayfs.EntrySymlink, overlayfs.EntryFIFO, overlayfs.EntrySocket:
 		return a.f.PutEntry(le, nil)
@@ -542,6 +550,13 @@ func (a *upperApplier) apply(e upperEntry) error {
 		return a.applyFile(e, le)
 	}
 	return errors.ErrUnsupported
+}
+
+// sameDirMeta reports whether the view's directory cur has the mode and
+// owner of the upper's directory le.
+func sameDirMeta(cur fs.FileInfo, le overlayfs.LayerEntry) bool {
+	uid, gid, ok := ownerOf(cur)
+	return ok && specialPerm(cur.Mode()) == le.Mode && uid == le.Uid && gid == le.Gid
 }
 
 func (a *upperApplier) applyFile(e upperEntry, le overlayfs.LayerEntry) error {

@@ -240,3 +240,54 @@ func TestImportSkipsKernelXattrs(t *testing.T) {
 		t.Errorf("changes %q, want [M d/b]", got)
 	}
 }
+
+// TestImportDirTimesNoEntry: directories the kernel copied up only to
+// write in them (d: a file made; g: a file removed) show the kernel's
+// time after Import (the mounted overlay, read before unmounting, is the
+// oracle) without becoming layer entries: nothing else about them changed.
+func TestImportDirTimesNoEntry(t *testing.T) {
+	needMount(t)
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh to write through the mount")
+	}
+	opts := Options{UserXattr: !inInitUserNS()}
+	lower, upper, work, mnt := mountDirs(t, "")
+	writeTree(t, lower)
+	m, err := Mount(context.Background(), lower, upper, work, mnt, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("sh", "-c", "cd "+mnt+" && echo n > d/new && rm g/y").CombinedOutput()
+	if err != nil {
+		m.Unmount()
+		t.Fatalf("script: %v\n%s", err, out)
+	}
+	want, err := dirTree(mnt)
+	if uerr := m.Unmount(); uerr != nil {
+		t.Fatal(uerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := overlayfs.New(lower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Import(upper, f, opts); err != nil {
+		t.Fatal(err)
+	}
+	got, err := viewTree(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := diffTrees(want, got, cmpOpts{times: true, dtimes: true, owners: true}); err != nil {
+		t.Errorf("imported view differs from the kernel's:\n%v", err)
+	}
+	var paths []string
+	for _, e := range f.Layer() {
+		paths = append(paths, e.Path)
+	}
+	if !slices.Equal(paths, []string{"d/new", "g/y"}) {
+		t.Errorf("layer entries %q, want only d/new and g/y", paths)
+	}
+}
