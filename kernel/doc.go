@@ -24,7 +24,10 @@
 // with [Options.UserXattr] for a mount with userxattr. The other namespace
 // would show through as an ordinary xattr. Directories the layer does not
 // hold but whose children it does, and the upper root, copy the lower's
-// mode, owner and times.
+// mode, owner and times. A directory whose time the view moved (an entry
+// made, removed or renamed in it, see [overlayfs.Fs.DirTimes]) gets that
+// time, and is in the upper for it alone where the layer has nothing at
+// or below it, so that the mounted overlay shows the view's times.
 //
 // Materialize creates everything first, then applies directory metadata
 // children-first, so creating a child never disturbs its parent's mtime and
@@ -42,7 +45,10 @@
 // and is refused, before anything changes, with [ErrRedirect] or
 // [ErrMetacopy]; Run's own import follows directory redirects (see
 // Directory renames below). The upper root's own metadata is not
-// imported: a layer has no entry for the root.
+// imported: a layer has no entry for the root. The times of the
+// directories the kernel wrote in, the root's too, are kept as the view's
+// ([overlayfs.Fs.PutDirTime]); a directory copied up only for that
+// becomes no layer entry.
 //
 // Content the layer keeps by reference never changes afterwards: a file of
 // 1 MiB or more is imported as a private copy (a reflink where the

@@ -40,7 +40,9 @@ import (
 // root, become the layer's entry for the root ("."). A directory of the
 // upper, and the upper root, show their modification time in the view,
 // where the kernel moved it by writing in them: the layer keeps it as a
-// change of entries does (see [overlayfs.Fs.PutDirTime]).
+// change of entries does (see [overlayfs.Fs.PutDirTime]). A directory
+// merged with the view's, with its mode and owner, becomes no layer
+// entry: the kernel copied it up only to write in it.
 //
 // Import checks the whole upper before it changes f: an upper that uses
 // redirect_dir or metacopy, which a layer cannot express, is refused with
