@@ -194,6 +194,9 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 	for i, g := range roots {
 		j := journals[i]
 		if j == nil {
+			if sel == nil {
+				g.dirs = nil // nothing to write: the view is the real tree, times too
+			}
 			continue
 		}
 		err := j.apply()
@@ -209,6 +212,9 @@ func (f *Fs) commitLocked(sel map[*layer][]string, hook faultHook) error {
 			continue
 		}
 		g.settlePlanLocked(plans[i])
+		if sel == nil {
+			g.dirs = nil // the layer is empty: the real directories' times show
+		}
 		applied = append(applied, allKeys(roots[i:i+1], plans[i:i+1], len(roots) > 1)...)
 	}
 	if firstErr != nil {

@@ -18,7 +18,8 @@ import (
 // handle's Stat and Readdir report the time (see dirInfoLocked); a
 // Chtimes of the directory replaces it; Snapshot, Restore and Fork carry
 // the times as the entries (a B-tree clone, O(1)); a Commit drops those
-// of the directories it wrote in (the real ones moved).
+// of the directories it wrote in (the real ones moved), and a Commit of
+// everything all of them (the view is then the real tree).
 
 // copyDirTimes clones m (nil stays nil).
 func copyDirTimes(m *btree.Map[string, time.Time]) *btree.Map[string, time.Time] {

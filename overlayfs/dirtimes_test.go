@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/afero"
 )
 
 // TestPutDirTime: PutDirTime refuses what is no directory with the
@@ -80,5 +82,47 @@ func TestPutDirTime(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != "." || got[1] != "d/e" {
 		t.Errorf("DirTimes paths %q, want . and d/e", got)
+	}
+}
+
+// TestDirTimesAfterCommit: after a Commit the view's directory times are
+// the real directories' (os.Stat is the oracle), also those of
+// directories the Commit wrote nothing in (an entry made and removed
+// again, a PutDirTime): the layer is empty, the view is the real tree.
+func TestDirTimesAfterCommit(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"d", "e", "p"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newCow(t, root)
+	if err := f.Mkdir(filepath.Join(root, "d/tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Remove(filepath.Join(root, "d/tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.PutDirTime("p", time.Unix(1e9, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "e/new"), []byte("n"), 0o644); err != nil {
+		t.Fatal(err) // a change of the real tree the layer did not make
+	}
+	if err := afero.WriteFile(f, filepath.Join(root, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{".", "d", "e", "p"} {
+		ofi, err := os.Stat(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := f.Stat(filepath.Join(root, rel))
+		if err != nil || !fi.ModTime().Equal(ofi.ModTime()) {
+			t.Errorf("after Commit, %s: the view says %v (%v), the real directory %v", rel, fi.ModTime(), err, ofi.ModTime())
+		}
 	}
 }
