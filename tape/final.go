@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -8,14 +9,21 @@ import (
 
 // finalState replays successful records into the end state of every path
 // the records changed. Paths only read, and paths outside the root, are not
-// part of it.
+// part of it. It also learns, from every record, which paths the root did
+// not hold at the start, so that a path made and removed again leaves no
+// line when it was known absent (FORMAT.md, "Final state").
 type finalState struct {
-	m map[string]*finalEntry
+	m      map[string]*finalEntry
+	absent map[string]bool // paths the root is known not to have held at the start
 }
 
 type finalEntry struct {
-	kind   string // "file", "dir", "symlink", "special", "deleted", "lower" (bytes never seen), "moved"
-	from   string // moved: the path the lower entry came from
+	// "file", "dir", "symlink", "special", "deleted", "lower" (the root's
+	// entry at this path, bytes never seen), "moved" (the root's entry at
+	// from), "ensured" (the root's entry at from if it was a directory,
+	// else a new empty one: MkdirAll over a path of unknown existence).
+	kind   string
+	from   string
 	hash   string
 	size   int64
 	mode   string
@@ -24,15 +32,115 @@ type finalEntry struct {
 	mtime  string
 }
 
-func newFinalState() *finalState { return &finalState{m: map[string]*finalEntry{}} }
+func newFinalState() *finalState {
+	return &finalState{m: map[string]*finalEntry{}, absent: map[string]bool{}}
+}
 
+// get returns p's entry, making one if p has none: the root's entry at p,
+// or, below a moved directory, the root's entry it came from, so that an
+// entry reads the same whether it was changed before or after its
+// directory moved.
 func (s *finalState) get(p string) *finalEntry {
 	e := s.m[p]
 	if e == nil {
 		e = &finalEntry{kind: "lower"}
+		if from := s.origin(p); from != p {
+			e.kind, e.from = "moved", from
+		}
 		s.m[p] = e
 	}
 	return e
+}
+
+// origin returns the root path whose entry an entry-less p holds: p's
+// own, unless its nearest changed ancestor is moved or ensured.
+func (s *finalState) origin(p string) string {
+	for a := p; a != "."; {
+		a = path.Dir(a)
+		e := s.m[a]
+		if e == nil || e.kind == "lower" {
+			continue
+		}
+		if e.kind != "moved" && e.kind != "ensured" || a == "." {
+			return p
+		}
+		if e.from == OutsidePath {
+			return OutsidePath
+		}
+		return e.from + p[len(a):]
+	}
+	return p
+}
+
+// changed reports whether a record changed p or one of its ancestors, so
+// that what p holds now may differ from what the root held.
+func (s *finalState) changed(p string) bool {
+	for a := p; ; a = path.Dir(a) {
+		if e := s.m[a]; e != nil && e.kind != "lower" {
+			return true
+		}
+		if a == "." {
+			return false
+		}
+	}
+}
+
+// absentAt reports whether the root is known not to have held p.
+func (s *finalState) absentAt(p string) bool {
+	for a := p; ; a = path.Dir(a) {
+		if s.absent[a] {
+			return true
+		}
+		if a == "." {
+			return false
+		}
+	}
+}
+
+// absentNow reports whether nothing is at p, whose entry is e, a plain
+// lower one: p lies in a directory the records made, or p is unchanged
+// and the root did not hold it.
+func (s *finalState) absentNow(p string, e *finalEntry) bool {
+	if e.kind != "lower" || !e.plain() {
+		return false
+	}
+	for a := p; a != "."; {
+		a = path.Dir(a)
+		if d := s.m[a]; d != nil && d.kind != "lower" {
+			return d.kind == "dir"
+		}
+	}
+	return s.absentAt(p)
+}
+
+// plain reports an entry with no mode, owner or mtime set.
+func (e *finalEntry) plain() bool { return e.mode == "" && e.owner == "" && e.mtime == "" }
+
+// learn records what r shows about the start: a path that r proves absent
+// when r was made is absent at the start if no earlier record changed it.
+// Only calls that do not follow a final symlink count as proof for a
+// failure (a dangling symlink fails Stat and Open with not-exist), and
+// only calls that fail on any existing entry for a success.
+func (s *finalState) learn(r *Record) {
+	p, absent := r.Path, false
+	switch r.Err {
+	case "":
+		switch r.Op {
+		case OpMkdir, OpSymlink:
+			absent = true
+		case OpLink:
+			p, absent = r.To, true
+		case OpOpen:
+			absent = strings.Contains(r.Flag, "|create") && strings.Contains(r.Flag, "|excl")
+		}
+	case OutcomeNotExist:
+		absent = r.Op == OpLstat || r.Op == OpReadlink || r.Op == OpRemove || r.Op == OpMkdir
+	case OutcomeNotDir:
+		absent = r.Op == OpLstat || r.Op == OpReadlink || r.Op == OpMkdir
+	}
+	if absent && p != OutsidePath && p != "" && !s.changed(p) {
+		s.absent[p] = true
+	}
 }
 
 // link makes new a second name of the entry at old: both names share one
@@ -63,6 +171,7 @@ func (s *finalState) deleteTree(p string) {
 }
 
 func (s *finalState) apply(r *Record) {
+	s.learn(r)
 	if r.Err != "" || r.Path == OutsidePath && r.To == "" {
 		return
 	}
@@ -83,11 +192,13 @@ func (s *finalState) apply(r *Record) {
 			*e = finalEntry{}
 		}
 		e.kind, e.from, e.hash, e.size = "file", "", r.Hash, r.Size
-	case OpMkdir, OpMkdirAll:
+	case OpMkdir:
 		e := s.get(r.Path)
 		if e.kind != "dir" {
 			*e = finalEntry{kind: "dir", mode: r.Mode}
 		}
+	case OpMkdirAll:
+		s.mkdirAll(r.Path, r.Mode)
 	case OpSymlink:
 		s.m[r.Path] = &finalEntry{kind: "symlink", target: r.Target}
 	case OpLink:
@@ -135,13 +246,36 @@ func (s *finalState) apply(r *Record) {
 	}
 }
 
+// mkdirAll applies a successful MkdirAll, which changes nothing where a
+// directory (or a symlink to one) already was.
+func (s *finalState) mkdirAll(p, mode string) {
+	e := s.get(p)
+	switch {
+	case e.kind == "deleted" || s.absentNow(p, e):
+		*e = finalEntry{kind: "dir", mode: mode}
+	case (e.kind == "lower" || e.kind == "moved") && e.plain():
+		// Existence unknown: the root's entry if a directory, else new.
+		from := e.from
+		if e.kind == "lower" {
+			from = p
+		}
+		e.kind, e.from = "ensured", from
+	}
+}
+
 func (s *finalState) rename(old, new string) {
 	if old == new {
 		return
 	}
+	if old != OutsidePath {
+		s.get(old)
+	}
 	moved := map[string]*finalEntry{}
 	for k, e := range s.m {
 		if k == old || under(k, old) {
+			if e.kind == "lower" {
+				e.kind, e.from = "moved", k // the root's entry leaves its place
+			}
 			moved[new+k[len(old):]] = e
 			delete(s.m, k)
 		}
@@ -164,25 +298,31 @@ func (s *finalState) rename(old, new string) {
 func (s *finalState) lines() []string {
 	keys := make([]string, 0, len(s.m))
 	for k, e := range s.m {
-		if e.kind == "lower" && e.mode == "" && e.owner == "" && e.mtime == "" {
-			continue // touched by nothing that changes it
+		if s.shows(k, e) {
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	out := make([]string, len(keys))
 	for i, k := range keys {
 		e := s.m[k]
+		kind, from := e.kind, e.from
+		if from == k {
+			from = "" // back where it was
+			if kind == "moved" {
+				kind = "lower"
+			}
+		}
 		var b strings.Builder
 		b.WriteString(quoteIfNeeded(k))
 		b.WriteByte(' ')
-		b.WriteString(e.kind)
+		b.WriteString(kind)
 		kv := func(k, v string) {
 			if v != "" {
 				b.WriteString(" " + k + "=" + quoteIfNeeded(v))
 			}
 		}
-		kv("from", e.from)
+		kv("from", from)
 		if e.kind == "file" {
 			kv("size", strconv.FormatInt(e.size, 10))
 		}
@@ -194,6 +334,22 @@ func (s *finalState) lines() []string {
 		out[i] = b.String()
 	}
 	return out
+}
+
+// shows reports whether the entry at k differs from what the root held
+// there, so that it gives a line: not for an entry as it was (lower, or
+// moved from where its directory's move puts it, with nothing set), nor
+// for a deleted path the root did not hold.
+func (s *finalState) shows(k string, e *finalEntry) bool {
+	switch e.kind {
+	case "lower":
+		return !e.plain()
+	case "moved":
+		return !e.plain() || e.from != s.origin(k)
+	case "deleted":
+		return !s.absentAt(k)
+	}
+	return true
 }
 
 func (s *finalState) digest() string {
