@@ -24,6 +24,7 @@ type finalEntry struct {
 	// else a new empty one: MkdirAll over a path of unknown existence).
 	kind   string
 	from   string
+	exists bool // moved: a rename put it there, so something is (not in the line)
 	hash   string
 	size   int64
 	mode   string
@@ -122,23 +123,30 @@ func (e *finalEntry) plain() bool { return e.mode == "" && e.owner == "" && e.mt
 // failure (a dangling symlink fails Stat and Open with not-exist), and
 // only calls that fail on any existing entry for a success.
 func (s *finalState) learn(r *Record) {
-	p, absent := r.Path, false
-	switch r.Err {
-	case "":
-		switch r.Op {
-		case OpMkdir, OpSymlink:
-			absent = true
-		case OpLink:
-			p, absent = r.To, true
-		case OpOpen:
-			absent = strings.Contains(r.Flag, "|create") && strings.Contains(r.Flag, "|excl")
-		}
-	case OutcomeNotExist:
-		absent = r.Op == OpLstat || r.Op == OpReadlink || r.Op == OpRemove || r.Op == OpMkdir
-	case OutcomeNotDir:
-		absent = r.Op == OpLstat || r.Op == OpReadlink || r.Op == OpMkdir
+	switch {
+	case r.Err != "":
+		s.learnFailure(r.Op, r.Path, r.Err)
+	case r.Op == OpMkdir || r.Op == OpSymlink:
+		s.learnAbsent(r.Path)
+	case r.Op == OpLink:
+		s.learnAbsent(r.To)
+	case r.Op == OpOpen && strings.Contains(r.Flag, "|create") && strings.Contains(r.Flag, "|excl"):
+		s.learnAbsent(r.Path)
 	}
-	if absent && p != OutsidePath && p != "" && !s.changed(p) {
+}
+
+// learnFailure is learn for a failed op on p with that outcome: the
+// recorder's stat fast path calls it without building a Record.
+func (s *finalState) learnFailure(op, p, outcome string) {
+	switch {
+	case outcome == OutcomeNotExist && (op == OpLstat || op == OpReadlink || op == OpRemove || op == OpMkdir),
+		outcome == OutcomeNotDir && (op == OpLstat || op == OpReadlink || op == OpMkdir):
+		s.learnAbsent(p)
+	}
+}
+
+func (s *finalState) learnAbsent(p string) {
+	if p != OutsidePath && p != "" && !s.changed(p) {
 		s.absent[p] = true
 	}
 }
@@ -249,11 +257,21 @@ func (s *finalState) apply(r *Record) {
 // mkdirAll applies a successful MkdirAll, which changes nothing where a
 // directory (or a symlink to one) already was.
 func (s *finalState) mkdirAll(p, mode string) {
+	// The parents it made, before p's own entry exists to hide them.
+	var made []string
+	for a := path.Dir(p); a != "."; a = path.Dir(a) {
+		if e := s.m[a]; (e == nil || e.kind == "lower") && s.absentNow(a, s.get(a)) {
+			made = append(made, a)
+		}
+	}
+	for _, a := range made {
+		*s.m[a] = finalEntry{kind: "dir", mode: mode}
+	}
 	e := s.get(p)
 	switch {
 	case e.kind == "deleted" || s.absentNow(p, e):
 		*e = finalEntry{kind: "dir", mode: mode}
-	case (e.kind == "lower" || e.kind == "moved") && e.plain():
+	case (e.kind == "lower" || e.kind == "moved" && !e.exists) && e.plain():
 		// Existence unknown: the root's entry if a directory, else new.
 		from := e.from
 		if e.kind == "lower" {
@@ -285,6 +303,7 @@ func (s *finalState) rename(old, new string) {
 		if _, ok := moved[new]; !ok {
 			moved[new] = &finalEntry{kind: "moved", from: old}
 		}
+		moved[new].exists = true
 		for k, e := range moved {
 			s.m[k] = e
 		}
