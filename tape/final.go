@@ -98,18 +98,28 @@ func (s *finalState) absentAt(p string) bool {
 	}
 }
 
-// absentNow reports whether nothing is at p, whose entry is e, a plain
-// lower one: p lies in a directory the records made, or p is unchanged
-// and the root did not hold it.
+// absentNow reports whether nothing is at p, whose entry e nothing
+// changed: p lies in a directory the records made, or the root did not
+// hold the entry p now shows (its own, or the one a move or a MkdirAll
+// over it brought).
 func (s *finalState) absentNow(p string, e *finalEntry) bool {
-	if e.kind != "lower" || !e.plain() {
+	if !e.unknown() {
 		return false
 	}
 	for a := p; a != "."; {
 		a = path.Dir(a)
-		if d := s.m[a]; d != nil && d.kind != "lower" {
-			return d.kind == "dir"
+		d := s.m[a]
+		if d == nil || d.kind == "lower" {
+			continue
 		}
+		switch d.kind {
+		case "dir":
+			return true
+		case "moved", "ensured":
+			o := s.origin(p)
+			return o != OutsidePath && s.absentAt(o)
+		}
+		return false
 	}
 	return s.absentAt(p)
 }
@@ -126,6 +136,7 @@ func (s *finalState) learn(r *Record) {
 	switch {
 	case r.Err != "":
 		s.learnFailure(r.Op, r.Path, r.Err)
+		s.learnExcl(r)
 	case r.Op == OpMkdir || r.Op == OpSymlink:
 		s.learnAbsent(r.Path)
 	case r.Op == OpLink:
@@ -142,6 +153,15 @@ func (s *finalState) learnFailure(op, p, outcome string) {
 	case outcome == OutcomeNotExist && (op == OpLstat || op == OpReadlink || op == OpRemove || op == OpMkdir),
 		outcome == OutcomeNotDir && (op == OpLstat || op == OpReadlink || op == OpMkdir):
 		s.learnAbsent(p)
+	}
+}
+
+// learnExcl is learn for a failed O_CREATE|O_EXCL open, which follows no
+// final symlink either.
+func (s *finalState) learnExcl(r *Record) {
+	if r.Op == OpOpen && (r.Err == OutcomeNotExist || r.Err == OutcomeNotDir) &&
+		strings.Contains(r.Flag, "|create") && strings.Contains(r.Flag, "|excl") {
+		s.learnAbsent(r.Path)
 	}
 }
 
@@ -254,31 +274,39 @@ func (s *finalState) apply(r *Record) {
 	}
 }
 
-// mkdirAll applies a successful MkdirAll, which changes nothing where a
-// directory (or a symlink to one) already was.
+// mkdirAll applies a successful MkdirAll, which makes p and the parents
+// it lacks and changes nothing where a directory (or a symlink to one)
+// already was.
 func (s *finalState) mkdirAll(p, mode string) {
-	// The parents it made, before p's own entry exists to hide them.
-	var made []string
-	for a := path.Dir(p); a != "."; a = path.Dir(a) {
-		if e := s.m[a]; (e == nil || e.kind == "lower") && s.absentNow(a, s.get(a)) {
-			made = append(made, a)
+	// From p up to the first name known to be there, then top down, so
+	// that a parent made makes its children known made.
+	var names []string
+	for a := p; a != "."; a = path.Dir(a) {
+		if e := s.m[a]; e != nil && !e.unknown() && e.kind != "deleted" {
+			break
+		}
+		names = append(names, a)
+	}
+	for _, a := range slices.Backward(names) {
+		e := s.get(a)
+		switch {
+		case e.kind == "deleted" || s.absentNow(a, e):
+			*e = finalEntry{kind: "dir", mode: mode}
+		case e.unknown():
+			// The root's entry if a directory, else made now.
+			from := e.from
+			if e.kind == "lower" {
+				from = a
+			}
+			e.kind, e.from = "ensured", from
 		}
 	}
-	for _, a := range made {
-		*s.m[a] = finalEntry{kind: "dir", mode: mode}
-	}
-	e := s.get(p)
-	switch {
-	case e.kind == "deleted" || s.absentNow(p, e):
-		*e = finalEntry{kind: "dir", mode: mode}
-	case (e.kind == "lower" || e.kind == "moved" && !e.exists) && e.plain():
-		// Existence unknown: the root's entry if a directory, else new.
-		from := e.from
-		if e.kind == "lower" {
-			from = p
-		}
-		e.kind, e.from = "ensured", from
-	}
+}
+
+// unknown reports an entry whose existence the records do not know: the
+// root's (or a moved directory's) entry that nothing changed or proved.
+func (e *finalEntry) unknown() bool {
+	return (e.kind == "lower" || e.kind == "moved" && !e.exists) && e.plain()
 }
 
 func (s *finalState) rename(old, new string) {

@@ -160,6 +160,22 @@ func TestFinalSameEndStateByAnyRoute(t *testing.T) {
 			write(fsys, r, "tmp", "scratch")
 			fsys.Remove(p(r, "tmp"))
 		}, nothing},
+		{"O_EXCL create fails for want of a parent; MkdirAll, remove vs MkdirAll of the parent", func(fsys afero.Fs, r string) {
+			excl(fsys, r, "tmp/x", "x")
+			fsys.MkdirAll(p(r, "tmp/x"), 0o755)
+			fsys.Remove(p(r, "tmp/x"))
+		}, func(fsys afero.Fs, r string) {
+			excl(fsys, r, "tmp/x", "x")
+			fsys.MkdirAll(p(r, "tmp"), 0o755)
+		}},
+		{"lstat fails; MkdirAll, remove vs mkdir of the parent", func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			fsys.MkdirAll(p(r, "tmp/x"), 0o755)
+			fsys.Remove(p(r, "tmp/x"))
+		}, func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			fsys.Mkdir(p(r, "tmp"), 0o755)
+		}},
 		{"mkdir and rmdir vs nothing", func(fsys afero.Fs, r string) {
 			fsys.Mkdir(p(r, "tmp"), 0o755)
 			fsys.Remove(p(r, "tmp"))
@@ -292,6 +308,13 @@ func TestFinalDiffersWhenTreesDiffer(t *testing.T) {
 			fsys.Remove(p(r, "b"))
 			fsys.Mkdir(p(r, "b"), 0o755)
 		}},
+		{"MkdirAll makes a parent not proved absent", func(fsys afero.Fs, r string) {
+			if f, err := fsys.OpenFile(p(r, "new/x"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+				f.Close()
+			}
+			fsys.MkdirAll(p(r, "new/x"), 0o755)
+			fsys.Remove(p(r, "new/x"))
+		}, func(afero.Fs, string) {}},
 		{"rename back over a name of unknown existence", func(fsys afero.Fs, r string) {
 			fsys.Rename(p(r, "a"), p(r, "tmp"))
 			fsys.Rename(p(r, "tmp"), p(r, "a"))
