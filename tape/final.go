@@ -250,6 +250,14 @@ func (s *finalState) apply(r *Record) {
 		s.get(r.Path).owner = b.String()
 	case OpChtimes:
 		s.get(r.Path).mtime = r.Mtime
+	default:
+		s.applyCommand(r)
+	}
+}
+
+// applyCommand applies a command record.
+func (s *finalState) applyCommand(r *Record) {
+	switch r.Op {
 	case OpCmdWrite:
 		s.deleteTree(r.Path)
 		s.m[r.Path] = &finalEntry{kind: "file", hash: r.Hash, size: r.Size, mode: r.Mode}
@@ -405,7 +413,12 @@ func (s *finalState) digest() string {
 
 // Final returns the end state the records describe, one canonical line per
 // changed path in path order ("<path> <kind> key=value..."), as FORMAT.md
-// defines. Its BLAKE3 (lines joined by "\n") is the trailer's Final.
+// defines for format 1.4, whatever the tape's version: a path made and
+// removed where a record proved the root did not hold it gives no line, and
+// an entry changed before its rename reads as one changed after. Its BLAKE3
+// (lines joined by "\n") is the trailer's Final in tapes of minor 4 and
+// later; older trailers hold that of the 1.3 final state, which Read
+// checks instead.
 func (t *Tape) Final() []string {
 	s := newFinalState()
 	for i := range t.Records {

@@ -198,10 +198,6 @@ func (s *finalState13) lines() []string {
 	return out
 }
 
-func (s *finalState13) digest() string {
-	return HashBytes([]byte(strings.Join(s.lines(), "\n")))
-}
-
 // final13 returns the final-state lines as tapes of minor versions 0 to 3
 // computed them, to verify their trailers.
 func (t *Tape) final13() []string {
