@@ -15,6 +15,10 @@ import (
 type finalState struct {
 	m      map[string]*finalEntry
 	absent map[string]bool // paths the root is known not to have held at the start
+	// perm holds the permission bits ("rw-r--r--") a stat or lstat saw on
+	// a regular file or directory, without special bits, before any record
+	// changed it: its mode at the start.
+	perm map[string]string
 }
 
 type finalEntry struct {
@@ -34,7 +38,7 @@ type finalEntry struct {
 }
 
 func newFinalState() *finalState {
-	return &finalState{m: map[string]*finalEntry{}, absent: map[string]bool{}}
+	return &finalState{m: map[string]*finalEntry{}, absent: map[string]bool{}, perm: map[string]string{}}
 }
 
 // get returns p's entry, making one if p has none: the root's entry at p,
@@ -137,6 +141,8 @@ func (s *finalState) learn(r *Record) {
 	case r.Err != "":
 		s.learnFailure(r.Op, r.Path, r.Err)
 		s.learnExcl(r)
+	case r.Op == OpStat || r.Op == OpLstat:
+		s.learnStat(r.Path, r.Mode)
 	case r.Op == OpMkdir || r.Op == OpSymlink:
 		s.learnAbsent(r.Path)
 	case r.Op == OpLink:
@@ -154,6 +160,32 @@ func (s *finalState) learnFailure(op, p, outcome string) {
 		outcome == OutcomeNotDir && (op == OpLstat || op == OpReadlink || op == OpMkdir):
 		s.learnAbsent(p)
 	}
+}
+
+// learnStat is learn for a successful stat or lstat of p that saw mode:
+// the recorder's stat fast path calls it without building a Record. A
+// path with an entry may have been chmod-ed: only one with none counts.
+func (s *finalState) learnStat(p, mode string) {
+	if _, ok := s.perm[p]; ok || len(mode) != 10 || mode[0] != '-' && mode[0] != 'd' {
+		return
+	}
+	if s.m[p] == nil && p != OutsidePath && !s.changed(p) {
+		s.perm[p] = mode[1:]
+	}
+}
+
+// chmod sets the mode of p's entry, or clears it when the entry is the
+// root's (lower or moved) and the mode is the one a stat saw at the start.
+func (s *finalState) chmod(p, mode string) {
+	e := s.get(p)
+	o := p
+	if e.kind == "moved" {
+		o = e.from
+	}
+	if (e.kind == "lower" || e.kind == "moved") && len(mode) == 10 && mode[0] == '-' && s.perm[o] == mode[1:] {
+		mode = ""
+	}
+	e.mode = mode
 }
 
 // learnExcl is learn for a failed O_CREATE|O_EXCL open, which follows no
@@ -237,7 +269,7 @@ func (s *finalState) apply(r *Record) {
 	case OpRename:
 		s.rename(r.Path, r.To)
 	case OpChmod:
-		s.get(r.Path).mode = r.Mode
+		s.chmod(r.Path, r.Mode)
 	case OpChown:
 		var b strings.Builder
 		if r.UID != nil {
