@@ -15,10 +15,10 @@ import (
 type finalState struct {
 	m      map[string]*finalEntry
 	absent map[string]bool // paths the root is known not to have held at the start
-	// perm holds the permission bits ("rw-r--r--") a stat or lstat saw on
-	// a regular file or directory, without special bits, before any record
-	// changed it: its mode at the start.
-	perm map[string]string
+	// start holds the mode ("-rw-r--r--", "drwxr-xr-x") a stat or lstat
+	// saw on a regular file or directory without special bits, before any
+	// record changed it: its mode at the start.
+	start map[string]string
 }
 
 type finalEntry struct {
@@ -38,7 +38,7 @@ type finalEntry struct {
 }
 
 func newFinalState() *finalState {
-	return &finalState{m: map[string]*finalEntry{}, absent: map[string]bool{}, perm: map[string]string{}}
+	return &finalState{m: map[string]*finalEntry{}, absent: map[string]bool{}, start: map[string]string{}}
 }
 
 // get returns p's entry, making one if p has none: the root's entry at p,
@@ -166,11 +166,11 @@ func (s *finalState) learnFailure(op, p, outcome string) {
 // the recorder's stat fast path calls it without building a Record. A
 // path with an entry may have been chmod-ed: only one with none counts.
 func (s *finalState) learnStat(p, mode string) {
-	if _, ok := s.perm[p]; ok || len(mode) != 10 || mode[0] != '-' && mode[0] != 'd' {
+	if _, ok := s.start[p]; ok || len(mode) != 10 || mode[0] != '-' && mode[0] != 'd' {
 		return
 	}
 	if s.m[p] == nil && p != OutsidePath && !s.changed(p) {
-		s.perm[p] = mode[1:]
+		s.start[p] = mode
 	}
 }
 
@@ -182,7 +182,7 @@ func (s *finalState) chmod(p, mode string) {
 	if e.kind == "moved" {
 		o = e.from
 	}
-	if (e.kind == "lower" || e.kind == "moved") && len(mode) == 10 && mode[0] == '-' && s.perm[o] == mode[1:] {
+	if st := s.start[o]; (e.kind == "lower" || e.kind == "moved") && len(mode) == 10 && mode[0] == '-' && st != "" && st[1:] == mode[1:] {
 		mode = ""
 	}
 	e.mode = mode
@@ -322,7 +322,8 @@ func (s *finalState) mkdirAll(p, mode string) {
 	// that a parent made makes its children known made.
 	var names []string
 	for a := p; a != "."; a = path.Dir(a) {
-		if e := s.m[a]; e != nil && !e.unknown() && e.kind != "deleted" {
+		e := s.m[a]
+		if e != nil && !e.unknown() && e.kind != "deleted" || s.startDir(a, e) {
 			break
 		}
 		names = append(names, a)
@@ -341,6 +342,22 @@ func (s *finalState) mkdirAll(p, mode string) {
 			e.kind, e.from = "ensured", from
 		}
 	}
+}
+
+// startDir reports whether the entry a path with entry e (nil: none)
+// reads as is one nothing changed and a stat saw as a directory at the
+// start: it is there now.
+func (s *finalState) startDir(p string, e *finalEntry) bool {
+	o := s.origin(p)
+	if e != nil {
+		if !e.unknown() {
+			return false
+		}
+		if o = p; e.kind == "moved" {
+			o = e.from
+		}
+	}
+	return strings.HasPrefix(s.start[o], "d")
 }
 
 // unknown reports an entry whose existence the records do not know: the

@@ -269,6 +269,19 @@ func TestFinalSameEndStateByAnyRoute(t *testing.T) {
 			lstat(fsys, r, "d")
 			fsys.Rename(p(r, "d"), p(r, "b"))
 		}},
+		{"MkdirAll of a directory a stat saw vs the stat", func(fsys afero.Fs, r string) {
+			fsys.Stat(p(r, "d"))
+			fsys.MkdirAll(p(r, "d"), 0o755)
+		}, func(fsys afero.Fs, r string) { fsys.Stat(p(r, "d")) }},
+		{"lstat fails, MkdirAll below a directory a stat saw, remove vs the stats", func(fsys afero.Fs, r string) {
+			fsys.Stat(p(r, "d"))
+			lstat(fsys, r, "d/new")
+			fsys.MkdirAll(p(r, "d/new/x"), 0o755)
+			fsys.RemoveAll(p(r, "d/new"))
+		}, func(fsys afero.Fs, r string) {
+			fsys.Stat(p(r, "d"))
+			lstat(fsys, r, "d/new")
+		}},
 		{"MkdirAll twice vs once", func(fsys afero.Fs, r string) {
 			fsys.MkdirAll(p(r, "d"), 0o755)
 			fsys.MkdirAll(p(r, "d"), 0o755)
@@ -333,6 +346,14 @@ func TestFinalDiffersWhenTreesDiffer(t *testing.T) {
 			fsys.Stat(p(r, "a"))
 			fsys.Chmod(p(r, "a"), 0o600)
 		}, func(fsys afero.Fs, r string) { fsys.Stat(p(r, "a")) }},
+		{"a stat of a file is no directory for MkdirAll", func(fsys afero.Fs, r string) {
+			fsys.Stat(p(r, "a"))
+			fsys.Remove(p(r, "a"))
+			fsys.MkdirAll(p(r, "a"), 0o755)
+		}, func(fsys afero.Fs, r string) {
+			fsys.Stat(p(r, "a"))
+			fsys.Remove(p(r, "a"))
+		}},
 		{"rename back over a name of unknown existence", func(fsys afero.Fs, r string) {
 			fsys.Rename(p(r, "a"), p(r, "tmp"))
 			fsys.Rename(p(r, "tmp"), p(r, "a"))
