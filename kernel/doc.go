@@ -175,7 +175,11 @@
 //     a root file included); they fail with EROFS. This needs
 //     mount_setattr (Linux 5.12); the run fails where it is refused.
 //     Device nodes (/dev/null, /dev/pts/N) stay writable: a read-only
-//     mount does not govern them.
+//     mount does not govern them. The command's /proc is a new mount;
+//     its machine-wide entries (sys, sysrq-trigger, irq, bus) are made
+//     read-only as under bwrap, so that without Landlock too root cannot
+//     write /proc/sys/kernel/core_pattern (a program the kernel would run
+//     as root on the host).
 //   - The root's mount (the overlay, or the copy's directory) is nodev and
 //     nosuid, and no device node can be made: Landlock never grants
 //     LANDLOCK_ACCESS_FS_MAKE_CHAR or MAKE_BLOCK (EACCES), CAP_MKNOD is
@@ -183,8 +187,34 @@
 //   - The command runs in a session of its own without a controlling
 //     terminal (setsid): it cannot push input into the caller's terminal
 //     with TIOCSTI (EPERM; /dev/tty is ENXIO), and kill(0) reaches its own
-//     process group only. With Landlock ABI 5 (Linux 6.10) it may use
-//     device ioctls only on the standard devices and terminals it opens.
+//     process group only. A seccomp filter refuses TIOCSTI and TIOCLINUX
+//     outright (EPERM), so a terminal passed to it that is nobody's
+//     controlling terminal, which TIOCSCTTY would make its own, takes no
+//     input either, and TIOCSETD and TIOCEXCL, which would leave the
+//     caller's terminal broken after the run (N_NULL drops every byte;
+//     exclusive, it cannot be opened again). With Landlock ABI 5 (Linux 6.10) it may use device
+//     ioctls only on the standard devices and terminals it opens.
+//   - Its /dev is its own, as under bwrap --dev /dev: a tmpfs holding
+//     null, zero, full, random, urandom and tty (the host's nodes), the
+//     symlinks stdin, stdout, stderr, fd, core and ptmx, a devpts
+//     instance of its own on pts, and an empty shm (the host's where
+//     the root, Run's temporary directory or a WithWritable path lies in
+//     it; one
+//     elsewhere in /dev is refused). No
+//     other device of the host is reachable by name: as root it could
+//     otherwise read the host's disks, and write to any terminal and read
+//     its input. The terminals passed to it as descriptors still work.
+//   - The kernel's keyrings are not namespaced: the command inherits the
+//     caller's session keyring, and root's user keyring is every root
+//     process's. The seccomp filter refuses keyctl, add_key and
+//     request_key (EPERM), as Docker's and Flatpak's do. It also refuses
+//     vsock sockets (EAFNOSUPPORT) unless [WithNetwork]: vsock reaches
+//     the hypervisor's host from any network namespace. And io_uring
+//     (ENOSYS, as on a kernel without it, so that programs fall back to
+//     system calls, as under Docker): its operations are system calls
+//     out of a filter's sight (IORING_OP_SOCKET made vsock sockets). The
+//     filter is written for amd64 (with i386 calls) and arm64 (with arm
+//     calls); other architectures run without it.
 //   - It has its own PID namespace (kill(-1) reaches only its own
 //     processes; with Landlock ABI 6, Linux 6.12, no signal leaves its
 //     Landlock domain), UTS namespace (sethostname is its own), IPC
@@ -200,10 +230,21 @@
 //     namespaces (chown, setuid, binding low ports, its network and
 //     hostname); those that reach the machine are dropped from every set
 //     and the bounding set: CAP_MKNOD, CAP_SYS_ADMIN (mount, TIOCSTI into
-//     any terminal), CAP_SYS_RAWIO, CAP_SYS_MODULE, CAP_SYS_BOOT,
+//     any terminal), CAP_DAC_READ_SEARCH (open_by_handle_at, which opens
+//     any inode of a file system through any mount of it: through the
+//     writable TMPDIR or copy, a host file would take chmod and chown),
+//     CAP_SYS_RAWIO, CAP_SYS_MODULE, CAP_SYS_BOOT,
 //     CAP_SYS_TIME, CAP_SYS_PTRACE, CAP_SYSLOG, CAP_BPF, CAP_PERFMON,
-//     CAP_AUDIT_*, CAP_MAC_*, CAP_SYS_RESOURCE, CAP_LINUX_IMMUTABLE and a
-//     few more (see droppedCaps).
+//     CAP_AUDIT_*, CAP_MAC_*, CAP_SYS_RESOURCE, CAP_LINUX_IMMUTABLE,
+//     CAP_SYS_NICE (real-time scheduling: a busy SCHED_FIFO thread per CPU
+//     starves the host), CAP_IPC_LOCK (memory locked past its limit),
+//     CAP_LEASE (a lease on another user's host file holds up every
+//     process that opens it for writing) and a few more (see
+//     droppedCaps). With [WithNetwork], CAP_NET_ADMIN and
+//     CAP_NET_RAW too: the network is then the host's (as under bwrap
+//     --share-net, whose root is root of a user namespace only). The
+//     re-executed init is not dumpable, so the command cannot ptrace the
+//     thread of it that shares its credentials.
 //   - It runs as the caller's own uid and gid. Unprivileged, the overlay
 //     is mounted by uid 0 of a user namespace that maps the caller, and
 //     the command runs in a user namespace nested in it that maps the
@@ -252,7 +293,12 @@
 //
 // Where Landlock is missing (or [NoLandlockEnv] is set, for tests), the
 // overlay modes run the command without it and say so through
-// [WithModeReport]; the copy fallback refuses with [ErrUnconfined].
+// [WithModeReport]; the copy fallback refuses with [ErrUnconfined]. So
+// it does where no namespace can be made (a container whose seccomp
+// profile refuses them, user namespaces disabled): the command would run
+// on the host's mounts (chown, chmod, utimes and xattrs of host files,
+// which Landlock does not govern, would reach them), network, /dev and
+// processes (TestSandboxNoNamespaces).
 // [Unconfined] switches Landlock and the read-only host off in every
 // mode. An unconfined command may unmount the overlay where it keeps
 // CAP_SYS_ADMIN of its mount namespace (in a user namespace) and reach the
@@ -353,8 +399,8 @@
 // Without root it makes them inside a user namespace that maps the caller
 // to itself, so the command keeps its uid and gid (owners it cannot map
 // read as 65534, and set-user-ID programs of other owners gain nothing).
-// Where no PID namespace can be made at all, the supervisor runs the
-// command as a child subreaper and kills all its descendants; only a
+// Where no PID namespace can be made at all (unconfined only, see
+// Confinement), the supervisor runs the command as a child subreaper and kills all its descendants; only a
 // SIGKILL of the supervisor itself then lets the command's descendants
 // escape (the command still dies of its PR_SET_PDEATHSIG).
 //
@@ -426,8 +472,9 @@
 // helper (the mount, dropped capabilities); thread_linux.go: the run in a
 // thread as root, and fork_linux.go its forked init; runcopy_linux.go: Run's copy
 // fallback; landlock_linux.go: confinement; seccomp_linux.go: chown's EPERM
-// in a user namespace; lifecycle_linux.go (also the sandbox's namespaces,
-// read-only host and descriptors) and
+// in a user namespace and the sandbox's filter (keyrings, TIOCSTI, vsock,
+// io_uring); lifecycle_linux.go (also the sandbox's namespaces, read-only
+// host and /proc, its own /dev, and descriptors) and
 // owner_linux.go: the supervisors and owner records that let [Cleanup]
 // (cleanup_linux.go) tell abandoned temporary directories and mounts from
 // live ones; userns_linux.go, workdir_linux.go and readable_linux.go:

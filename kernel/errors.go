@@ -31,8 +31,9 @@ var (
 	ErrUnrepresentable = errors.New("name not representable in an OCI layer")
 	// ErrUnconfined means Run could not confine the command as promised:
 	// in the copy fallback without Landlock the real root would be
-	// writable, so Run refuses unless [Unconfined] was given.
-	ErrUnconfined = errors.New("command cannot be confined (Landlock unavailable); pass Unconfined() to run it anyway")
+	// writable, and without namespaces the host would be, so Run refuses
+	// unless [Unconfined] was given.
+	ErrUnconfined = errors.New("command cannot be confined; pass Unconfined() to run it anyway")
 )
 
 // ErrReservedName means an entry at the root's ".cowfs-commit", the name

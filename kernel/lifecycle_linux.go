@@ -128,6 +128,9 @@ type nsAttr struct {
 	// reaches the host through any name, as under bwrap --ro-bind / /.
 	HostReadOnly bool     `json:"hostro,omitempty"`
 	Writable     []string `json:"writable,omitempty"`
+	// Keep are more paths the sandbox's own /dev must leave reachable
+	// (see privateDev): the root, which the overlay is mounted over.
+	Keep []string `json:"keep,omitempty"`
 	// LoopbackUp brings up lo in a new network namespace.
 	LoopbackUp bool `json:"lo,omitempty"`
 }
@@ -606,6 +609,12 @@ func superviseOuter(req superviseRequest, status, ctl *os.File) {
 
 // superviseInit is PID 1 of the command's PID namespace.
 func superviseInit(req superviseRequest, status, result *os.File) {
+	// The thread that starts the command has its credentials (Landlock,
+	// capabilities): without this the command could ptrace that thread
+	// and, through the memory it shares, make the others (all
+	// capabilities, no Landlock) do its work. Not dumpable, init needs
+	// CAP_SYS_PTRACE to be traced, which the command never has.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	if req.Direct {
 		// Started by the caller itself: end of file on the control pipe
 		// means the caller is gone; exiting kills the namespace.
@@ -627,11 +636,16 @@ func superviseInit(req superviseRequest, status, result *os.File) {
 			continue
 		}
 		if ns.HostReadOnly {
-			if err := hostReadOnly(ns.Writable); err != nil {
+			if err := hostReadOnly(ns.Writable, ns.Keep); err != nil {
 				reportStart(status, "namespace", err)
 			}
 		}
 		unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+		if ns.HostReadOnly {
+			if err := procReadOnly(); err != nil {
+				reportStart(status, "namespace", err)
+			}
+		}
 		// Best effort: where it fails, Landlock still keeps the contents,
 		// and Run's check afterwards catches the rest.
 		for _, p := range ns.ReadOnly {
@@ -795,8 +809,13 @@ func haveMountSetattr() bool {
 
 // hostReadOnly makes every mount of this mount namespace read-only except
 // the writable paths, which stay writable, nodev and nosuid. It needs
-// mount_setattr (Linux 5.12); before, it does nothing.
-func hostReadOnly(writable []string) error {
+// mount_setattr (Linux 5.12); before, it does nothing but that: first it
+// gives the namespace a /dev of its own (privateDev), which leaves the
+// writable paths and keep reachable.
+func hostReadOnly(writable, keep []string) error {
+	if err := privateDev(append(slices.Clip(writable), keep...)); err != nil {
+		return err
+	}
 	for _, w := range writable {
 		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return &os.PathError{Op: "mount", Path: w, Err: err}
@@ -817,6 +836,84 @@ func hostReadOnly(writable []string) error {
 	return nil
 }
 
+// devNodes are the host's device nodes a sandbox's /dev holds (bwrap's
+// --dev /dev set).
+var devNodes = [...]string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// privateDev gives this mount namespace a /dev of its own, as bwrap --dev
+// /dev does: a tmpfs (nodev, nosuid) holding the standard devices
+// (devNodes, bind mounts of the host's), the symlinks stdin, stdout,
+// stderr, fd, core and ptmx, a new devpts instance on pts (ptmx is its
+// ptmx), and an empty shm; the host's /dev/shm instead where one of
+// paths lies in it (Run's temporary directory does where os.TempDir is on
+// an overlay; the root may). No other device of the host is reachable by
+// name: as root the command could otherwise read its disks and, through
+// the host's devpts, open any terminal, write to it, read its input and,
+// with TIOCSCTTY, push input into it. The pseudo-terminals it makes are
+// its own; the terminals passed to it as descriptors still work. Nothing
+// where /dev is not a directory.
+func privateDev(paths []string) error {
+	if st, err := os.Lstat("/dev"); err != nil || !st.IsDir() {
+		return nil
+	}
+	// The host's nodes and mounts, as detached copies, before the tmpfs
+	// hides them.
+	clones := map[string]int{}
+	defer func() {
+		for _, fd := range clones {
+			unix.Close(fd)
+		}
+	}()
+	for _, n := range devNodes {
+		if fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/"+n, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err == nil {
+			clones[n] = fd
+		}
+	}
+	if slices.ContainsFunc(paths, func(p string) bool { _, in := relInside("/dev/shm", p); return in }) {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/shm", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return &os.PathError{Op: "open_tree", Path: "/dev/shm", Err: err}
+		}
+		clones["shm"] = fd
+	}
+	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
+		return &os.PathError{Op: "mount tmpfs", Path: "/dev", Err: err}
+	}
+	for name, fd := range clones {
+		p := "/dev/" + name
+		var err error
+		if name == "shm" {
+			err = os.Mkdir(p, 0o755)
+		} else {
+			err = os.WriteFile(p, nil, 0o666)
+		}
+		if err == nil {
+			err = unix.MoveMount(fd, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		}
+		if err != nil {
+			return &os.PathError{Op: "mount", Path: p, Err: err}
+		}
+	}
+	for name, target := range map[string]string{"stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
+		"fd": "/proc/self/fd", "core": "/proc/kcore", "ptmx": "pts/ptmx"} {
+		if err := os.Symlink(target, "/dev/"+name); err != nil {
+			return err
+		}
+	}
+	if _, ok := clones["shm"]; !ok {
+		if err := os.Mkdir("/dev/shm", 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir("/dev/pts", 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return &os.PathError{Op: "mount devpts", Path: "/dev/pts", Err: err}
+	}
+	return nil
+}
+
 // loopbackUp brings up the loopback interface of this network namespace,
 // as bubblewrap does: servers and clients of a test talk over 127.0.0.1.
 // Best effort.
@@ -832,6 +929,27 @@ func loopbackUp() {
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// procMachineWide are the entries of /proc that act on the whole machine,
+// which bwrap covers read-only: sysctls (kernel/core_pattern names a
+// program the kernel runs as root on the host), sysrq-trigger, irq, bus.
+var procMachineWide = [...]string{"sys", "sysrq-trigger", "irq", "bus"}
+
+// procReadOnly makes procMachineWide read-only in this mount namespace,
+// whose /proc is a new mount that the read-only host does not cover.
+// Landlock refuses writing them anyway; this holds where it is missing.
+func procReadOnly() error {
+	for _, n := range procMachineWide {
+		p := "/proc/" + n
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := readOnlyBind(p); err != nil {
+			return fmt.Errorf("making %s read-only: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // readOnlyBind makes dir read-only in this mount namespace, with what is

@@ -54,8 +54,11 @@ type runRequest struct {
 	// ChownEPERM: a chown to another owner fails with EPERM, as in a
 	// plain run of UID and GID, not EINVAL (see chownAsPlainRun).
 	ChownEPERM bool `json:"chowneperm,omitempty"`
-	// KeepCaps: unconfined, the command keeps every capability.
+	// KeepCaps: unconfined, the command keeps every capability (and
+	// runs without the sandbox's seccomp filter).
 	KeepCaps bool `json:"keepcaps,omitempty"`
+	// Network: the command shares the host's network (WithNetwork).
+	Network bool `json:"network,omitempty"`
 	// noRecord: mount without the owner record (the thread's run, whose
 	// descriptors must not outlive it).
 	noRecord bool
@@ -184,8 +187,8 @@ func runHook(reqEnv string) {
 	if req.ChownEPERM {
 		chownAsPlainRun(req.UID, req.GID)
 	}
-	if !req.KeepCaps {
-		dropCapabilities()
+	if err := req.lockDown(); err != nil {
+		fail("confine", err)
 	}
 	closeOnExecFrom(req.StatusFD + 1)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, runEnv+"=") })
@@ -251,8 +254,8 @@ func hookInInit(reqEnv string, c *exec.Cmd) (*os.File, *runStatus) {
 	if req.ChownEPERM {
 		chownAsPlainRun(req.UID, req.GID)
 	}
-	if !req.KeepCaps {
-		dropCapabilities()
+	if err := req.lockDown(); err != nil {
+		return fail("confine", err)
 	}
 	return status, nil
 }
@@ -277,28 +280,55 @@ func enterDir(dir string, stat bool, caps uint64) (stage string, err error) {
 	return "", nil
 }
 
+// lockDown is the last step before the command starts, on the thread
+// that starts it: unless unconfined, the sandbox's seccomp filter (see
+// installSandboxFilter) and the dropped capabilities.
+func (req runRequest) lockDown() error {
+	if req.KeepCaps {
+		return nil
+	}
+	if err := installSandboxFilter(req.Network); err != nil {
+		return fmt.Errorf("kernel: Run: confining the command: %w", err)
+	}
+	dropCapabilities(req.Network)
+	return nil
+}
+
 // droppedCaps are the capabilities a command never gets, even as root:
 // those that reach beyond its namespaces (devices, raw I/O, modules, the
 // clock, rebooting, the kernel log, audit, BPF, tracing other processes,
-// mounting and the rest of CAP_SYS_ADMIN, such as TIOCSTI into any
-// terminal). What it keeps acts on its own files and namespaces: chown,
+// real-time scheduling, which a busy thread per CPU turns into a starved
+// host, memory locked past its limit, leases on others' files, which hold
+// up a host process opening one for writing for 45 s, handles that open
+// any inode, mounting and the rest of CAP_SYS_ADMIN, such as TIOCSTI into
+// any terminal). What it keeps acts on its own files and namespaces: chown,
 // setuid, binding low ports, network administration of its own network
 // namespace, sethostname of its own UTS namespace.
 var droppedCaps = [...]uintptr{
-	unix.CAP_MKNOD, unix.CAP_SYS_ADMIN, unix.CAP_SYS_RAWIO, unix.CAP_SYS_MODULE, unix.CAP_SYS_BOOT,
+	unix.CAP_MKNOD, unix.CAP_SYS_ADMIN, unix.CAP_DAC_READ_SEARCH, unix.CAP_SYS_RAWIO, unix.CAP_SYS_MODULE, unix.CAP_SYS_BOOT,
 	unix.CAP_SYS_TIME, unix.CAP_WAKE_ALARM, unix.CAP_SYSLOG, unix.CAP_SYS_PTRACE, unix.CAP_SYS_PACCT,
 	unix.CAP_SYS_TTY_CONFIG, unix.CAP_MAC_ADMIN, unix.CAP_MAC_OVERRIDE, unix.CAP_AUDIT_CONTROL,
 	unix.CAP_AUDIT_READ, unix.CAP_AUDIT_WRITE, unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_LINUX_IMMUTABLE,
-	unix.CAP_SYS_RESOURCE, unix.CAP_BLOCK_SUSPEND, unix.CAP_CHECKPOINT_RESTORE,
+	unix.CAP_SYS_RESOURCE, unix.CAP_BLOCK_SUSPEND, unix.CAP_CHECKPOINT_RESTORE, unix.CAP_SYS_NICE,
+	unix.CAP_IPC_LOCK, unix.CAP_LEASE,
 }
 
-// dropCapabilities removes droppedCaps from this thread's bounding set
-// (so that exec cannot give them back, even to root) and from its
-// effective, permitted and inheritable sets. Best effort: without
-// CAP_SETPCAP there is nothing to drop.
-func dropCapabilities() {
+// hostNetCaps are dropped too where the command shares the host's
+// network (WithNetwork): there they would administer the host's links,
+// routes and firewall, and sniff or forge its traffic.
+var hostNetCaps = [...]uintptr{unix.CAP_NET_ADMIN, unix.CAP_NET_RAW}
+
+// dropCapabilities removes droppedCaps (and, where network, hostNetCaps)
+// from this thread's bounding set (so that exec cannot give them back,
+// even to root) and from its effective, permitted and inheritable sets.
+// Best effort: without CAP_SETPCAP there is nothing to drop.
+func dropCapabilities(network bool) {
 	runtime.LockOSThread() // capabilities are per thread; exec follows
-	for _, c := range droppedCaps {
+	drop := droppedCaps[:]
+	if network {
+		drop = append(slices.Clip(drop), hostNetCaps[:]...)
+	}
+	for _, c := range drop {
 		unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0)
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
@@ -306,7 +336,7 @@ func dropCapabilities() {
 	if unix.Capget(&hdr, &data[0]) != nil {
 		return
 	}
-	for _, c := range droppedCaps {
+	for _, c := range drop {
 		mask := ^(uint32(1) << (c % 32))
 		d := &data[c/32]
 		d.Effective &= mask
@@ -376,8 +406,10 @@ func capsAtMost(caps uint64) (restore func()) {
 // Sandbox: in every mode the command sees the host read-only but for the
 // root, its TMPDIR and the WithWritable paths, in a session, PID, UTS, IPC
 // and network namespace of its own (no network unless [WithNetwork]),
-// with nodev,nosuid mounts, no device creation and only its standard
-// descriptors and ExtraFiles (see the package doc, "Confinement").
+// with nodev,nosuid mounts, no device creation, a /dev of its own, no
+// kernel keyrings, TIOCSTI, vsock or io_uring (a seccomp filter) and only
+// its standard descriptors and ExtraFiles (see the package doc,
+// "Confinement").
 //
 // Confinement: in every mode the command runs under Landlock (Linux 5.13+,
 // no privileges needed) and may write only beneath the root as it sees
@@ -605,6 +637,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 	ns := nsAttr{
 		Cloneflags: sandboxNS(cfg.network), Unshareflags: syscall.CLONE_NEWNS,
 		HostReadOnly: !cfg.unconfined, Writable: append([]string{tmp}, writable[2:]...), LoopbackUp: true,
+		Keep: []string{f.Root()},
 	}
 	if userNS {
 		ns.Cloneflags |= syscall.CLONE_NEWUSER
@@ -642,7 +675,7 @@ func runOverlay(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConf
 		Nest: userNS && !hasCredential(cmd), UID: os.Geteuid(), GID: os.Getegid(),
 	}
 	req.ChownEPERM = req.Nest && os.Geteuid() != 0
-	req.KeepCaps = cfg.unconfined
+	req.KeepCaps, req.Network = cfg.unconfined, cfg.network
 	c.Env = append(c.Env, RootEnv+"="+f.Root(), "TMPDIR="+tmpDir)
 	// Go's child makes the new namespace's mounts private (MS_REC|MS_PRIVATE)
 	// after unshare(CLONE_NEWNS), so the overlay never propagates out.

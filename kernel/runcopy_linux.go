@@ -79,15 +79,23 @@ func runCopy(ctx context.Context, f *overlayfs.Fs, cmd *exec.Cmd, cfg runConfig)
 	var hookErr *runStatus
 	if abi > 0 {
 		req := runRequest{NoMount: true, Path: c.Path, Landlock: abi, Writable: writable,
-			UID: os.Geteuid(), GID: os.Getegid(), ChownEPERM: os.Geteuid() != 0}
+			UID: os.Geteuid(), GID: os.Getegid(), ChownEPERM: os.Geteuid() != 0, Network: cfg.network}
 		c.Path, c.Args = exe, append([]string{exe}, c.Args...)
-		sup, hookErr, err = startHooked(c, req, namespaces, false, "exec")
+		// Confined, the namespaces are required: without a mount
+		// namespace the host is not read-only (Landlock leaves chmod,
+		// chown, utimes and xattrs of the host's files to the command),
+		// without the others the network, /dev and processes are the
+		// host's.
+		sup, hookErr, err = startHooked(c, req, namespaces, true, "exec")
 	} else if sup, err = superviseStart(c, namespaces, false, "exec"); err == nil {
 		if err = sup.started(); err != nil {
 			sup.wait()
 		}
 	}
 	var se *startError
+	if errors.As(err, &se) && se.stage == "namespace" && abi > 0 {
+		return fmt.Errorf("kernel: Run: copy fallback without namespaces (%v) would leave the host writable: %w", se.err, ErrUnconfined)
+	}
 	if errors.As(err, &se) {
 		return asProgram(se.err, cmd)
 	}

@@ -49,11 +49,15 @@ const sandboxCallerEnv = "COWFS_SANDBOX_CALLER"
 // sandboxCall is what the caller child does.
 type sandboxCall struct {
 	Attack string
-	Mode   string // "overlay" or "copy"
+	Mode   string // "overlay", "copy" or "reexec" (overlay, re-executed init as root)
 	Root   string
 	Out    string
 	Args   []string
 	Net    bool
+	// NoLandlock: Run acts as on a kernel without Landlock (NoLandlockEnv).
+	NoLandlock bool
+	// NoNS: no namespace can be made (a seccomp filter on the caller).
+	NoNS bool
 }
 
 func init() {
@@ -184,6 +188,16 @@ func sandboxAttack(attack string, args []string) {
 			names = append(names, i.Name)
 		}
 		fmt.Printf("interfaces %s\n", strings.Join(names, ","))
+		// Administering the links and opening a packet socket: the
+		// command's own network's, or with WithNetwork the host's (see
+		// TestSandboxWithNetwork).
+		out, err := exec.Command("ip", "link", "set", "dev", "lo", "alias", "cowfs-evil").CombinedOutput()
+		fmt.Printf("ip link set lo alias: %v %s\n", err, strings.TrimSpace(string(out)))
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		fmt.Printf("packet socket: %v\n", err)
 	case "hostname":
 		report("sethostname", unix.Sethostname([]byte("cowfs-evil")))
 		out, err := exec.Command("ip", "tuntap", "add", "cowfst0", "mode", "tun").CombinedOutput()
@@ -213,7 +227,9 @@ func sandboxAttack(attack string, args []string) {
 		_, err := unix.Write(fd, []byte("pwned\n"))
 		report("write inherited fd "+args[0], err)
 	default:
-		fmt.Printf("unknown attack %q\n", attack)
+		if !moreSandboxAttack(attack, args) {
+			fmt.Printf("unknown attack %q\n", attack)
+		}
 	}
 }
 
@@ -267,6 +283,12 @@ func sandboxCaller(reqJSON string) {
 		fmt.Print(toolsProbe("plain", plain, args[0]))
 		os.RemoveAll(plain)
 	}
+	if c.NoLandlock {
+		os.Setenv(NoLandlockEnv, "1")
+	}
+	if c.NoNS {
+		noNamespaces()
+	}
 	f, err := overlayfs.New(c.Root)
 	if err != nil {
 		fmt.Println(err)
@@ -277,14 +299,21 @@ func sandboxCaller(reqJSON string) {
 	cmd.Dir = c.Root
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stdout
 	opts := []RunOption{WithModeReport(func(m Mode) { fmt.Printf("mode %s\n", m) })}
-	if c.Mode == "copy" {
+	switch c.Mode {
+	case "copy":
 		opts = append(opts, WithCopyFallback())
+	case "reexec":
+		opts = append(opts, withReexecInit())
 	}
+	after := callerBefore(c, cmd)
 	if c.Net {
 		opts = append(opts, WithNetwork())
 	}
 	err = Run(context.Background(), f, cmd, opts...)
 	fmt.Printf("run error: %v\n", err)
+	if after != nil {
+		after()
+	}
 	if c.Attack == "tiocsti" {
 		unix.SetNonblock(0, true)
 		b := make([]byte, 64)
@@ -386,6 +415,14 @@ type sandboxRun struct {
 // checks the rest. setup may adjust the world and the caller's command
 // (its args, stdin, process attributes) before it starts.
 func sandboxMatrix(t *testing.T, attack string, setup func(t *testing.T, w sandboxWorld, call *sandboxCall, cmd *exec.Cmd, uid int), check func(t *testing.T, r sandboxRun)) {
+	sandboxMatrixModes(t, attack, []string{"overlay", "copy"}, setup, check)
+}
+
+// sandboxMatrixModes is sandboxMatrix in the given modes: "overlay",
+// "copy", and "reexec", the overlay with the re-executed init as root
+// (root's "overlay" runs in a thread of the caller; as uid 65534 every
+// mode re-executes, and "reexec" is not run).
+func sandboxMatrixModes(t *testing.T, attack string, modes []string, setup func(t *testing.T, w sandboxWorld, call *sandboxCall, cmd *exec.Cmd, uid int), check func(t *testing.T, r sandboxRun)) {
 	if _, err := landlockABI(runConfig{}); err != nil {
 		t.Skip("Landlock is not available (every mode is confined with it): ", err)
 	}
@@ -418,9 +455,12 @@ func sandboxMatrix(t *testing.T, attack string, setup func(t *testing.T, w sandb
 				t.Fatal(err)
 			}
 		}
-		for _, mode := range []string{"overlay", "copy"} {
+		for _, mode := range modes {
+			if mode == "reexec" && uid != 0 {
+				continue
+			}
 			t.Run(user+"/"+mode, func(t *testing.T) {
-				if mode == "overlay" && uid == 0 {
+				if (mode == "overlay" || mode == "reexec") && uid == 0 {
 					if why := canMount(t); why != "" {
 						t.Skip(why)
 					}
@@ -468,7 +508,7 @@ func sandboxMatrix(t *testing.T, attack string, setup func(t *testing.T, w sandb
 				cmd.Run()
 				r := sandboxRun{mode: mode, user: user, out: buf.String(), world: w, exit: cmd.ProcessState}
 				t.Logf("%s", r.out)
-				if !strings.Contains(r.out, "mode ") {
+				if !strings.Contains(r.out, "mode ") && !call.NoNS {
 					t.Errorf("the command did not run:\n%s", r.out)
 				}
 				if strings.Contains(r.out, "ESCAPED") && !call.Net {
@@ -678,7 +718,10 @@ func TestSandboxNetwork(t *testing.T) {
 	})
 }
 
-// TestSandboxWithNetwork: WithNetwork shares the host's network.
+// TestSandboxWithNetwork: WithNetwork shares the host's network, but not
+// its administration: as root the command keeps no CAP_NET_ADMIN (the
+// host's lo takes no alias) nor CAP_NET_RAW (no packet socket), as under
+// bwrap --share-net, whose root is root of a user namespace only.
 func TestSandboxWithNetwork(t *testing.T) {
 	var accepted *atomic.Int32
 	sandboxMatrix(t, "net", func(t *testing.T, w sandboxWorld, call *sandboxCall, cmd *exec.Cmd, uid int) {
@@ -688,6 +731,15 @@ func TestSandboxWithNetwork(t *testing.T) {
 	}, func(t *testing.T, r sandboxRun) {
 		if n := accepted.Load(); n != 1 {
 			t.Errorf("the host listener accepted %d connections, want 1", n)
+		}
+		if b, _ := os.ReadFile("/sys/class/net/lo/ifalias"); strings.TrimSpace(string(b)) == "cowfs-evil" {
+			exec.Command("ip", "link", "set", "dev", "lo", "alias", "").Run()
+			t.Errorf("the command set the alias of the host's lo")
+		}
+		for _, what := range []string{"ip link set lo alias: <nil>", "packet socket: <nil>"} {
+			if strings.Contains(r.out, what) {
+				t.Errorf("%s with the host's network", what)
+			}
 		}
 	})
 }

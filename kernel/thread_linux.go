@@ -241,7 +241,7 @@ func (t *threadRun) run(ctx context.Context, c *exec.Cmd, req runRequest, ns nsA
 		loopbackUp()
 	}
 	if ns.HostReadOnly {
-		if err := hostReadOnly(ns.Writable); err != nil {
+		if err := hostReadOnly(ns.Writable, ns.Keep); err != nil {
 			fail("mount", err)
 			return
 		}
@@ -254,6 +254,13 @@ func (t *threadRun) run(ctx context.Context, c *exec.Cmd, req runRequest, ns nsA
 	if err := t.fork(); err != nil {
 		fail("thread", err)
 		return
+	}
+	// init has mounted the namespace's /proc.
+	if ns.HostReadOnly {
+		if err := procReadOnly(); err != nil {
+			fail("mount", err)
+			return
+		}
 	}
 	if req.Dir != "" {
 		// The thread's own working directory: the command inherits it.
@@ -270,8 +277,9 @@ func (t *threadRun) run(ctx context.Context, c *exec.Cmd, req runRequest, ns nsA
 			return
 		}
 	}
-	if !req.KeepCaps {
-		dropCapabilities()
+	if err := req.lockDown(); err != nil {
+		fail("confine", err)
+		return
 	}
 	if err := ctx.Err(); err != nil {
 		fail("exec", err)

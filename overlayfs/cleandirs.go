@@ -250,6 +250,17 @@ func (l *layer) noEntry(rel string) bool {
 	return !ok
 }
 
+// bareDirLocked reports whether the layer has no entry directly in the
+// directory dir. Callers hold l.mu (read or write).
+func (l *layer) bareDirLocked(dir string) bool {
+	d := l.paths.st.slot(dir)
+	st := dirState(d.st.Load())
+	if st&dirKnown == 0 {
+		st = l.learn(d)
+	}
+	return st&dirBare != 0
+}
+
 // entryAt returns the layer's entry at rel, searching the B-tree only
 // when what is known of rel's directory does not settle it, and learning
 // what it can of the directory when nothing is known.

@@ -80,7 +80,21 @@
 // EPERM); a renamed lower file keeps referring to the lower's bytes until
 // written.
 // Directory listings merge the layer and the lower and come back sorted by
-// name from Readdir, Readdirnames and ReadDir alike.
+// name from Readdir, Readdirnames and ReadDir alike. A directory's link
+// count is the view's: 2 plus its subdirectories, as ext4, xfs and tmpfs
+// count (a lower directory the layer put nothing in reports the lower's
+// own), and 0 from a handle on a removed one.
+//
+// OpenFile takes Linux's flags beyond os's: O_NOFOLLOW fails with ELOOP
+// at a final symlink, O_DIRECTORY with ENOTDIR on anything but a
+// directory (EINVAL with O_CREATE, as since Linux 6.4), and the access
+// mode O_WRONLY|O_RDWR opens for neither reading nor writing (EBADF), as
+// the kernel does. A layer file's bytes, holes included, are in memory:
+// a Truncate, WriteAt or Write that would make it larger than half the
+// machine's memory (tmpfs's default size; 4 GiB where that is not known)
+// fails with EFBIG, as os does past its file system's largest file, and
+// one whose end overflows an int64 with EINVAL, as Linux checks. Seek
+// takes any offset, as on tmpfs (ext4 refuses one past 16 TiB).
 //
 // # Hard links
 //

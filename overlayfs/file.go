@@ -3,6 +3,7 @@ package overlayfs
 import (
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -57,8 +58,11 @@ func (h *file) opened(name string, flag int) *file {
 	return h
 }
 
-func (h *file) readable() bool { return int(h.acc) != os.O_WRONLY }
-func (h *file) writable() bool { return h.acc != 0 }
+// readable and writable follow Linux: the access mode O_WRONLY|O_RDWR
+// (3) opens for neither reading nor writing (EBADF), though the open asks
+// for both permissions.
+func (h *file) readable() bool { return int(h.acc) == os.O_RDONLY || int(h.acc) == os.O_RDWR }
+func (h *file) writable() bool { return int(h.acc) == os.O_WRONLY || int(h.acc) == os.O_RDWR }
 func (h *file) appends() bool  { return h.appnd }
 
 // content returns the blob to read (write=false) or change (write=true).
@@ -149,6 +153,9 @@ func (h *file) readLocked(p []byte, off int64) (int, error) {
 	if !h.readable() {
 		return 0, pathErr("read", h.name, errBadFd)
 	}
+	if off > math.MaxInt64-int64(len(p)) {
+		return 0, pathErr("read", h.name, errInval) // as Linux: the end overflows
+	}
 	b, err := h.content(false, 0)
 	if err != nil {
 		return 0, fixErr("read", h.name, err)
@@ -185,6 +192,11 @@ func (h *file) Write(p []byte) (int, error) {
 	defer h.unlock()
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
+	}
+	if len(p) > 0 && !h.appends() {
+		if err := h.growErr(h.off, len(p)); err != nil {
+			return 0, pathErr("write", h.name, err)
+		}
 	}
 	var full error
 	if h.fs.counting() { // a call less without WithQuota
@@ -248,6 +260,9 @@ func (h *file) WriteAt(p []byte, off int64) (int, error) {
 	defer h.unlock()
 	if !h.writable() {
 		return 0, pathErr("write", h.name, errBadFd)
+	}
+	if err := h.growErr(off, len(p)); err != nil {
+		return 0, pathErr("write", h.name, err)
 	}
 	p, full := h.quotaWrite(p, off, false) // WithQuota: what fits
 	if len(p) == 0 {
@@ -324,6 +339,9 @@ func (h *file) Truncate(size int64) error {
 	if size < 0 || !h.writable() {
 		return pathErr("truncate", h.name, errInval)
 	}
+	if err := h.growErr(size, 0); err != nil {
+		return pathErr("truncate", h.name, err)
+	}
 	b, err := h.content(true, 0)
 	if err != nil {
 		return fixErr("truncate", h.name, err)
@@ -369,6 +387,19 @@ func (h *file) Close() error {
 		h.fs.siteClosed(h)
 	}
 	h.fs.release(h.ino, h.count, h.sticky)
+	return nil
+}
+
+// growErr is the error of n bytes at off (a truncation: n is 0): EINVAL
+// where the end overflows, as Linux checks first; EFBIG past the largest
+// a layer file grows (see maxFileSize).
+func (h *file) growErr(off int64, n int) error {
+	switch {
+	case off > math.MaxInt64-int64(n):
+		return errInval
+	case off > h.fs.opts.maxFile-int64(n):
+		return errFileTooBig
+	}
 	return nil
 }
 

@@ -116,7 +116,7 @@ func (o *osFile) copyState() (bool, fs.FileMode, bool, bool, bool) {
 		mode = fi.Mode().Type()
 	}
 	acc := o.flag & (os.O_WRONLY | os.O_RDWR)
-	return errors.Is(err, os.ErrClosed), mode, acc != os.O_WRONLY, acc != 0, o.flag&os.O_APPEND != 0
+	return errors.Is(err, os.ErrClosed), mode, acc == os.O_RDONLY || acc == os.O_RDWR, acc == os.O_WRONLY || acc == os.O_RDWR, o.flag&os.O_APPEND != 0
 }
 
 // ReadFrom implements io.ReaderFrom as *os.File does.

@@ -12,6 +12,7 @@ import (
 // the first read and paged from there, merged and sorted.
 type dir struct {
 	fs   *layer
+	via  *layer // a directory outside the root: the layer of its opener (see info)
 	name string
 	rel  string // bound (see layer.bind)
 	slot int32  // rel's slot in the layer's bindings
@@ -166,6 +167,13 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 				return infos, ierr
 			}
 		}
+		if fi.IsDir() {
+			// The view's link count, where the layer changed what the
+			// directory holds (see dirNlinkLocked).
+			if rel := join(d.rel, name); !f.bareDirLocked(rel) || (k < len(kids) && kids[k] == name) {
+				fi = f.dirInfoLocked(fi, rel, f.nodeAtLocked(rel))
+			}
+		}
 		infos = append(infos, fi)
 	}
 	return infos, err
@@ -177,10 +185,16 @@ func (d *dir) Readdir(n int) ([]fs.FileInfo, error) {
 // too. (Readdir's infos are lstats relative to the open directory, as
 // os's.)
 func (d *dir) info(name string) (fs.FileInfo, error) {
-	if d.fs == nil {
-		return os.Lstat(d.name + "/" + name)
+	switch {
+	case d.fs != nil:
+		return d.fs.stat("lstat", d.name+"/"+name, "", false)
+	case d.via != nil:
+		// A directory outside the root, opened by a name that may pass
+		// through the root (a symlink in it): that name is looked up in
+		// the view, as os looks it up on disk.
+		return d.via.stat("lstat", d.name+"/"+name, "", false)
 	}
-	return d.fs.stat("lstat", d.name+"/"+name, "", false)
+	return os.Lstat(d.name + "/" + name)
 }
 
 // Readdirnames returns the listing's own names: pages are capped, and the
@@ -224,13 +238,18 @@ func (d *dir) Stat() (fs.FileInfo, error) {
 	// The directory as it is now, wherever it went; once removed, as it
 	// was last seen (as fstat of a removed directory).
 	n := d.n
-	if cur := d.fs.nodeAtLocked(d.rel); cur.kind == kindDir {
+	cur := d.fs.nodeAtLocked(d.rel)
+	if cur.kind == kindDir {
 		n = cur
 	}
 	if !n.layer && n.fi == nil {
 		return nil, pathErr("stat", d.name, fs.ErrNotExist)
 	}
-	return d.fs.infoLocked(infoName(d.name), n), nil
+	fi := d.fs.infoLocked(infoName(d.name), n)
+	if cur.kind != kindDir {
+		return unlinkedDirInfo(fi), nil // removed: no name links it
+	}
+	return d.fs.dirInfoLocked(fi, d.rel, n), nil
 }
 
 func (d *dir) Close() error {

@@ -16,6 +16,7 @@ type osFile struct {
 	*os.File
 	name string
 	fs   *layer       // set for files inside the root
+	via  *layer       // set for files outside it: the layer its opener's names are resolved in
 	rel  string       // root-relative path, inside the root
 	seen atomic.Int64 // fs.copies when last checked
 	flag int          // the open flags
@@ -116,8 +117,13 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 		f.mu.RLock()
 		n := f.nodeAtLocked(o.at)
 		var lfi fs.FileInfo
-		if n.layer && n.kind == kindDir {
-			lfi = f.infoLocked(infoName(o.name), n)
+		switch k, ok := f.dirNlinkLocked(o.at, n); {
+		case n.kind != kindDir:
+			lfi = unlinkedInfo(renameInfo(fi, infoName(o.name))) // removed: no name links it
+		case n.layer:
+			lfi = f.dirInfoLocked(f.infoLocked(infoName(o.name), n), o.at, n)
+		case ok:
+			lfi = nlinkInfo(renameInfo(fi, infoName(o.name)), k) // what the layer put in it counts
 		}
 		f.mu.RUnlock()
 		if lfi != nil {
@@ -217,7 +223,7 @@ func (o *osFile) asDir() (*dir, error) {
 	if !fi.IsDir() {
 		return nil, pathErr("readdirent", o.name, errNotDir)
 	}
-	d := &dir{name: o.name, lower: o.File}
+	d := &dir{name: o.name, lower: o.File, via: o.via}
 	if o.fs != nil {
 		// Bound under the lock it read o.at under: a rename in between
 		// would move o.at and not d.rel.

@@ -92,6 +92,7 @@ type options struct {
 	quota         quota                       // WithQuota (quota.go)
 	faults        func(op, name string) error // WithFaults (faults.go)
 	as            *asUser                     // AsUser (perm.go): nil checks nothing
+	maxFile       int64                       // the largest a layer file grows: see maxFileSize
 }
 
 // Option configures New.
@@ -127,7 +128,7 @@ func WithUmask(m fs.FileMode) Option {
 // An empty root is an error wrapping [fs.ErrInvalid], not the working
 // directory. New does not read the umask (see [WithUmask]).
 func New(root string, opts ...Option) (*Fs, error) {
-	o := options{outsideReads: true}
+	o := options{outsideReads: true, maxFile: maxFileSize()}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -1,9 +1,12 @@
 package overlayfs
 
 import (
+	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"path"
+	"strings"
 )
 
 var (
@@ -12,6 +15,8 @@ var (
 	_ fs.StatFS     = ioFS{}
 	_ fs.SubFS      = ioFS{}
 	_ fs.ReadLinkFS = ioFS{}
+	_ io.Seeker     = ioFile{}
+	_ io.ReaderAt   = ioFile{}
 )
 
 // IOFS returns an io/fs view of the overlay rooted at Root(): names are
@@ -26,8 +31,8 @@ type ioFS struct {
 
 // host maps a valid io/fs name to the overlay's host path.
 func (v ioFS) host(op, name string) (string, error) {
-	if !fs.ValidPath(name) {
-		return "", pathErr(op, name, fs.ErrInvalid)
+	if !fs.ValidPath(name) || strings.IndexByte(name, 0) >= 0 {
+		return "", pathErr(op, name, fs.ErrInvalid) // as os.DirFS: a NUL is invalid too
 	}
 	rel := v.dir
 	if name != "." {
@@ -53,13 +58,13 @@ func (v ioFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	fh, err := v.f.Open(h)
+	fh, err := v.f.OpenFile(h, os.O_RDONLY|oDirectory, 0) // as os.ReadDir: a file is ENOTDIR at open
 	if err != nil {
-		return nil, fixErr("readdir", name, v.f.dirOpenErr(h, err))
+		return nil, fixErr("", name, v.f.dirOpenErr(h, err)) // os.DirFS's op: open, or readdirent below
 	}
 	defer fh.Close()
 	des, err := fh.(fs.ReadDirFile).ReadDir(-1)
-	return des, fixErr("readdir", name, err)
+	return des, fixErr("", name, err)
 }
 
 func (v ioFS) ReadFile(name string) ([]byte, error) {
@@ -69,6 +74,8 @@ func (v ioFS) ReadFile(name string) ([]byte, error) {
 	}
 	fh, err := v.f.Open(h)
 	if err != nil {
+		// os.DirFS says open or read; "readfile" is kept for the callers
+		// whose messages show it (package helpers).
 		return nil, fixErr("readfile", name, err)
 	}
 	defer fh.Close()
@@ -150,6 +157,29 @@ func (h ioFile) ReadDir(n int) ([]fs.DirEntry, error) {
 }
 
 func (h ioFile) Close() error { return fixErr("", h.name, h.ReadDirFile.Close()) }
+
+// Seek and ReadAt are there as on os.DirFS's files (*os.File): http.FS
+// needs Seek, and fstest.TestFS checks both when they are.
+func (h ioFile) Seek(off int64, whence int) (int64, error) {
+	sk, ok := h.ReadDirFile.(io.Seeker)
+	if !ok {
+		return 0, pathErr("seek", h.name, errors.ErrUnsupported)
+	}
+	n, err := sk.Seek(off, whence)
+	return n, fixErr("", h.name, err)
+}
+
+func (h ioFile) ReadAt(p []byte, off int64) (int, error) {
+	ra, ok := h.ReadDirFile.(io.ReaderAt)
+	if !ok {
+		return 0, pathErr("read", h.name, errors.ErrUnsupported)
+	}
+	n, err := ra.ReadAt(p, off)
+	if err != nil && err != io.EOF {
+		err = fixErr("", h.name, err)
+	}
+	return n, err
+}
 
 // renameInfo reports fi under name.
 func renameInfo(fi fs.FileInfo, name string) fs.FileInfo {

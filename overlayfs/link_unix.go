@@ -22,6 +22,20 @@ func unlinkedInfo(fi fs.FileInfo) fs.FileInfo {
 	return sysInfo{fi, &c}
 }
 
+// nlinkInfo reports a lower directory's FileInfo with the link count k.
+func nlinkInfo(fi fs.FileInfo, k uint32) fs.FileInfo {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fi
+	}
+	c := *st
+	setNlink(&c.Nlink, k)
+	return sysInfo{fi, &c}
+}
+
+// setNlink sets a Stat_t's Nlink, uint64, uint32 or uint16 by platform.
+func setNlink[T ~uint16 | ~uint32 | ~uint64](p *T, k uint32) { *p = T(k) }
+
 // lowerLinkID returns a lower file's device and inode, and its link count.
 func lowerLinkID(fi fs.FileInfo) (devIno, uint64) {
 	if fi == nil {

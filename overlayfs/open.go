@@ -3,6 +3,7 @@ package overlayfs
 import (
 	"io/fs"
 	"os"
+	"strings"
 	"sync/atomic"
 
 	"github.com/spf13/afero"
@@ -45,6 +46,9 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 }
 
 func (l *layer) openFile(name, abs string, flag int, perm fs.FileMode) (afero.File, error) {
+	if flag&oDirectory != 0 && flag&os.O_CREATE != 0 {
+		return nil, pathErr("open", name, errInval) // as Linux since 6.4
+	}
 	if flag&writeFlags == 0 {
 		return l.openRead(name, abs, flag)
 	}
@@ -68,7 +72,12 @@ func (l *layer) openOutsideLocked(name, abs string, flag int, perm fs.FileMode, 
 			if oerr != nil {
 				return nil, at, fixErr("", name, oerr)
 			}
-			return &osFile{File: fh, name: name, flag: flag}, at, nil
+			return &osFile{File: fh, name: name, flag: flag, via: l}, at, nil
+		}
+		if t, rerr := os.Readlink(at.host); rerr == nil && flag&os.O_CREATE != 0 && strings.HasSuffix(t, "/") {
+			// A symlink whose target ends in a slash, to create through
+			// (seed 3996): the kernel says EISDIR, as inside the root.
+			return nil, at, pathErr("open", name, errIsDir)
 		}
 		var ok bool
 		if at, ok, err = l.writeLoc("open", name, abs, true); ok {
@@ -105,6 +114,8 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 			// a symlink: look it up once rather than resolve again.
 			if n, ferr := l.final(at); ferr == nil && n.kind != kindSymlink {
 				at.n, at.have = n, true
+			} else if ferr == nil && flag&oNoFollow != 0 {
+				return nil, pathErr("open", name, errLoop) // O_NOFOLLOW: a final symlink is not followed
 			} else if at, ok, err = l.writeLoc("open", name, abs, true); errno(err) == errLoop && at.dirOnly {
 				// As Linux: a create through final symlinks stops with
 				// EISDIR at a target ending in a slash, before it
@@ -113,7 +124,7 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 			}
 		}
 	} else {
-		at, ok, err = l.writeLoc("open", name, abs, true)
+		at, ok, err = l.writeLoc("open", name, abs, flag&oNoFollow == 0)
 	}
 	if !ok {
 		h, inside, err := l.openOutsideLocked(name, abs, flag, perm, at, err)
@@ -132,23 +143,34 @@ func (l *layer) openWriteLocked(name, abs string, flag int, perm fs.FileMode) (a
 			return nil, fixErr("open", name, err)
 		}
 	}
-	switch {
-	case n.exists() && excl:
-		return nil, pathErr("open", name, errExist)
-	case !n.exists() && flag&os.O_CREATE == 0:
-		return nil, pathErr("open", name, errNoEnt)
-	case n.kind == kindDir:
-		return nil, pathErr("open", name, errIsDir)
-	case at.dirOnly:
-		return nil, pathErr("open", name, errNotDir)
-	case !l.mayOpenLocked(at.rel, n, flag):
-		return nil, pathErr("open", name, errAccess)
-	case n.kind == kindSocket:
-		return nil, pathErr("open", name, errNoDevice)
-	case n.kind == kindFIFO:
-		return nil, pathErr("open", name, ErrSpecialFile)
+	if err := l.openWriteErrLocked(at, n, flag, excl); err != nil {
+		return nil, pathErr("open", name, err)
 	}
 	return l.openNodeLocked(name, at.rel, n, flag, perm)
+}
+
+// openWriteErrLocked returns the error, in the kernel's order, of an open
+// for writing at at, where the view has n (nil: open it).
+func (l *layer) openWriteErrLocked(at loc, n node, flag int, excl bool) error {
+	switch {
+	case n.exists() && excl:
+		return errExist
+	case !n.exists() && flag&os.O_CREATE == 0:
+		return errNoEnt
+	case n.kind == kindDir:
+		return errIsDir
+	case at.dirOnly || flag&oDirectory != 0:
+		return errNotDir
+	case n.kind == kindSymlink: // O_NOFOLLOW
+		return errLoop
+	case !l.mayOpenLocked(at.rel, n, flag):
+		return errAccess
+	case n.kind == kindSocket:
+		return errNoDevice
+	case n.kind == kindFIFO:
+		return ErrSpecialFile
+	}
+	return nil
 }
 
 // openNodeLocked opens for writing the file at rel, where the view has n,
@@ -256,14 +278,7 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		return nil, err
 	}
 	if !at.inside {
-		if !l.opts.outsideReads {
-			return nil, pathErr("open", name, outsideErr(flag))
-		}
-		fh, err := os.OpenFile(at.host, flag, 0)
-		if err != nil {
-			return nil, fixErr("", name, err)
-		}
-		return &osFile{File: fh, name: name, flag: flag}, nil
+		return l.openReadOutside("", name, at.host, flag)
 	}
 	if !at.have && !at.dirOnly {
 		if at.visible && l.opts.as == nil && l.noEntry(at.rel) { // AsUser: checked below
@@ -271,24 +286,17 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 			if err == nil {
 				return l.lowerHandle(fh, name, at.rel, flag), nil
 			}
-			if errno(err) != errLoop {
+			if !symlinkToFollow(err, flag) {
 				return nil, fixErr("open", name, err)
 			}
 		}
 	}
 	// A symlink, a directory, a layer entry or a trailing slash.
-	if at, err = l.resolve("open", name, abs, true); err != nil {
+	if at, err = l.resolve("open", name, abs, flag&oNoFollow == 0); err != nil {
 		return nil, err
 	}
 	if !at.inside {
-		if !l.opts.outsideReads {
-			return nil, pathErr("open", name, outsideErr(flag))
-		}
-		fh, err := os.OpenFile(at.host, flag, 0)
-		if err != nil {
-			return nil, fixErr("open", name, err)
-		}
-		return &osFile{File: fh, name: name, flag: flag}, nil
+		return l.openReadOutside("open", name, at.host, flag)
 	}
 	n, err := l.final(at)
 	if err != nil {
@@ -297,8 +305,10 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 	switch {
 	case !n.exists():
 		return nil, pathErr("open", name, errNoEnt)
-	case at.dirOnly && n.kind != kindDir:
+	case (at.dirOnly || flag&oDirectory != 0) && n.kind != kindDir:
 		return nil, pathErr("open", name, errNotDir)
+	case n.kind == kindSymlink: // O_NOFOLLOW
+		return nil, pathErr("open", name, errLoop)
 	case !l.mayOpenLocked(at.rel, n, flag):
 		return nil, pathErr("open", name, errAccess)
 	case n.kind == kindDir:
@@ -317,6 +327,30 @@ func (l *layer) openRead(name, abs string, flag int) (afero.File, error) {
 		return nil, fixErr("open", name, err)
 	}
 	return l.lowerHandle(fh, name, at.rel, flag), nil
+}
+
+// openReadOutside opens host, outside the root, for reading (fixErr's op
+// is op).
+func (l *layer) openReadOutside(op, name, host string, flag int) (afero.File, error) {
+	if !l.opts.outsideReads {
+		return nil, pathErr("open", name, outsideErr(flag))
+	}
+	fh, err := os.OpenFile(host, flag, 0)
+	if err != nil {
+		return nil, fixErr(op, name, err)
+	}
+	return &osFile{File: fh, name: name, flag: flag, via: l}, nil
+}
+
+// symlinkToFollow reports whether err, of an open with O_NOFOLLOW added to
+// flag, says the last component is a symlink to follow: ELOOP (ENOTDIR
+// with O_DIRECTORY), unless the caller's flag holds O_NOFOLLOW itself.
+func symlinkToFollow(err error, flag int) bool {
+	if flag&oNoFollow != 0 {
+		return false
+	}
+	e := errno(err)
+	return e == errLoop || (e == errNotDir && flag&oDirectory != 0)
 }
 
 // lowerHandle wraps a handle opened on the lower at rel.

@@ -75,6 +75,8 @@ func (l *layer) statRLocked(op, name, abs string, follow bool) (fs.FileInfo, err
 		return nil, pathErr(op, name, errNoEnt)
 	case at.dirOnly && at.n.kind != kindDir:
 		return nil, pathErr(op, name, errNotDir)
+	case at.n.kind == kindDir:
+		return l.dirInfoLocked(l.infoLocked(infoName(name), at.n), at.rel, at.n), nil
 	case !at.n.layer:
 		return renameInfo(at.n.fi, infoName(name)), nil
 	}
@@ -252,6 +254,18 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 }
 
 func (l *layer) symlink(oldname, newname, abs string) error {
+	// As Linux, the target is read before newname is looked at: an empty
+	// one is ENOENT, one of PATH_MAX bytes or more ENAMETOOLONG; one with
+	// a NUL is no C string (os: EINVAL).
+	if strings.IndexByte(oldname, 0) >= 0 {
+		return linkErr("symlink", oldname, newname, errInval)
+	}
+	if oldname == "" {
+		return linkErr("symlink", oldname, newname, errNoEnt)
+	}
+	if len(oldname) >= pathMax {
+		return linkErr("symlink", oldname, newname, errNameTooLong)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at, ok, err := l.writeEntryLoc("symlink", newname, abs)
@@ -263,9 +277,6 @@ func (l *layer) symlink(oldname, newname, abs string) error {
 	}
 	if err := l.newNameLocked("symlink", oldname, newname, at); err != nil {
 		return err
-	}
-	if oldname == "" {
-		return linkErr("symlink", oldname, newname, errNoEnt)
 	}
 	if err := l.mayCreateLocked(at.rel); err != nil {
 		return linkErr("symlink", oldname, newname, err)

@@ -723,6 +723,9 @@ func info(fi fs.FileInfo) string {
 	if fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0 {
 		s += fmt.Sprintf(" size=%d", fi.Size())
 	}
+	if k, ok := sysNlinkOf(fi); ok {
+		s += fmt.Sprintf(" nlink=%d", k)
+	}
 	return s
 }
 
@@ -735,14 +738,21 @@ func flagString(flag int) string {
 		s = append(s, "O_WRONLY")
 	case os.O_RDWR:
 		s = append(s, "O_RDWR")
+	default:
+		s = append(s, "O_WRONLY|O_RDWR") // neither read nor write on Linux
 	}
+	rest := flag &^ (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	for _, f := range []struct {
 		bit  int
 		name string
 	}{{os.O_CREATE, "O_CREATE"}, {os.O_EXCL, "O_EXCL"}, {os.O_TRUNC, "O_TRUNC"}, {os.O_APPEND, "O_APPEND"}} {
 		if flag&f.bit != 0 {
 			s = append(s, f.name)
+			rest &^= f.bit
 		}
+	}
+	if rest != 0 {
+		s = append(s, fmt.Sprintf("%#x", rest)) // O_NOFOLLOW, O_DIRECTORY, ...
 	}
 	return strings.Join(s, "|")
 }

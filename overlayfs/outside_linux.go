@@ -25,8 +25,10 @@ const maxRelook = 8
 // openHost opens host without following any symlink on its way or at its
 // end.
 func openHost(host string, flag int, perm uint32) (int, error) {
-	if flag&(unix.O_CREAT|unix.O_TMPFILE) == 0 {
-		perm = 0 // openat2 refuses a mode it would not use (open ignores it)
+	if flag&unix.O_CREAT == 0 && flag&unix.O_TMPFILE != unix.O_TMPFILE {
+		// openat2 refuses a mode it would not use (open ignores it).
+		// O_TMPFILE holds O_DIRECTORY's bit: O_DIRECTORY alone uses none.
+		perm = 0
 	}
 	for {
 		fd, err := unix.Openat2(unix.AT_FDCWD, host, &unix.OpenHow{

@@ -8,7 +8,8 @@ package overlayfs_test
 //
 // What a sequence holds: decorated names ("x/", "x/.", "x//", "a//b",
 // "./x", "d/../x", "nope/../x", "ld/../x"); up to three handles at once
-// (append-only ones on lower files among them),
+// (append-only ones on lower files among them; opened with O_NOFOLLOW,
+// O_DIRECTORY or the access mode O_WRONLY|O_RDWR now and then),
 // interleaved with path operations and used after Close; stretches run
 // after os.Chdir into the root or one of its directories, with names
 // relative to it; Chmod to setgid, sticky and 0 modes followed by creates
@@ -304,8 +305,17 @@ func (g *randGen) slot() int { return g.r.IntN(3) }
 
 func (g *randGen) flag() int {
 	f := []int{rdonly, wronly, rdwr}[g.r.IntN(3)]
+	if g.r.IntN(12) == 0 {
+		f = wronly | rdwr // neither read nor write, on Linux
+	}
 	for _, bit := range []int{creat, excl, trunc, appnd} {
 		if g.r.IntN(3) == 0 {
+			f |= bit
+		}
+	}
+	// O_NOFOLLOW and O_DIRECTORY now and then (they found divergences).
+	for _, bit := range []int{syscall.O_NOFOLLOW, syscall.O_DIRECTORY} {
+		if g.r.IntN(10) == 0 {
 			f |= bit
 		}
 	}
@@ -1104,6 +1114,28 @@ func TestCornerClasses(t *testing.T) {
 			open(0, "a"), open(1, "b"), copyOp(1, 0), fstat(0), read(0, 3), closeH(1), copyOp(1, 0),
 			readFromOp(1, ""), readFromOp(1, "x"), openFile(2, "p", rdwr|appnd, 0), copyOp(2, 0), copyOp(0, 2),
 			open(1, "d"), copyOp(2, 1), copyOp(1, 2), writeString(2, "tail"), seek(2, 30, io.SeekStart), write(2, "hole"),
+		}},
+		{"open-flags", []op{
+			// O_DIRECTORY's bit is in O_TMPFILE: an outside open with it
+			// once passed openat2 a mode, and openat2 said EINVAL.
+			openFile(0, "outf", wronly|appnd|syscall.O_DIRECTORY, 0o600), openFile(0, "../outside.txt", wronly|syscall.O_DIRECTORY, 0o600),
+			openFile(0, "out", rdwr|syscall.O_DIRECTORY, 0o600), openFile(0, "out/new", wronly|creat|syscall.O_NOFOLLOW, 0o600), writeString(0, "n"),
+			openFile(1, "l", rdonly|syscall.O_NOFOLLOW, 0), openFile(1, "ld", rdonly|syscall.O_DIRECTORY, 0), openFile(1, "outf", wronly|syscall.O_NOFOLLOW, 0),
+			openFile(2, "a", wronly|rdwr, 0), write(2, "x"), read(2, 1), openFile(2, "d", rdonly|syscall.O_DIRECTORY|creat, 0o755),
+		}},
+		{"outside-handle-info", []op{
+			// A DirEntry's Info of a directory outside the root, opened
+			// through a symlink in it, looks its name up in the view
+			// (seed 2079): the symlink removed, the name is gone.
+			writeFile("out/o", "x", 0o644), open(0, "out"), readDirH(0, -1), remove("out"), seek(0, 0, io.SeekStart), readDirH(0, -1),
+			symlink("d", "out"), seek(0, 0, io.SeekStart), readDirH(0, -1),
+		}},
+		{"create-through-slash-link-outside", []op{
+			// An outside create through a symlink whose target ends in
+			// a slash is EISDIR, as inside (seed 3996): "up" from the
+			// top of the directory alias is the alias's parent, outside.
+			symlink("d/", "ld/../../dalias/up/q"), lstat("../dalias/up/q"), writeFile("../dalias/up/q", "0123", 0o755), lstat("../d"),
+			symlink("nothing/", "../outdir/sl"), openFile(0, "../outdir/sl", wronly|creat, 0o644), openFile(1, "../outdir/sl", wronly|creat|excl, 0o644), lstat("../outdir/nothing"),
 		}},
 		{"special-files", []op{
 			chmod("pipe", 0o600), lstat("pipe"), rename("sock", "d/s2"), lstat("d/s2"), chtimesStat("pipe", time.Unix(1e9, 0)),

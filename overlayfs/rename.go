@@ -44,8 +44,11 @@ func (l *layer) rename(oldname, newname, absOld, absNew string) error {
 		return asLinkErr("rename", oldname, newname, l.renameOutsideLocked(lo, ln))
 	}
 	// Both parents resolved: the kernel refuses "." and "..".
-	if lo.last != lastNorm || ln.last != lastNorm || lo.rel == "" || ln.rel == "" {
+	if lo.last != lastNorm || ln.last != lastNorm {
 		return linkErr("rename", oldname, newname, syscall.EBUSY)
+	}
+	if lo.rel == "" || ln.rel == "" {
+		return asLinkErr("rename", oldname, newname, l.renameRootLocked(lo, ln))
 	}
 	no, err := l.final(lo)
 	if err != nil {
@@ -60,6 +63,30 @@ func (l *layer) rename(oldname, newname, absOld, absNew string) error {
 		return asLinkErr("rename", oldname, newname, err)
 	}
 	return asLinkErr("rename", oldname, newname, l.moveLocked(lo, ln, no, nn))
+}
+
+// renameRootLocked is the error of a rename of the root by its own name
+// or onto it, in rename(2)'s order: the root onto itself does nothing, the
+// root into its subtree is EINVAL, a name onto the root (its ancestor)
+// ENOTEMPTY once that name is found; the root moves nowhere else (EBUSY,
+// as a mount point).
+func (l *layer) renameRootLocked(lo, ln loc) error {
+	switch {
+	case lo.rel == "" && ln.rel == "":
+		return nil
+	case lo.rel == "":
+		return errInval
+	}
+	no, err := l.final(lo)
+	switch {
+	case err != nil:
+		return err
+	case !no.exists():
+		return errNoEnt
+	case no.kind != kindDir && (lo.slash || ln.slash):
+		return errNotDir
+	}
+	return errNotEmpty
 }
 
 // renameLocLocked resolves one name of a rename: its parent, or for "x/."

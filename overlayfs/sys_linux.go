@@ -71,3 +71,16 @@ func plainDir(abs, name string) (has, ok bool) {
 // setUint sets *p to v, for the Stat_t fields whose width differs
 // between architectures.
 func setUint[T ~uint32 | ~uint64](p *T, v uint64) { *p = T(v) }
+
+// maxFileSize is the largest a layer file may grow by a truncation or a
+// write past its end: half the machine's memory, tmpfs's default size.
+// A layer file's bytes are in memory, holes included: past it, EFBIG, as
+// past a file system's largest file, rather than an allocation the
+// runtime cannot survive.
+func maxFileSize() int64 {
+	var si syscall.Sysinfo_t
+	if syscall.Sysinfo(&si) != nil || si.Totalram == 0 {
+		return 1 << 32
+	}
+	return int64(si.Totalram) * int64(max(si.Unit, 1)) / 2
+}

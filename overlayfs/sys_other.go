@@ -15,5 +15,9 @@ type fileID struct{ ctime int64 }
 
 func identity(fs.FileInfo) fileID { return fileID{} }
 
+// maxFileSize is the largest a layer file may grow: 4 GiB where the
+// memory is not known here (see sys_linux.go).
+func maxFileSize() int64 { return 1 << 32 }
+
 // plainDir: only Linux tells whether a path holds a symlink in one call.
 func plainDir(string, string) (has, ok bool) { return false, false }

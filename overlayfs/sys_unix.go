@@ -19,9 +19,11 @@ const (
 	errNoEnt       = syscall.ENOENT
 	errXDev        = syscall.EXDEV
 	errNameTooLong = syscall.ENAMETOOLONG
+	errFileTooBig  = syscall.EFBIG
 	errNoDevice    = syscall.ENXIO
 
-	oNoFollow = syscall.O_NOFOLLOW
+	oNoFollow  = syscall.O_NOFOLLOW
+	oDirectory = syscall.O_DIRECTORY
 )
 
 // owner returns the uid and gid recorded in a lower FileInfo.

@@ -19,6 +19,15 @@ func sysOwner(fi fs.FileInfo) (uid, gid uint32, ok bool) {
 	return st.Uid, st.Gid, true
 }
 
+// sysNlinkOf returns the link count in fi's Sys().
+func sysNlinkOf(fi fs.FileInfo) (uint64, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return uint64(st.Nlink), true
+}
+
 // sysAllocated returns the bytes the file system allocated for a file.
 func sysAllocated(fi fs.FileInfo) (int64, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)

@@ -20,11 +20,13 @@ const (
 	errNoEnt       = syscall.ENOENT
 	errXDev        = syscall.EXDEV
 	errNameTooLong = syscall.ENAMETOOLONG
+	errFileTooBig  = syscall.EFBIG
 	errNoDevice    = syscall.ENXIO
 
 	// Windows opens a symlink's target on open; the caller has already
 	// resolved symlinks in the merged view, so nothing is lost.
-	oNoFollow = 0
+	oNoFollow  = 0
+	oDirectory = 0
 )
 
 // owner reports no owner: Windows FileInfo carries none.

@@ -22,3 +22,5 @@ func lutimes(p string, tm time.Time) error { return os.Chtimes(p, tm, tm) }
 
 // setUmask: Windows has no umask.
 func setUmask(int) int { return 0 }
+
+func sysNlinkOf(fs.FileInfo) (uint64, bool) { return 0, false }
