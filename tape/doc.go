@@ -164,8 +164,7 @@
 // reusing the hash of an unchanged file version;
 // chain.go: the chain hash, written and checked in one place;
 // outcome.go: the outcome of a failure ([ErrorOutcome]); final.go: the
-// end state ([Tape.Final]), with final13.go for the one of format 1.0 to
-// 1.3 that their trailers hold; read.go: [Read]; compare.go: the comparison
+// end state ([Tape.Final]); read.go: [Read]; compare.go: the comparison
 // engine ([CompareAll] and what is built on it), with align.go for the
 // alignment; reference.go: the online check of [WithReference];
 // content.go: the captured contents of [WithContent]; name.go:

@@ -457,10 +457,10 @@ func TestFinalSoundRandomPairs(t *testing.T) {
 
 // TestFinalOldVersions: a 1.3 tape (testdata/final-1.3.tape, recorded by
 // the 1.3 recorder: mkdir and remove tmp, chmod and rename a.txt, an
-// O_EXCL new.txt removed) verifies with the final state of 1.3, which
-// Read uses for minor versions below 4; the same records sealed as 1.4
-// (chain per FORMAT.md, the old final digest) are refused, so the
-// version decides. Tape.Final gives the 1.4 lines whatever the version.
+// O_EXCL new.txt removed) reads, its 1.3 final digest unchecked; the same
+// records sealed as 1.4 (chain per FORMAT.md, the old final digest) are
+// refused, and accepted with the 1.4 digest, so the version decides.
+// Tape.Final gives the 1.4 lines whatever the version.
 func TestFinalOldVersions(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("testdata", "final-1.3.tape"))
 	must(t, err)

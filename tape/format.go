@@ -21,8 +21,8 @@ const (
 const wireMinor = 3
 
 // finalMinor is the minor version from which the trailer's final digest is
-// that of Tape.Final; older tapes' digests are checked with the final state
-// of 1.3 (final13.go).
+// that of Tape.Final. An older tape's digest, by older rules, is not
+// checked: it is derived from the records, which the chain hash covers.
 const finalMinor = 4
 
 // EnvDir names the environment variable that switches recording on for a
