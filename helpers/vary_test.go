@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
-	"golang.org/x/sys/unix"
 
 	"github.com/cowfs/cowfs/helpers"
 	"github.com/cowfs/cowfs/overlayfs"
@@ -191,10 +190,7 @@ func TestVaryRootPathKeepsTimesAndReadOnlyDirs(t *testing.T) {
 	if err := os.Symlink("top", filepath.Join(dir, "rw/link")); err != nil {
 		t.Fatal(err)
 	}
-	ts := unix.NsecToTimespec(old.UnixNano())
-	if err := unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(dir, "rw/link"), []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		t.Fatal(err)
-	}
+	lchtimes(t, filepath.Join(dir, "rw/link"), old)
 	if err := os.Chtimes(filepath.Join(dir, "rw"), old, old); err != nil {
 		t.Fatal(err)
 	}

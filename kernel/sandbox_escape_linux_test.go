@@ -237,7 +237,8 @@ func escapeKernel() {
 	}
 	report("mount tmpfs", unix.Mount("cowfs", ".", "tmpfs", 0, ""))
 	report("umount the root", unix.Unmount(".", unix.MNT_DETACH))
-	report("reboot CAD_ON", unix.Reboot(unix.LINUX_REBOOT_CMD_CAD_ON))
+	cadOn := uint32(unix.LINUX_REBOOT_CMD_CAD_ON) // above int32: a variable converts where a constant overflows
+	report("reboot CAD_ON", unix.Reboot(int(cadOn)))
 	var tv unix.Timeval
 	unix.Gettimeofday(&tv)
 	report("settimeofday", unix.Settimeofday(&tv))

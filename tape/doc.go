@@ -7,11 +7,12 @@
 // and then recorded; [Recorder.Close] writes the trailer. [Read] parses a
 // tape, [Compare] and [Classify] compare two. The format is specified in
 // FORMAT.md, next to this file, precisely enough for another tool to read
-// and write tapes. A Recorder writes format 1.3, whose trailer holds one
-// running BLAKE3 of the lines before it and whose names may be any byte
-// string (a name that is not UTF-8 is written Go-quoted, "bad\xff", see
-// FORMAT.md); Read reads 1.0 to 1.3 and checks each trailer by the rule of
-// the tape's own minor version.
+// and write tapes. A Recorder writes format 1.4, whose trailer holds one
+// running BLAKE3 of the lines before it and the digest of the final state,
+// and whose names may be any byte string (a name that is not UTF-8 is
+// written Go-quoted, "bad\xff", see FORMAT.md); Read reads 1.0 to 1.4 and
+// checks each trailer by the rule of the tape's own minor version (the
+// final state changed in 1.4: older digests are checked with the old one).
 //
 // # Path names
 //
@@ -95,7 +96,11 @@
 // [Compare] compares two tapes in one of four modes: [ModePath] (per path,
 // the same operations and outcomes in the same order; the default),
 // [ModeGlobal] (all records in order), [ModeSet] (the same multiset),
-// [ModeFinal] (the same end state, [Tape.Final]). Records are compared by
+// [ModeFinal] (the same end state, [Tape.Final]: the same end tree reached
+// by another route, such as a temporary file made and removed where a
+// record proved that the root did not hold it, or a chmod before a rename
+// instead of after, reads the same; two different end trees never do,
+// symlinks aside, since a write through one counts at the name used). Records are compared by
 // their canonical line ([Record.Canon]), which drops only the sequence
 // number. The first divergence is found by aligning the two sequences
 // (patience anchors, then Myers' diff), so one extra record in the middle is

@@ -12,13 +12,18 @@ import (
 const (
 	FormatName = "cowfs-tape" // header "format"
 	Version    = 1            // header "version": major; a reader rejects a larger one
-	Minor      = 3            // header "minor": 1.1 added command records, 1.2 the running chain hash, 1.3 any byte string as a name and link
+	Minor      = 4            // header "minor": 1.1 added command records, 1.2 the running chain hash, 1.3 any byte string as a name and link, 1.4 the final state of the same end state by any route
 	HashAlgo   = "blake3"     // header "hash": the only algorithm of version 1
 )
 
 // wireMinor is the minor version from which a string member starting
 // with '"' is Go-quoted (see wireString).
 const wireMinor = 3
+
+// finalMinor is the minor version from which the trailer's final digest is
+// that of Tape.Final. An older tape's digest, by older rules, is not
+// checked: it is derived from the records, which the chain hash covers.
+const finalMinor = 4
 
 // EnvDir names the environment variable that switches recording on for a
 // whole `go test` run: when set to a directory, package helpers writes one
