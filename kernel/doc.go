@@ -44,8 +44,8 @@
 // upper that uses redirect_dir or metacopy cannot be expressed as a layer
 // and is refused, before anything changes, with [ErrRedirect] or
 // [ErrMetacopy]; Run's own import follows directory redirects (see
-// Directory renames below). The upper root's own metadata is not
-// imported: a layer has no entry for the root. The times of the
+// Directory renames below). The upper root's mode and owner are imported
+// where they differ from the view's root (its entry "."). The times of the
 // directories the kernel wrote in, the root's too, are kept as the view's
 // ([overlayfs.Fs.PutDirTime]); a directory copied up only for that
 // becomes no layer entry.
