@@ -15,10 +15,6 @@ import (
 type finalState struct {
 	m      map[string]*finalEntry
 	absent map[string]bool // paths the root is known not to have held at the start
-	// start holds the mode ("-rw-r--r--", "drwxr-xr-x") a stat or lstat
-	// saw on a regular file or directory without special bits, before any
-	// record changed it: its mode at the start.
-	start map[string]string
 }
 
 type finalEntry struct {
@@ -38,7 +34,7 @@ type finalEntry struct {
 }
 
 func newFinalState() *finalState {
-	return &finalState{m: map[string]*finalEntry{}, absent: map[string]bool{}, start: map[string]string{}}
+	return &finalState{m: map[string]*finalEntry{}, absent: map[string]bool{}}
 }
 
 // get returns p's entry, making one if p has none: the root's entry at p,
@@ -141,8 +137,6 @@ func (s *finalState) learn(r *Record) {
 	case r.Err != "":
 		s.learnFailure(r.Op, r.Path, r.Err)
 		s.learnExcl(r)
-	case r.Op == OpStat || r.Op == OpLstat:
-		s.learnStat(r.Path, r.Mode)
 	case r.Op == OpMkdir || r.Op == OpSymlink:
 		s.learnAbsent(r.Path)
 	case r.Op == OpLink:
@@ -160,32 +154,6 @@ func (s *finalState) learnFailure(op, p, outcome string) {
 		outcome == OutcomeNotDir && (op == OpLstat || op == OpReadlink || op == OpMkdir):
 		s.learnAbsent(p)
 	}
-}
-
-// learnStat is learn for a successful stat or lstat of p that saw mode:
-// the recorder's stat fast path calls it without building a Record. A
-// path with an entry may have been chmod-ed: only one with none counts.
-func (s *finalState) learnStat(p, mode string) {
-	if _, ok := s.start[p]; ok || len(mode) != 10 || mode[0] != '-' && mode[0] != 'd' {
-		return
-	}
-	if s.m[p] == nil && p != OutsidePath && !s.changed(p) {
-		s.start[p] = mode
-	}
-}
-
-// chmod sets the mode of p's entry, or clears it when the entry is the
-// root's (lower or moved) and the mode is the one a stat saw at the start.
-func (s *finalState) chmod(p, mode string) {
-	e := s.get(p)
-	o := p
-	if e.kind == "moved" {
-		o = e.from
-	}
-	if st := s.start[o]; (e.kind == "lower" || e.kind == "moved") && len(mode) == 10 && mode[0] == '-' && st != "" && st[1:] == mode[1:] {
-		mode = ""
-	}
-	e.mode = mode
 }
 
 // learnExcl is learn for a failed O_CREATE|O_EXCL open, which follows no
@@ -269,7 +237,7 @@ func (s *finalState) apply(r *Record) {
 	case OpRename:
 		s.rename(r.Path, r.To)
 	case OpChmod:
-		s.chmod(r.Path, r.Mode)
+		s.get(r.Path).mode = r.Mode
 	case OpChown:
 		var b strings.Builder
 		if r.UID != nil {
@@ -322,8 +290,7 @@ func (s *finalState) mkdirAll(p, mode string) {
 	// that a parent made makes its children known made.
 	var names []string
 	for a := p; a != "."; a = path.Dir(a) {
-		e := s.m[a]
-		if e != nil && !e.unknown() && e.kind != "deleted" || s.startDir(a, e) {
+		if e := s.m[a]; e != nil && !e.unknown() && e.kind != "deleted" {
 			break
 		}
 		names = append(names, a)
@@ -342,22 +309,6 @@ func (s *finalState) mkdirAll(p, mode string) {
 			e.kind, e.from = "ensured", from
 		}
 	}
-}
-
-// startDir reports whether the entry a path with entry e (nil: none)
-// reads as is one nothing changed and a stat saw as a directory at the
-// start: it is there now.
-func (s *finalState) startDir(p string, e *finalEntry) bool {
-	o := s.origin(p)
-	if e != nil {
-		if !e.unknown() {
-			return false
-		}
-		if o = p; e.kind == "moved" {
-			o = e.from
-		}
-	}
-	return strings.HasPrefix(s.start[o], "d")
 }
 
 // unknown reports an entry whose existence the records do not know: the

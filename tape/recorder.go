@@ -302,7 +302,7 @@ func (r *Recorder) emit(rec *Record) {
 // emitStat records a stat, lstat or fstat of fi (err nil) or its failure
 // without building a Record: zeroing the Record was a tenth of the cost of
 // recording a Stat, the most frequent call. A stat changes no final state
-// (finalState only learns from it, without a Record), so only
+// (finalState.apply only learns from a failure, without a Record), so only
 // the online check, when there is one, needs the Record. When k is not nil, emitStat also returns the
 // hash the version cache holds for k, read under the same lock.
 func (r *Recorder) emitStat(op, path string, fi os.FileInfo, err error, k *versionKey) (cached string) {
@@ -335,8 +335,6 @@ func (r *Recorder) emitStat(op, path string, fi os.FileInfo, err error, k *versi
 		r.written(from)
 		if err != nil {
 			r.final.learnFailure(op, path, outcome) // a failed lstat may prove path absent
-		} else if op != OpFstat {
-			r.final.learnStat(path, modeString(mode)) // the start mode, for a chmod back to it
 		}
 	}
 	r.mu.Unlock()
