@@ -23,22 +23,6 @@ import (
 	"github.com/spf13/afero"
 )
 
-// openFlags is OpenFile with flags flagString does not render (O_DIRECTORY,
-// O_NOFOLLOW, O_SYNC, ...), named by desc.
-func openFlags(slot int, rel string, flag int, desc string, perm fs.FileMode) op {
-	return op{fmt.Sprintf("#%d=OpenFile(%q, %s, %#o)", slot, rel, desc, perm), func(e *env) string {
-		f, err := e.fs.OpenFile(e.p(rel), flag, perm)
-		if err != nil {
-			return e.res(err, "")
-		}
-		if old := e.handles[slot]; old != nil {
-			old.Close()
-		}
-		e.handles[slot] = f
-		return e.res(err, "name=%s", e.relName(f.Name()))
-	}}
-}
-
 // statFull renders what Stat or Lstat tells beyond info: the link count
 // and owner from Sys().
 func statFull(rel string, follow bool) op {

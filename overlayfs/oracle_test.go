@@ -770,7 +770,13 @@ func withHandle(desc string, slot int, fn func(e *env, f afero.File) string) op 
 }
 
 func openFile(slot int, rel string, flag int, perm fs.FileMode) op {
-	return op{fmt.Sprintf("#%d=OpenFile(%q, %s, %#o)", slot, rel, flagString(flag), perm), func(e *env) string {
+	return openFlags(slot, rel, flag, flagString(flag), perm)
+}
+
+// openFlags is OpenFile with its flags named by desc (for flags
+// flagString does not render: O_DIRECTORY, O_NOFOLLOW, O_SYNC, ...).
+func openFlags(slot int, rel string, flag int, desc string, perm fs.FileMode) op {
+	return op{fmt.Sprintf("#%d=OpenFile(%q, %s, %#o)", slot, rel, desc, perm), func(e *env) string {
 		f, err := e.fs.OpenFile(e.p(rel), flag, perm)
 		if err != nil {
 			return e.res(err, "")
