@@ -110,17 +110,31 @@ func unlinkedDirInfo(fi fs.FileInfo) fs.FileInfo {
 // subdirectories (the ".." of each). It reports false where the count is
 // the one fi already holds: a lower directory with no layer entry
 // directly in it (its lower count), or one whose file system counts
-// otherwise (btrfs: 1). Cost: for those, a look at what is known of the
-// directory's layer entries (see dirStates); else a merged listing of
-// rel with types.
+// otherwise (btrfs: 1).
+//
+// Where the lower shows through rel, the count starts from the lower
+// directory's own and each layer entry directly in rel corrects it (a
+// directory where the lower had none, or none where it had one): the
+// cost is a look at the layer's children and, for each, the lower's
+// listing of rel if cached or else an lstat. A Stat of a big lower
+// directory with one new file in it lists nothing. Where the lower does
+// not count subdirectories, it is a merged listing.
 func (l *layer) dirNlinkLocked(rel string, n node) (uint32, bool) {
 	if n.kind != kindDir {
 		return 0, false
 	}
-	if !n.layer {
-		if _, k := lowerLinkID(n.fi); k < 2 || l.bareDirLocked(rel) {
-			return 0, false
+	lowerFi := n.fi
+	if n.layer && n.under {
+		if fi, err := lstatHost(l.host(rel)); err == nil && fi.IsDir() {
+			lowerFi = fi
 		}
+	}
+	_, base := lowerLinkID(lowerFi)
+	switch {
+	case !n.layer && (base < 2 || l.bareDirLocked(rel)):
+		return 0, false
+	case n.under && lowerFi != nil && base >= 2:
+		return l.correctedNlinkLocked(rel, base), true
 	}
 	ls, err := l.listLocked(rel, n)
 	if err != nil {
@@ -133,6 +147,35 @@ func (l *layer) dirNlinkLocked(rel string, n node) (uint32, bool) {
 		}
 	}
 	return k, true
+}
+
+// correctedNlinkLocked is the view's link count of rel, a directory the
+// lower shows through whose lower count is base (see dirNlinkLocked).
+func (l *layer) correctedNlinkLocked(rel string, base uint64) uint32 {
+	k := int64(base)
+	names, es := l.childrenLocked(rel)
+	var listed *map[string]struct{}
+	if d := l.lower().dir(rel); d != nil {
+		listed = d.names.Load()
+	}
+	for i, e := range es {
+		maybe := listed == nil // the lower may have something at that name
+		if !maybe {
+			_, maybe = (*listed)[names[i]]
+		}
+		was := false // a directory in the lower at that name
+		if maybe {
+			fi, err := lstatHost(l.host(join(rel, names[i])))
+			was = err == nil && fi.IsDir()
+		}
+		switch is := e.kind == kindDir; {
+		case is && !was:
+			k++
+		case was && !is:
+			k--
+		}
+	}
+	return uint32(max(k, 2))
 }
 
 // infoName is the Name os reports for a Stat of name.
