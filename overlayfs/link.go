@@ -1,10 +1,12 @@
 package overlayfs
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/tidwall/btree"
 
@@ -80,6 +82,30 @@ func (f *Fs) Link(oldname, newname string) error {
 	return g.link(oldname, newname, absOld, absNew)
 }
 
+// outsideNewNameErr is linkat's error for a new name outside the root,
+// at host, when the old name is inside: EXDEV, but only once the new
+// name is resolved (as the kernel does before it compares the mounts),
+// so a name that exists is EEXIST, one ending in a slash that does not
+// is ENOENT, and one whose directory cannot be reached says why.
+func outsideNewNameErr(host string) error {
+	trimmed := strings.TrimRight(host, "/")
+	_, err := os.Lstat(trimmed)
+	switch {
+	case err == nil:
+		return errExist
+	case !errors.Is(err, fs.ErrNotExist):
+		return err // ENOTDIR, ELOOP, ENAMETOOLONG, EACCES on the way
+	case trimmed != host:
+		return errNoEnt // a directory asked for, not there
+	}
+	if i := strings.LastIndexByte(trimmed, '/'); i > 0 {
+		if _, err := os.Stat(trimmed[:i]); err != nil {
+			return err
+		}
+	}
+	return errXDev
+}
+
 func (l *layer) link(oldname, newname, absOld, absNew string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -108,7 +134,7 @@ func (l *layer) link(oldname, newname, absOld, absNew string) error {
 		switch {
 		case err != nil:
 		case lo.inside:
-			err = errXDev
+			err = outsideNewNameErr(ln.host)
 		default:
 			err = os.Link(lo.host, ln.host)
 		}

@@ -424,6 +424,9 @@ func (l *layer) setMeta(op, name, abs string, check metaCheck, outside func(host
 		if e.attrs != nil {
 			a = *e.attrs
 		}
+		if t, moved := l.dirTimeLocked(at.rel); moved && op == "chtimes" {
+			a.meta.mtime = t // a Chtimes leaving the mtime (UTIME_OMIT) keeps the moved one
+		}
 		set(&a.meta, e.kind == kindDir)
 		e.attrs = &a
 		l.relinkLocked(e)

@@ -533,7 +533,9 @@ func walkTarget(fsys target, root string) (map[string]entry, error) {
 			if err != nil {
 				errs = append(errs, fmt.Errorf("walk: readlink %s: %v", rel, err))
 			}
-			e.content = target
+			// An absolute target into the tree (or beside it) names each
+			// side's own: "$ROOT/..." and "$DIR/..." compare.
+			e.content = unmapTarget(target, root)
 		case fi.Mode().IsRegular():
 			data, err := readAll(fsys, p)
 			if err != nil {
@@ -548,6 +550,19 @@ func walkTarget(fsys target, root string) (map[string]entry, error) {
 	}
 	walk("")
 	return out, errors.Join(errs...)
+}
+
+// unmapTarget renders a symlink target naming root or its parent
+// absolutely as "$ROOT/..." or "$DIR/...", so that two copies' links
+// compare.
+func unmapTarget(target, root string) string {
+	switch dir := filepath.Dir(root); {
+	case target == root || strings.HasPrefix(target, root+"/"):
+		return "$ROOT" + target[len(root):]
+	case target == dir || strings.HasPrefix(target, dir+"/"):
+		return "$DIR" + target[len(dir):]
+	}
+	return target
 }
 
 func path2(dir, name string) string {
