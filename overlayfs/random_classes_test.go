@@ -116,6 +116,9 @@ func linkWriteRead(oldRel, newRel, data string) op {
 		if !strings.HasPrefix(s, "err=nil") {
 			return s
 		}
+		if fi, err := e.fs.Stat(e.p(oldRel)); err != nil || !fi.Mode().IsRegular() {
+			return s + "; not a regular file: " + describeErr(err, e.root) // a FIFO would block
+		}
 		f, err := e.fs.OpenFile(e.p(oldRel), os.O_WRONLY|os.O_APPEND, 0)
 		if err == nil {
 			_, err = f.Write([]byte(data))
@@ -217,4 +220,53 @@ func diffDirTimes(want, got map[string]string) []error {
 		}
 	}
 	return errs
+}
+
+// linkRename links old to new, then renames one name over the other
+// (POSIX: names of one file, so nothing happens, and both stay) and
+// Lstats both.
+func linkRename(oldRel, newRel string, back bool) op {
+	l := hardLink(oldRel, newRel)
+	from, to := oldRel, newRel
+	if back {
+		from, to = newRel, oldRel
+	}
+	r := rename(from, to)
+	return op{l.desc + "; " + r.desc + "; Lstat both", func(e *env) string {
+		s := l.run(e)
+		if !strings.HasPrefix(s, "err=nil") {
+			return s // only names of one file (never a directory holding the root)
+		}
+		s += "; " + r.run(e)
+		for _, n := range []string{oldRel, newRel} {
+			fi, _, err := e.fs.LstatIfPossible(e.p(n))
+			s += fmt.Sprintf("; lstat %s=%s %s", n, describeErr(err, e.root), info(fi))
+		}
+		return s
+	}}
+}
+
+// linkMeta links old to new, changes the mode and times through one name
+// and reads them through the other, then removes the first name and
+// Lstats the second (its link count).
+func linkMeta(oldRel, newRel string, mode fs.FileMode, mt time.Time) op {
+	l := hardLink(oldRel, newRel)
+	return op{l.desc + fmt.Sprintf("; Chmod(old, %v); Chtimes(new, %v); Lstat both; Remove(old); Lstat(new)", mode, mt), func(e *env) string {
+		s := l.run(e)
+		if !strings.HasPrefix(s, "err=nil") {
+			return s
+		}
+		s += "; chmod=" + describeErr(e.fs.Chmod(e.p(oldRel), mode), e.root)
+		s += "; chtimes=" + describeErr(e.fs.Chtimes(e.p(newRel), mt, mt), e.root)
+		for _, n := range []string{oldRel, newRel} {
+			fi, _, err := e.fs.LstatIfPossible(e.p(n))
+			s += fmt.Sprintf("; lstat %s=%s %s", n, describeErr(err, e.root), info(fi))
+			if err == nil && !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 {
+				s += " mtime=" + fi.ModTime().UTC().Format(time.RFC3339Nano)
+			}
+		}
+		s += "; remove=" + describeErr(e.fs.Remove(e.p(oldRel)), e.root)
+		fi, _, err := e.fs.LstatIfPossible(e.p(newRel))
+		return s + fmt.Sprintf("; lstat new=%s %s", describeErr(err, e.root), info(fi))
+	}}
 }

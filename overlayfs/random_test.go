@@ -175,7 +175,13 @@ var randBase = []string{
 	"../alias/a", "../alias/d/c", "../alias/new", "../alias/ld/b", "../alias/d", "../dalias/f",
 	"../dalias/sub/g", "../dalias/new", "../dalias/up/a", "../dalias/sub", "toalias/f", "toalias/new",
 	"al/f", "al/new", "al/sub/g", "al/up/a",
+	// Hard links the generator makes (randLinkNames).
+	"h1", "d/h3", "sg/h4",
 }
+
+// randLinkNames are new names for hard links: a link's new name is one of
+// these two times in three.
+var randLinkNames = []string{"h1", "h2", "d/h3", "sg/h4", "big/h5", "dir/sub/h6", "st/h7", "g/h8"}
 
 // randAliases bind-mounts root at dir/alias and root/al at dir/dalias
 // (dir holds root), as the generator's names expect, and returns what
@@ -301,6 +307,26 @@ func (g *randGen) nameOf(n string) string {
 	return n
 }
 
+// linkOld is the old name of a hard link: a lower file, a link made
+// before, or any name.
+func (g *randGen) linkOld() string {
+	switch g.r.IntN(4) {
+	case 0:
+		return g.name()
+	case 1:
+		return g.nameOf(g.pick(randLinkNames))
+	}
+	return g.nameOf(g.pick(randLowerFiles))
+}
+
+// linkNew is the new name of a hard link: mostly a free one.
+func (g *randGen) linkNew() string {
+	if g.r.IntN(3) == 0 {
+		return g.name()
+	}
+	return g.nameOf(g.pick(randLinkNames))
+}
+
 func (g *randGen) slot() int { return g.r.IntN(3) }
 
 func (g *randGen) flag() int {
@@ -330,7 +356,7 @@ func (g *randGen) op() (op, string) {
 
 func (g *randGen) op1() op {
 	g.opens = ""
-	switch g.r.IntN(52) {
+	switch g.r.IntN(53) {
 	case 0, 1, 2:
 		return openFile(g.slot(), g.opening(g.name()), g.flag(), g.pick2(randPerms))
 	case 3:
@@ -420,17 +446,21 @@ func (g *randGen) op1() op {
 		// A hard link of any name to any other: a lower file, a
 		// directory (EPERM), a symlink (not followed), over an entry
 		// (EEXIST), outside.
-		from, to := g.name(), g.name()
+		from, to := g.linkOld(), g.linkNew()
 		g.opens = "\x04" + from + "\x00" + to
 		return hardLink(from, to)
 	case 47:
 		// A link, then a write through one name read through the other.
-		from, to := g.nameOf(g.pick(randLowerFiles)), g.name()
-		if g.r.IntN(2) == 0 {
-			from = g.name()
-		}
+		from, to := g.linkOld(), g.linkNew()
 		g.opens = "\x04" + from + "\x00" + to
 		return linkWriteRead(from, to, g.pick(randData))
+	case 51:
+		from, to := g.linkOld(), g.linkNew()
+		g.opens = "\x04" + from + "\x00" + to
+		if g.r.IntN(2) == 0 {
+			return linkRename(from, to, g.r.IntN(2) == 0)
+		}
+		return linkMeta(from, to, g.pick2(randPerms), time.Unix(int64(1e9+g.r.IntN(1e6)), int64(g.r.IntN(1e9))))
 	case 48:
 		return symlinkMapped(g.pick(randAbsTargets), g.name())
 	case 49:
