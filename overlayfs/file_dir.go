@@ -247,7 +247,11 @@ func (d *dir) Stat() (fs.FileInfo, error) {
 	}
 	fi := d.fs.infoLocked(infoName(d.name), n)
 	if cur.kind != kindDir {
-		return unlinkedDirInfo(fi), nil // removed: no name links it
+		fi = unlinkedDirInfo(fi) // removed: no name links it
+		if t, ok := d.fs.goneTime(&d.rel, d.slot); ok {
+			fi = timedInfo{fi, t} // as it was when removed
+		}
+		return fi, nil
 	}
 	return d.fs.dirInfoLocked(fi, d.rel, n), nil
 }

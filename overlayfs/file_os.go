@@ -120,6 +120,9 @@ func (o *osFile) Stat() (fs.FileInfo, error) {
 		switch {
 		case n.kind != kindDir:
 			lfi = unlinkedInfo(renameInfo(fi, infoName(o.name))) // removed: no name links it
+			if t, ok := f.goneTime(&o.at, o.slot); ok {
+				lfi = timedInfo{lfi, t} // as it was when removed
+			}
 		case n.layer:
 			lfi = f.dirInfoLocked(f.infoLocked(infoName(o.name), n), o.at, n)
 		default:

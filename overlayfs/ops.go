@@ -658,10 +658,11 @@ func splitPath(name string) (dir, base string) {
 // unlinkLocked removes rel and its subtree from the view: layer entries go,
 // and a whiteout hides the lower where it has something there.
 func (l *layer) unlinkLocked(rel string, visible bool, n node) {
+	gone := l.goneDirTimesLocked(rel) // before the times and the entries go
 	l.dropDirTimesLocked(rel, true)
 	l.touchDirLocked(parent(rel), l.now())
 	walked := l.keepLinksLocked(rel, visible, n)
-	l.goneLocked(rel)
+	l.goneLocked(rel, gone)
 	dirs := l.removedDirsLocked(rel)
 	l.deleteTreeLocked(rel)
 	l.pinLocked(rel, dirs)

@@ -741,8 +741,32 @@ func info(fi fs.FileInfo) string {
 	if k, ok := sysNlinkOf(fi); ok {
 		s += fmt.Sprintf(" nlink=%d", k)
 	}
+	if fi.IsDir() {
+		s += " mtime=" + timeClass(fi.ModTime())
+	}
 	return s
 }
+
+// randDirEpoch is the time randFixture gives every entry of the fixture
+// (fixtureTime); a Chtimes of the generator sets one in 2001.
+var randDirEpoch = fixtureTime
+
+// timeClass renders a directory's modification time as the differential
+// compares it: "fixture" while it is the fixture's, the exact value where
+// Chtimes set one (in 2001), and "moved" otherwise (the clock's, which
+// the two sides read at different instants).
+func timeClass(t time.Time) string {
+	switch {
+	case t.Equal(randDirEpoch):
+		return "fixture"
+	case t.Before(time.Date(2002, 1, 1, 0, 0, 0, 0, time.UTC)):
+		return t.UTC().Format(time.RFC3339Nano)
+	case t.Before(randDirEpoch):
+		return "between " + t.UTC().Format(time.RFC3339Nano)
+	}
+	return "moved"
+}
+
 
 func flagString(flag int) string {
 	var s []string

@@ -1217,6 +1217,14 @@ func TestCornerClasses(t *testing.T) {
 			chtimesPair("d", time.Unix(1e9, 7), time.Unix(1e9, 9)), dirTime("d"), chtimesPair("d", time.Unix(1e9, 8), time.Time{}), dirTime("d"),
 			writeFile("d/new", "x", 0o644), dirTime("d"), chtimesPair("d", time.Unix(1e9, 6), time.Time{}), dirTime("d"), dirTime("ld"),
 		}},
+		{"removed-dir-handle-time", []op{
+			// fstat of a removed directory reports the time it had
+			// when removed: RemoveAll's unlinks of its entries moved it
+			// (a lower directory's handle, and a layer one's).
+			open(0, "d/e"), open(1, "d"), removeAll("d"), fstat(0), fstat(1), mkdir("n", 0o755), writeFile("n/f", "x", 0o644),
+			open(2, "n"), openFile(0, "dir/sub", rdonly, 0), removeAll("n"), removeAll("dir"), fstat(2), fstat(0),
+			chtimesPair("empty", time.Unix(1e9, 3), time.Unix(1e9, 4)), open(1, "empty"), remove("empty"), fstat(1),
+		}},
 		{"special-files", []op{
 			chmod("pipe", 0o600), lstat("pipe"), rename("sock", "d/s2"), lstat("d/s2"), chtimesStat("pipe", time.Unix(1e9, 0)),
 			remove("d/pipe"), openFile(0, "sock", rdonly, 0),
