@@ -767,7 +767,6 @@ func timeClass(t time.Time) string {
 	return "moved"
 }
 
-
 func flagString(flag int) string {
 	var s []string
 	switch flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR) {
