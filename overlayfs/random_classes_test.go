@@ -250,3 +250,45 @@ func linkMeta(oldRel, newRel string, mode fs.FileMode, mt time.Time) op {
 		return s + fmt.Sprintf("; lstat new=%s %s", describeErr(err, e.root), info(fi))
 	}}
 }
+
+// handleLink opens old (read-only, or read-write), links it to new,
+// writes through new (truncating or appending) and reads through the
+// handle opened before: one file, whichever name and handle.
+func handleLink(slot int, oldRel, newRel string, rw, trunc bool, data string) op {
+	flag, newFlag := os.O_RDONLY, os.O_WRONLY|os.O_APPEND
+	if rw {
+		flag = os.O_RDWR
+	}
+	if trunc {
+		newFlag = os.O_WRONLY | os.O_TRUNC
+	}
+	o, l := openFile(slot, oldRel, flag, 0), hardLink(oldRel, newRel)
+	return op{fmt.Sprintf("%s; %s; write %q through the new (%s); read #%d from 0; Stat #%d", o.desc, l.desc, data, flagString(newFlag), slot, slot), func(e *env) string {
+		if fi, err := e.fs.Stat(e.p(oldRel)); err != nil || !fi.Mode().IsRegular() {
+			return "not a regular file: " + describeErr(err, e.root) // a FIFO would block
+		}
+		s := o.run(e)
+		if !strings.HasPrefix(s, "err=nil") {
+			return s
+		}
+		ls := l.run(e)
+		s += "; " + ls
+		if !strings.HasPrefix(ls, "err=nil") {
+			return s
+		}
+		f, err := e.fs.OpenFile(e.p(newRel), newFlag, 0)
+		if err == nil {
+			_, err = f.Write([]byte(data))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		s += "; write=" + describeErr(err, e.root)
+		h := e.handles[slot]
+		buf := make([]byte, 64)
+		n, err := h.ReadAt(buf, 0)
+		s += fmt.Sprintf("; read=%s %q", describeErr(err, e.root), buf[:max(n, 0)])
+		fi, err := h.Stat()
+		return s + fmt.Sprintf("; stat=%s %s", describeErr(err, e.root), info(fi))
+	}}
+}

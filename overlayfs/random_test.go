@@ -356,7 +356,7 @@ func (g *randGen) op() (op, string) {
 
 func (g *randGen) op1() op {
 	g.opens = ""
-	switch g.r.IntN(53) {
+	switch g.r.IntN(54) {
 	case 0, 1, 2:
 		return openFile(g.slot(), g.opening(g.name()), g.flag(), g.pick2(randPerms))
 	case 3:
@@ -461,6 +461,10 @@ func (g *randGen) op1() op {
 			return linkRename(from, to, g.r.IntN(2) == 0)
 		}
 		return linkMeta(from, to, g.pick2(randPerms), time.Unix(int64(1e9+g.r.IntN(1e6)), int64(g.r.IntN(1e9))))
+	case 52:
+		from, to := g.linkOld(), g.linkNew()
+		g.opens = "\x04" + from + "\x00" + to
+		return handleLink(g.slot(), from, to, g.r.IntN(2) == 0, g.r.IntN(2) == 0, g.pick(randData))
 	case 48:
 		return symlinkMapped(g.pick(randAbsTargets), g.name())
 	case 49:
