@@ -356,7 +356,7 @@ func (g *randGen) op() (op, string) {
 
 func (g *randGen) op1() op {
 	g.opens = ""
-	switch g.r.IntN(54) {
+	switch g.r.IntN(55) {
 	case 0, 1, 2:
 		return openFile(g.slot(), g.opening(g.name()), g.flag(), g.pick2(randPerms))
 	case 3:
@@ -461,6 +461,18 @@ func (g *randGen) op1() op {
 			return linkRename(from, to, g.r.IntN(2) == 0)
 		}
 		return linkMeta(from, to, g.pick2(randPerms), time.Unix(int64(1e9+g.r.IntN(1e6)), int64(g.r.IntN(1e9))))
+	case 53:
+		// Times far from now: before 1970, the epoch, 2038 and after,
+		// to the nanosecond, on any name (directories too).
+		t := g.pick([]string{"-1e9+123", "0", "2^31", "2^31-1ns", "2^33+7", "1e9+999999999"})
+		tm := map[string]time.Time{"-1e9+123": time.Unix(-1e9, 123), "0": time.Unix(0, 0), "2^31": time.Unix(1<<31, 0),
+			"2^31-1ns": time.Unix(1<<31-1, 999999999), "2^33+7": time.Unix(1<<33, 7), "1e9+999999999": time.Unix(1e9, 999999999)}[t]
+		if g.r.IntN(2) == 0 {
+			return chtimesStat(g.name(), tm)
+		}
+		n := g.name()
+		c, d := chtimesPair(n, time.Unix(1e9, 1), tm), dirTime(n)
+		return op{c.desc + "; " + d.desc, func(e *env) string { return c.run(e) + "; " + d.run(e) }}
 	case 52:
 		from, to := g.linkOld(), g.linkNew()
 		g.opens = "\x04" + from + "\x00" + to
