@@ -1241,6 +1241,19 @@ func TestCornerClasses(t *testing.T) {
 			open(2, "n"), openFile(0, "dir/sub", rdonly, 0), removeAll("n"), removeAll("dir"), fstat(2), fstat(0),
 			chtimesPair("empty", time.Unix(1e9, 3), time.Unix(1e9, 4)), open(1, "empty"), remove("empty"), fstat(1),
 		}},
+		{"file-times", []op{
+			// What moves a file's time and what does not: empty writes,
+			// truncations to its own size, O_TRUNC of an empty file,
+			// empty copies, Chmod, a read.
+			openFile(0, "a", rdwr, 0), write(0, ""), lstat("a"), writeAt(0, "", 3), lstat("a"), writeString(0, ""), lstat("a"),
+			readFromOp(0, ""), lstat("a"), read(0, 3), lstat("a"), truncH(0, 6), lstat("a"), truncH(0, 7), lstat("a"),
+			chtimesPair("b", time.Unix(1e9, 1), time.Unix(1e9, 2)), openFile(1, "b", wronly|appnd, 0), write(1, ""), lstat("b"), truncH(1, 5), lstat("b"),
+			open(2, "d/b"), copyOpKind(1, 2, 1, 0), lstat("b"), copyOpKind(1, 2, 2, 0), lstat("b"), chmod("b", 0o600), lstat("b"),
+			writeFile("empty/e", "", 0o644), chtimesPair("empty/e", time.Unix(1e9, 1), time.Unix(1e9, 2)), openFile(0, "empty/e", wronly|trunc, 0), lstat("empty/e"),
+			chtimesPair("empty/e", time.Unix(1e9, 1), time.Unix(1e9, 2)), openFile(0, "empty/e", rdonly|trunc, 0), lstat("empty/e"),
+			chtimesPair("empty/e", time.Unix(1e9, 1), time.Unix(1e9, 2)), openFile(0, "empty/e", wronly|creat, 0o644), lstat("empty/e"), syncH(0), closeH(0), lstat("empty/e"),
+			openFile(0, "x", rdonly|trunc, 0), lstat("x"), openFile(0, "p", wronly|creat|excl, 0o644), lstat("p"), hardLink("x", "xl"), lstat("x"), rename("xl", "xm"), lstat("x"),
+		}},
 		{"special-files", []op{
 			chmod("pipe", 0o600), lstat("pipe"), rename("sock", "d/s2"), lstat("d/s2"), chtimesStat("pipe", time.Unix(1e9, 0)),
 			remove("d/pipe"), openFile(0, "sock", rdonly, 0),
