@@ -682,7 +682,7 @@ func randRun(ops []op, opens []string, want, got *randSide, origIno map[string]u
 			}
 		} else if names, ok := strings.CutPrefix(opens[i], "\x04"); ok {
 			from, to, _ := strings.Cut(names, "\x00")
-			if a, b := want.inRoot(from), want.inRoot(to); a != 0 && b != 0 && a != b {
+			if a, b := want.linkedIn(from), want.inRoot(to); a != 0 && b != 0 && a != b {
 				continue // across the root's edge: the overlay is a file system of its own (EXDEV)
 			}
 			if want.acrossMounts(from, to) {
@@ -853,6 +853,22 @@ func (s *randSide) inRoot(name string) int {
 		return 0
 	}
 	if canon == s.root || strings.HasPrefix(canon, s.root+"/") {
+		return 1
+	}
+	return 2
+}
+
+// linkedIn is inRoot for the old name of a link: one ending in a slash
+// names what its final symlink leads to (linkat follows it then).
+func (s *randSide) linkedIn(name string) int {
+	if !strings.HasSuffix(name, "/") {
+		return s.inRoot(name)
+	}
+	p, ok := s.resolved(name)
+	switch {
+	case !ok:
+		return 0
+	case p == s.root || strings.HasPrefix(p, s.root+"/"):
 		return 1
 	}
 	return 2
