@@ -86,7 +86,9 @@
 // own), and 0 from a handle on a removed one. A directory's modification
 // time moves when an entry is made, removed or renamed in it, as on
 // Linux, without putting the directory in the layer: the changes, the
-// patch and Commit are as they were. [Fs.DirTimes] lists those times
+// patch and Commit are as they were; a Chtimes that leaves the mtime
+// keeps it, and a handle on a removed directory reports the time it had
+// when removed. [Fs.DirTimes] lists those times
 // (package kernel writes them into an upper), [Fs.PutDirTime] keeps one
 // (package kernel's Import, for the directories the kernel wrote in).
 //
@@ -345,7 +347,8 @@
 // file_dir.go, file_os.go: the handles on a
 // layer file, a directory and a real file; file_copy.go: io.Copy between
 // handles (os's copy_file_range path); handles.go:
-// how open handles follow renames and removals; readdir.go and info.go: merged
+// how open handles follow renames and removals (and a removed
+// directory's time); readdir.go and info.go: merged
 // listings and FileInfo; readdir_*.go: reading a lower directory (getdents
 // and fstatat on Linux, os's calls elsewhere); namesort.go: the order of a
 // listing's names;

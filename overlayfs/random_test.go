@@ -19,7 +19,17 @@ package overlayfs_test
 // ReadFrom of a LimitReader, of a handle, and into a buffer: os's
 // copy_file_range path, into closed, read-only and directory handles),
 // ReadFrom and WriteString; seeks past the end then writes (holes); Lstat; Chtimes then
-// Stat, and Chtimes with zero times (left unchanged); names through bind mounts of the root ("../alias/...") and of
+// Stat, and Chtimes with zero times (left unchanged) or times far from now;
+// hard links (random_classes_test.go) of lower files, links made before,
+// directories, symlinks, FIFOs and names outside, then writes through one
+// name read through the other (and through a handle opened before),
+// renames of one name over the other, Chmod and Chtimes through one name,
+// removal of one; symlinks with absolute targets into the root and beside
+// it (each side's own: "$ROOT", "$DIR"), "", "a//b", "d/.", "d/..", targets
+// of PATH_MAX and NAME_MAX, and one to "/" read through and removed in the
+// same step; every FileInfo's modification time (its class: the
+// fixture's, moved, or the exact value a Chtimes set), per step and, for
+// directories, over the final trees; names through bind mounts of the root ("../alias/...") and of
 // one of its directories ("../dalias/...", and a link "toalias" in the
 // root leading to it), on both sides: os writes through them into its
 // copy, the overlay into its layer (the real root must not change);
