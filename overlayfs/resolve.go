@@ -299,9 +299,16 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 	// mustDir: the name resolved through a symlink whose target ends in a
 	// slash, as its last component: the result must be a directory.
 	mustDir := false
+	// slashTarget: a final symlink's target ends in a name and a slash;
+	// slashStop: the walk reached that name, where a create stops with
+	// EISDIR (the kernel walks the target's directory part first).
+	slashTarget, slashStop := false, false
 	for len(pending) > 0 {
 		c := pending[0]
 		pending = pending[1:]
+		if len(pending) == 0 && slashTarget {
+			slashStop = true
+		}
 		if c == "" || c == "." {
 			continue
 		}
@@ -339,8 +346,10 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 		case kindSymlink:
 			if hops++; hops > maxHops {
 				// dirOnly says a final symlink's target ended in a slash
-				// on the way, where a create stops (see openWriteLocked).
-				return loc{dirOnly: mustDir}, pathErr(op, name, errLoop)
+				// on the way, where a create stops (see openWriteLocked),
+				// unless the loop is in that target's directory part,
+				// which the kernel walks first (a -> "a/.": ELOOP).
+				return loc{dirOnly: slashStop}, pathErr(op, name, errLoop)
 			}
 			target, err := l.linkTarget(rel, n)
 			if err != nil {
@@ -348,6 +357,7 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 			}
 			if last && (strings.HasSuffix(target, "/") || strings.HasSuffix(target, "/.") || target == ".") {
 				mustDir = true
+				slashTarget = slashTarget || slashAfterName(target)
 			}
 			if !filepath.IsAbs(target) {
 				pending = append(splitRel(target), pending...)
@@ -448,6 +458,17 @@ func joinRaw(p string, rest []string) string {
 		return p
 	}
 	return strings.TrimRight(p, "/") + "/" + strings.Join(rest, "/")
+}
+
+// slashAfterName reports whether target ends in a slash after a name
+// (not "." or ".."): "s/", not "s/./" or "../".
+func slashAfterName(target string) bool {
+	t := strings.TrimRight(target, "/")
+	if t == target {
+		return false
+	}
+	base := t[strings.LastIndexByte(t, '/')+1:]
+	return base != "" && base != "." && base != ".."
 }
 
 // splitRel splits a slash path into its non-empty components.
