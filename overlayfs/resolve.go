@@ -296,19 +296,11 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 	lc := l.lower()
 	var frames [16]frame
 	stack := append(frames[:0], frame{"", true, true}) // the root is never opaque
-	// mustDir: the name resolved through a symlink whose target ends in a
-	// slash, as its last component: the result must be a directory.
-	mustDir := false
-	// slashTarget: a final symlink's target ends in a name and a slash;
-	// slashStop: the walk reached that name, where a create stops with
-	// EISDIR (the kernel walks the target's directory part first).
-	slashTarget, slashStop := false, false
+	var dt dirTargets                                  // final symlinks' targets ending in a slash
 	for len(pending) > 0 {
 		c := pending[0]
 		pending = pending[1:]
-		if len(pending) == 0 && slashTarget {
-			slashStop = true
-		}
+		dt.next(len(pending))
 		if c == "" || c == "." {
 			continue
 		}
@@ -331,7 +323,7 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 		rel := join(top.rel, c)
 		last := len(pending) == 0
 		if last && !follow {
-			return loc{inside: true, rel: rel, visible: top.under, dirOnly: mustDir}, nil
+			return loc{inside: true, rel: rel, visible: top.under, dirOnly: dt.mustDir}, nil
 		}
 		n, err := l.step(lc, top, rel, last)
 		if err != nil {
@@ -340,7 +332,7 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 		switch n.kind {
 		case kindNone:
 			if last {
-				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
+				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: dt.mustDir}, nil
 			}
 			return loc{}, pathErr(op, name, errNoEnt)
 		case kindSymlink:
@@ -349,15 +341,14 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 				// on the way, where a create stops (see openWriteLocked),
 				// unless the loop is in that target's directory part,
 				// which the kernel walks first (a -> "a/.": ELOOP).
-				return loc{dirOnly: slashStop}, pathErr(op, name, errLoop)
+				return loc{dirOnly: dt.slashStop}, pathErr(op, name, errLoop)
 			}
 			target, err := l.linkTarget(rel, n)
 			if err != nil {
 				return loc{}, fixErr(op, name, err)
 			}
-			if last && (strings.HasSuffix(target, "/") || strings.HasSuffix(target, "/.") || target == ".") {
-				mustDir = true
-				slashTarget = slashTarget || slashAfterName(target)
+			if last {
+				dt.final(target)
 			}
 			if !filepath.IsAbs(target) {
 				pending = append(splitRel(target), pending...)
@@ -371,12 +362,12 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 			return l.outside(op, name, joinRaw(target, pending), follow, hops)
 		case kindDir:
 			if last {
-				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
+				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: dt.mustDir}, nil
 			}
 			stack = append(stack, frame{rel, n.under, !n.layer && top.chain})
 		default:
 			if last {
-				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: mustDir}, nil
+				return loc{inside: true, rel: rel, visible: top.under, n: n, have: true, dirOnly: dt.mustDir}, nil
 			}
 			return loc{}, pathErr(op, name, errNotDir)
 		}
@@ -387,7 +378,7 @@ func (l *layer) walk(op, name string, pending []string, ex exit, follow bool, ho
 	if len(stack) > 1 {
 		visible = stack[len(stack)-2].under
 	}
-	at := loc{inside: true, rel: top.rel, visible: visible, dirOnly: mustDir}
+	at := loc{inside: true, rel: top.rel, visible: visible, dirOnly: dt.mustDir}
 	if top.rel == "" {
 		n, err := l.rootNode()
 		if err != nil {
@@ -458,6 +449,36 @@ func joinRaw(p string, rest []string) string {
 		return p
 	}
 	return strings.TrimRight(p, "/") + "/" + strings.Join(rest, "/")
+}
+
+// dirTargets is what the walk saw of final symlinks' targets.
+type dirTargets struct {
+	// mustDir: the name resolved through a symlink whose target ends in
+	// a slash, "/." or is ".", as its last component: the result must
+	// be a directory.
+	mustDir bool
+	// slashTarget: such a target ends in a name and a slash; slashStop:
+	// the walk reached that name, where a create stops with EISDIR (the
+	// kernel walks the target's directory part first: a loop there is
+	// ELOOP).
+	slashTarget, slashStop bool
+}
+
+// final notes the target of a final symlink.
+func (d *dirTargets) final(target string) {
+	if strings.HasSuffix(target, "/") || strings.HasSuffix(target, "/.") || target == "." {
+		d.mustDir = true
+		if slashAfterName(target) {
+			d.slashTarget = true
+		}
+	}
+}
+
+// next notes that the walk takes a component, with left ones after it.
+func (d *dirTargets) next(left int) {
+	if left == 0 && d.slashTarget {
+		d.slashStop = true
+	}
 }
 
 // slashAfterName reports whether target ends in a slash after a name
