@@ -74,12 +74,33 @@ func (f *Fs) Link(oldname, newname string) error {
 		if _, err := g.stat("link", oldname, absOld, false); err != nil {
 			return asLinkErr("link", oldname, newname, err)
 		}
-		if _, err := h.stat("link", newname, absNew, false); err == nil {
+		_, err := h.stat("link", newname, absNew, false)
+		if err == nil {
 			return linkErr("link", oldname, newname, errExist)
 		}
-		return linkErr("link", oldname, newname, errXDev)
+		return asLinkErr("link", oldname, newname, h.unreachedNewName(newname, absNew, err))
 	}
 	return g.link(oldname, newname, absOld, absNew)
+}
+
+// unreachedNewName is linkat's error for a new name in this root, absent
+// from the view (Lstat said err), when the old one is in another: EXDEV
+// once the name is resolved; ENOENT or ENOTDIR (err) where its directory
+// cannot be reached or it ends in a slash.
+func (l *layer) unreachedNewName(newname, abs string, err error) error {
+	trimmed := strings.TrimRight(abs, "/")
+	switch {
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	case trimmed != abs:
+		return errNoEnt // a directory asked for, not there
+	}
+	if i := strings.LastIndexByte(trimmed, '/'); i > 0 {
+		if _, err := l.stat("link", newname, trimmed[:i], true); err != nil {
+			return err
+		}
+	}
+	return errXDev
 }
 
 // outsideNewNameErr is linkat's error for a new name outside the root,

@@ -819,3 +819,32 @@ func TestLinkConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkAcrossRootsResolvesNewFirst: a link between two roots
+// (WithRoot) resolves the new name before it says EXDEV, as linkat does
+// between two mounts: EEXIST for a name that exists, ENOENT or ENOTDIR
+// for one it cannot reach. The oracle is os.Link between two tmpfs
+// mounts holding the same trees (it fails in each case, changing
+// nothing).
+func TestLinkAcrossRootsResolvesNewFirst(t *testing.T) {
+	lower, other := t.TempDir(), t.TempDir()
+	for _, d := range []string{lower, other} {
+		if err := syscall.Mount("tmpfs", d, "tmpfs", 0, "size=4m"); err != nil {
+			t.Skipf("two mounts for the oracle: mounting a tmpfs needs CAP_SYS_ADMIN: %v", err)
+		}
+		t.Cleanup(func() { syscall.Unmount(d, syscall.MNT_DETACH) })
+		linkFixture(t, d)
+	}
+	c, err := overlayfs.New(lower, overlayfs.WithRoot(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, newRel := range []string{"new", "a", "a/", "d/e/.", "d/e/x", "nope/x", "new/", "s/x", "d", "d/", "d/.", "empty/"} {
+		old, nw := filepath.Join(lower, "a"), filepath.Join(other, newRel)
+		want := os.Link(old, nw)
+		got := c.Link(old, nw)
+		if linkErrClass(got) != linkErrClass(want) {
+			t.Errorf("Link(lower/a, other/%s) = %v, want %v", newRel, got, want)
+		}
+	}
+}
