@@ -244,10 +244,21 @@ func TestFinalSameEndStateByAnyRoute(t *testing.T) {
 			lstat(fsys, r, "b")
 			fsys.Chmod(p(r, "d/c"), 0o600)
 		}},
-		{"O_EXCL temp renamed over vs write in place", func(fsys afero.Fs, r string) {
+		{"O_EXCL temp renamed over vs O_EXCL create after a remove", func(fsys afero.Fs, r string) {
 			excl(fsys, r, "tmp", "new")
 			fsys.Rename(p(r, "tmp"), p(r, "a"))
-		}, func(fsys afero.Fs, r string) { write(fsys, r, "a", "new") }},
+		}, func(fsys afero.Fs, r string) {
+			fsys.Remove(p(r, "a"))
+			excl(fsys, r, "a", "new")
+		}},
+		{"O_EXCL temp renamed over vs a new file renamed over", func(fsys afero.Fs, r string) {
+			excl(fsys, r, "tmp", "new")
+			fsys.Rename(p(r, "tmp"), p(r, "a"))
+		}, func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "b")
+			write(fsys, r, "b", "new")
+			fsys.Rename(p(r, "b"), p(r, "a"))
+		}},
 		{"rename to a proved-absent name then remove vs remove", func(fsys afero.Fs, r string) {
 			lstat(fsys, r, "b")
 			fsys.Rename(p(r, "a"), p(r, "b"))

@@ -157,7 +157,7 @@ type Recorder struct {
 // [WithBuffer], in whole lines at most an interval late. Write errors
 // are sticky and returned by Close.
 func NewRecorder(w io.Writer, opts ...Option) *Recorder {
-	r := &Recorder{w: w, final: newFinalState(), pools: newPools()}
+	r := &Recorder{w: w, final: newFinalState(Minor), pools: newPools()}
 	r.cfg.refMode = ModePath
 	for _, o := range opts {
 		o(&r.cfg)
