@@ -26,7 +26,10 @@ import (
 // final state claims only those chtimes set.
 
 // finalFixture makes the tree every program starts from: a file a, a
-// directory d holding the file d/c; b and tmp are absent.
+// directory d holding the file d/c; b and tmp are absent. Then symlinks,
+// whose targets no program names directly: dl -> gone (dangling), sl -> ta
+// (a file), sd -> td (a directory holding td/f), the chain sc -> s2 -> t2
+// (a file), and e/l -> ../ta from the directory e.
 func finalFixture(t testing.TB, root string) {
 	t.Helper()
 	if err := os.RemoveAll(root); err != nil {
@@ -34,8 +37,19 @@ func finalFixture(t testing.TB, root string) {
 	}
 	mustWrite(t, filepath.Join(root, "a"), []byte("alpha"))
 	mustWrite(t, filepath.Join(root, "d", "c"), []byte("charlie"))
-	for _, p := range []string{root, filepath.Join(root, "d")} {
+	mustWrite(t, filepath.Join(root, "ta"), []byte("tango"))
+	mustWrite(t, filepath.Join(root, "td", "f"), []byte("foxtrot"))
+	mustWrite(t, filepath.Join(root, "t2"), []byte("two"))
+	for _, p := range []string{root, filepath.Join(root, "d"), filepath.Join(root, "td")} {
 		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(root, "e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for l, target := range map[string]string{"dl": "gone", "sl": "ta", "sd": "td", "sc": "s2", "s2": "t2", "e/l": "../ta"} {
+		if err := os.Symlink(target, filepath.Join(root, l)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,6 +82,9 @@ func endTree(t testing.TB, root string) []string {
 			if err != nil {
 				return err
 			}
+			if rel, err := filepath.Rel(root, target); err == nil && filepath.IsAbs(target) && filepath.IsLocal(rel) {
+				target = RootPrefix + "/" + filepath.ToSlash(rel) // the same in every copy
+			}
 			l += " -> " + target
 		}
 		out = append(out, l)
@@ -88,15 +105,21 @@ func runOnFixture(t testing.TB, root string, fn func(afero.Fs, string)) (*Tape, 
 	return tp, endTree(t, root)
 }
 
-var finalNames = []string{"a", "b", "d/c", "d", "tmp", "tmp/x"}
+var finalNames = []string{"a", "b", "d/c", "d", "tmp", "tmp/x", "dl", "sl", "sd", "sd/f", "sc", "e", "e/l", "s"}
+
+// finalTargets are the link texts of the symlinks finalProgram makes.
+var finalTargets = []string{"a", "ta", "d", "tmp", "../ta", "sl", "d/c"}
 
 // finalProgram runs b as a program: an op below 13 is one op of
 // opProgram (names a, b, d/c, d); the others add what opProgram lacks:
-// chmod, lstat, O_EXCL create, RemoveAll, chtimes, Mkdir, MkdirAll, over
+// chmod, lstat, O_EXCL create, RemoveAll, chtimes, Mkdir, MkdirAll,
+// symlink (to a name or outside the root), O_CREATE writing nothing,
+// WriteFile and an appending O_CREATE with the permission varying, over
 // finalNames.
 func finalProgram(fsys afero.Fs, root string, b []byte) {
+	perms := []fs.FileMode{0o600, 0o644, 0o755}
 	for ; len(b) >= 3; b = b[3:] {
-		op, arg := b[0]%20, int(b[2])
+		op, arg := b[0]%24, int(b[2])
 		if op < 13 {
 			opProgram(fsys, root, []byte{op, b[1], b[2]}, func(int) {})
 			continue
@@ -104,7 +127,7 @@ func finalProgram(fsys afero.Fs, root string, b []byte) {
 		n := filepath.Join(root, finalNames[int(b[1])%len(finalNames)])
 		switch op {
 		case 13:
-			fsys.Chmod(n, []fs.FileMode{0o600, 0o644, 0o755}[arg%3])
+			fsys.Chmod(n, perms[arg%3])
 		case 14:
 			fsys.(afero.Lstater).LstatIfPossible(n)
 		case 15:
@@ -121,6 +144,23 @@ func finalProgram(fsys afero.Fs, root string, b []byte) {
 			fsys.Mkdir(n, 0o755)
 		case 19:
 			fsys.MkdirAll(n, 0o755)
+		case 20:
+			target := filepath.Join(root, "ta") // absolute, inside the root
+			if arg%4 != 0 {
+				target = finalTargets[(arg+int(b[1]))%len(finalTargets)]
+			}
+			fsys.(afero.Linker).SymlinkIfPossible(target, n)
+		case 21:
+			if f, err := fsys.OpenFile(n, os.O_WRONLY|os.O_CREATE, perms[arg%3]); err == nil {
+				f.Close()
+			}
+		case 22:
+			afero.WriteFile(fsys, n, pattern(arg%3+1, byte(arg%3)), perms[arg%3])
+		case 23:
+			if f, err := fsys.OpenFile(n, os.O_WRONLY|os.O_CREATE|os.O_APPEND, perms[(arg+1)%3]); err == nil {
+				f.Write(pattern(arg%2+1, 9))
+				f.Close()
+			}
 		}
 	}
 }
@@ -267,6 +307,37 @@ func TestFinalSameEndStateByAnyRoute(t *testing.T) {
 			lstat(fsys, r, "b")
 			fsys.Remove(p(r, "a"))
 		}},
+		{"write through a symlink the program made vs write its target", func(fsys afero.Fs, r string) {
+			fsys.(afero.Linker).SymlinkIfPossible("ta", p(r, "s"))
+			write(fsys, r, "s", "new")
+		}, func(fsys afero.Fs, r string) {
+			fsys.(afero.Linker).SymlinkIfPossible("ta", p(r, "s"))
+			write(fsys, r, "ta", "new")
+		}},
+		{"chmod below a symlink to a directory the program made vs in the directory", func(fsys afero.Fs, r string) {
+			fsys.(afero.Linker).SymlinkIfPossible(filepath.Join(r, "d"), p(r, "s"))
+			fsys.Chmod(p(r, "s/c"), 0o600)
+		}, func(fsys afero.Fs, r string) {
+			fsys.(afero.Linker).SymlinkIfPossible(filepath.Join(r, "d"), p(r, "s"))
+			fsys.Chmod(p(r, "d/c"), 0o600)
+		}},
+		{"file made 0600 vs made 0644 and chmod 0600", func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			afero.WriteFile(fsys, p(r, "tmp"), []byte("x"), 0o600)
+		}, func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			write(fsys, r, "tmp", "x")
+			fsys.Chmod(p(r, "tmp"), 0o600)
+		}},
+		{"O_CREATE writing nothing vs writing an empty file", func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			if f, err := fsys.OpenFile(p(r, "tmp"), os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+				f.Close()
+			}
+		}, func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			write(fsys, r, "tmp", "")
+		}},
 		{"MkdirAll twice vs once", func(fsys afero.Fs, r string) {
 			fsys.MkdirAll(p(r, "d"), 0o755)
 			fsys.MkdirAll(p(r, "d"), 0o755)
@@ -342,6 +413,131 @@ func TestFinalDiffersWhenTreesDiffer(t *testing.T) {
 	for _, c := range cases {
 		ta, treeA := run(filepath.Join(dir, "a"), c.a)
 		tb, treeB := run(filepath.Join(dir, "b"), c.b)
+		if slices.Equal(treeA, treeB) {
+			t.Fatalf("%s: the oracle's trees are equal, the case is wrong", c.name)
+		}
+		if d := Compare(ta, tb, ModeFinal); d == nil {
+			t.Errorf("%s: trees differ, final mode says equal:\n%s", c.name, strings.Join(ta.Final(), "\n"))
+		}
+	}
+}
+
+// TestFinalThroughSymlinks: a change through a name that is a symlink
+// (in the start tree, or made by the program) lands at the target, which
+// stays when the name goes; a created file's mode is its own. Each pair
+// leaves different trees on os over finalFixture, so final mode must tell
+// them apart (FORMAT.md, "Final state", rules of 1.5).
+func TestFinalThroughSymlinks(t *testing.T) {
+	p := func(r, n string) string { return filepath.Join(r, n) }
+	write := func(fsys afero.Fs, r, n string, perm fs.FileMode) {
+		afero.WriteFile(fsys, p(r, n), []byte("new"), perm)
+	}
+	symlink := func(fsys afero.Fs, r, target, n string) {
+		fsys.(afero.Linker).SymlinkIfPossible(target, p(r, n))
+	}
+	lstat := func(fsys afero.Fs, r, n string) { fsys.(afero.Lstater).LstatIfPossible(p(r, n)) }
+	remove := func(n string) func(afero.Fs, string) {
+		return func(fsys afero.Fs, r string) { fsys.Remove(p(r, n)) }
+	}
+	cases := []struct {
+		name string
+		a, b func(fsys afero.Fs, r string)
+	}{
+		{"write through a dangling symlink, remove it vs remove it", func(fsys afero.Fs, r string) {
+			write(fsys, r, "dl", 0o644)
+			fsys.Remove(p(r, "dl"))
+		}, remove("dl")},
+		{"write through a symlink to a file, remove it vs remove it", func(fsys afero.Fs, r string) {
+			write(fsys, r, "sl", 0o644)
+			fsys.Remove(p(r, "sl"))
+		}, remove("sl")},
+		{"write through a chain, remove its head vs remove its head", func(fsys afero.Fs, r string) {
+			write(fsys, r, "sc", 0o644)
+			fsys.Remove(p(r, "sc"))
+		}, remove("sc")},
+		{"chmod through a symlink, remove it vs remove it", func(fsys afero.Fs, r string) {
+			fsys.Chmod(p(r, "sl"), 0o600)
+			fsys.Remove(p(r, "sl"))
+		}, remove("sl")},
+		{"write through a symlink, rename over it vs rename over it", func(fsys afero.Fs, r string) {
+			write(fsys, r, "sl", 0o644)
+			fsys.Rename(p(r, "a"), p(r, "sl"))
+		}, func(fsys afero.Fs, r string) { fsys.Rename(p(r, "a"), p(r, "sl")) }},
+		{"write through e/l -> ../ta, RemoveAll e vs RemoveAll e", func(fsys afero.Fs, r string) {
+			write(fsys, r, "e/l", 0o644)
+			fsys.RemoveAll(p(r, "e"))
+		}, func(fsys afero.Fs, r string) { fsys.RemoveAll(p(r, "e")) }},
+		{"write below a symlink to a directory, remove the symlink vs remove it", func(fsys afero.Fs, r string) {
+			write(fsys, r, "sd/f", 0o644)
+			fsys.Remove(p(r, "sd"))
+		}, remove("sd")},
+		{"mkdir below a symlink to a directory, remove the symlink vs remove it", func(fsys afero.Fs, r string) {
+			fsys.Mkdir(p(r, "sd/new"), 0o755)
+			fsys.Remove(p(r, "sd"))
+		}, remove("sd")},
+		{"remove below a symlink to a directory, remove the symlink vs remove it", func(fsys afero.Fs, r string) {
+			fsys.Remove(p(r, "sd/f"))
+			fsys.Remove(p(r, "sd"))
+		}, remove("sd")},
+		{"symlink made, written through, removed vs made and removed", func(fsys afero.Fs, r string) {
+			symlink(fsys, r, "ta", "s")
+			write(fsys, r, "s", 0o644)
+			fsys.Remove(p(r, "s"))
+		}, func(fsys afero.Fs, r string) {
+			symlink(fsys, r, "ta", "s")
+			fsys.Remove(p(r, "s"))
+		}},
+		{"symlink made to a directory, written below, removed vs made and removed", func(fsys afero.Fs, r string) {
+			symlink(fsys, r, "d", "s")
+			write(fsys, r, "s/c", 0o644)
+			fsys.Remove(p(r, "s"))
+		}, func(fsys afero.Fs, r string) {
+			symlink(fsys, r, "d", "s")
+			fsys.Remove(p(r, "s"))
+		}},
+		{"symlink e/s -> ../ta made, written through, removed vs made and removed", func(fsys afero.Fs, r string) {
+			symlink(fsys, r, "../ta", "e/s")
+			write(fsys, r, "e/s", 0o644)
+			fsys.Remove(p(r, "e/s"))
+		}, func(fsys afero.Fs, r string) {
+			symlink(fsys, r, "../ta", "e/s")
+			fsys.Remove(p(r, "e/s"))
+		}},
+		{"write through a symlink, move it to another directory vs move, write", func(fsys afero.Fs, r string) {
+			write(fsys, r, "sl", 0o644)
+			fsys.Rename(p(r, "sl"), p(r, "d/sl"))
+		}, func(fsys afero.Fs, r string) {
+			fsys.Rename(p(r, "sl"), p(r, "d/sl"))
+			write(fsys, r, "d/sl", 0o644)
+		}},
+		{"O_EXCL temp renamed over a symlink vs write through it", func(fsys afero.Fs, r string) {
+			if f, err := fsys.OpenFile(p(r, "tmp"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+				f.WriteString("new")
+				f.Close()
+			}
+			fsys.Rename(p(r, "tmp"), p(r, "sl"))
+		}, func(fsys afero.Fs, r string) { write(fsys, r, "sl", 0o644) }},
+		{"file created 0600 vs 0644", func(fsys afero.Fs, r string) { write(fsys, r, "tmp", 0o600) },
+			func(fsys afero.Fs, r string) { write(fsys, r, "tmp", 0o644) }},
+		{"file known absent created 0600 vs 0644", func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			write(fsys, r, "tmp", 0o600)
+		}, func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			write(fsys, r, "tmp", 0o644)
+		}},
+		{"file created through a dangling symlink 0600 vs 0644", func(fsys afero.Fs, r string) { write(fsys, r, "dl", 0o600) },
+			func(fsys afero.Fs, r string) { write(fsys, r, "dl", 0o644) }},
+		{"O_CREATE writing nothing vs nothing", func(fsys afero.Fs, r string) {
+			if f, err := fsys.OpenFile(p(r, "tmp"), os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+				f.Close()
+			}
+		}, func(afero.Fs, string) {}},
+	}
+	dir := t.TempDir()
+	for _, c := range cases {
+		ta, treeA := runOnFixture(t, filepath.Join(dir, "a"), c.a)
+		tb, treeB := runOnFixture(t, filepath.Join(dir, "b"), c.b)
 		if slices.Equal(treeA, treeB) {
 			t.Fatalf("%s: the oracle's trees are equal, the case is wrong", c.name)
 		}
