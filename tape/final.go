@@ -593,6 +593,17 @@ func (s *finalState) open5(r *Record) {
 		return
 	}
 	p := r.Path
+	if r.To == OutsidePath && p != OutsidePath {
+		// The handle lost its name in the root while open (removed,
+		// renamed over or out): what it wrote may live on elsewhere, as
+		// through a symlink or a hard link.
+		e := &finalEntry{kind: "open", hash: r.Hash, size: r.Size}
+		if create {
+			e.perm = r.Mode
+		}
+		s.residue = append(s.residue, s.line(p, e, true))
+		return
+	}
 	if r.To != "" {
 		p = r.To
 	}

@@ -424,7 +424,8 @@ func TestFinalDiffersWhenTreesDiffer(t *testing.T) {
 
 // TestFinalThroughSymlinks: a change through a name that is a symlink
 // (in the start tree, or made by the program) lands at the target, which
-// stays when the name goes; a created file's mode is its own. Each pair
+// stays when the name goes; a created file's mode is its own; a handle
+// whose name went while it was open writes to no name. Each pair
 // leaves different trees on os over finalFixture, so final mode must tell
 // them apart (FORMAT.md, "Final state", rules of 1.5).
 func TestFinalThroughSymlinks(t *testing.T) {
@@ -533,6 +534,34 @@ func TestFinalThroughSymlinks(t *testing.T) {
 				f.Close()
 			}
 		}, func(afero.Fs, string) {}},
+		{"handle written after its name was removed vs write after remove", func(fsys afero.Fs, r string) {
+			f, _ := fsys.OpenFile(p(r, "a"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fsys.Remove(p(r, "a"))
+			f.WriteString("new")
+			f.Close()
+		}, func(fsys afero.Fs, r string) {
+			fsys.Remove(p(r, "a"))
+			write(fsys, r, "a", 0o644)
+		}},
+		{"handle through a symlink written after the symlink was removed vs remove", func(fsys afero.Fs, r string) {
+			f, _ := fsys.OpenFile(p(r, "sl"), os.O_WRONLY|os.O_TRUNC, 0)
+			fsys.Remove(p(r, "sl"))
+			f.WriteString("new")
+			f.Close()
+		}, remove("sl")},
+		{"handle written after its name was renamed over vs write after the rename", func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			afero.WriteFile(fsys, p(r, "tmp"), []byte("x"), 0o644)
+			f, _ := fsys.OpenFile(p(r, "a"), os.O_WRONLY|os.O_TRUNC, 0)
+			fsys.Rename(p(r, "tmp"), p(r, "a"))
+			f.WriteString("new")
+			f.Close()
+		}, func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			afero.WriteFile(fsys, p(r, "tmp"), []byte("x"), 0o644)
+			fsys.Rename(p(r, "tmp"), p(r, "a"))
+			write(fsys, r, "a", 0o644)
+		}},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {

@@ -507,6 +507,20 @@ func (r *Recorder) emitClosed(f *file, rec *Record) {
 
 // renamed points the open handles of the inner name old (or below it) at
 // new, so a read-back after a rename of an open file finds the bytes.
+// removed marks the open handles of fsys at or under name, which a
+// Remove or RemoveAll took away, as having no name in the root: their
+// records say to OutsidePath, and the final state does not take their
+// writes for the name's (FORMAT.md, "Handle records").
+func (r *Recorder) removed(fsys *Fs, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for f := r.open.head; f != nil; f = f.openNext {
+		if f.fs == fsys && below(f.name(), name) {
+			f.orphan.Store(true)
+		}
+	}
+}
+
 func (r *Recorder) renamed(fsys *Fs, old, new string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
