@@ -345,6 +345,7 @@ func (s *finalState) applyCommand(r *Record) {
 	case OpCmdSymlink:
 		s.drop(r.Path)
 		s.m[r.Path] = &finalEntry{kind: "symlink", target: r.Target}
+		s.symlinks++
 	case OpCmdChmod:
 		s.get(r.Path).mode = r.Mode
 	case OpCmdMknod:

@@ -113,13 +113,14 @@ var finalTargets = []string{"a", "ta", "d", "tmp", "../ta", "sl", "d/c"}
 // finalProgram runs b as a program: an op below 13 is one op of
 // opProgram (names a, b, d/c, d); the others add what opProgram lacks:
 // chmod, lstat, O_EXCL create, RemoveAll, chtimes, Mkdir, MkdirAll,
-// symlink (to a name or outside the root), O_CREATE writing nothing,
-// WriteFile and an appending O_CREATE with the permission varying, over
+// symlink (to a name, absolute or relative), O_CREATE writing nothing,
+// WriteFile and an appending O_CREATE with the permission varying, a
+// handle written after its name was removed or renamed over, over
 // finalNames.
 func finalProgram(fsys afero.Fs, root string, b []byte) {
 	perms := []fs.FileMode{0o600, 0o644, 0o755}
 	for ; len(b) >= 3; b = b[3:] {
-		op, arg := b[0]%24, int(b[2])
+		op, arg := b[0]%25, int(b[2])
 		if op < 13 {
 			opProgram(fsys, root, []byte{op, b[1], b[2]}, func(int) {})
 			continue
@@ -159,6 +160,18 @@ func finalProgram(fsys afero.Fs, root string, b []byte) {
 		case 23:
 			if f, err := fsys.OpenFile(n, os.O_WRONLY|os.O_CREATE|os.O_APPEND, perms[(arg+1)%3]); err == nil {
 				f.Write(pattern(arg%2+1, 9))
+				f.Close()
+			}
+		case 24:
+			// The name goes while the handle is open: removed, or
+			// another name renamed over it.
+			if f, err := fsys.OpenFile(n, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err == nil {
+				if arg%2 == 0 {
+					fsys.Remove(n)
+				} else {
+					fsys.Rename(filepath.Join(root, finalNames[(arg/2)%len(finalNames)]), n)
+				}
+				f.Write(pattern(arg%3+1, 8))
 				f.Close()
 			}
 		}
@@ -708,5 +721,34 @@ func TestFinalOldVersions(t *testing.T) {
 		if c.ok && err != nil || !c.ok && !errors.Is(err, ErrTrailer) {
 			t.Errorf("sample-1.4.tape under a 1.5 header, final %s: Read = %v", c.final, err)
 		}
+	}
+}
+
+// TestFinalFollowsCommandSymlinks: a symlink a subprocess made (a
+// cmd-symlink record) is followed as one the program made: writing through
+// it and writing its target leave one tree on os and one final state.
+func TestFinalFollowsCommandSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	run := func(root, via string) (*Tape, []string) {
+		finalFixture(t, root)
+		var buf bytes.Buffer
+		rec := NewRecorder(&buf)
+		fsys := rec.Wrap(afero.NewOsFs(), root)
+		must(t, os.Symlink("ta", filepath.Join(root, "s"))) // what the command did
+		must(t, rec.RecordCommand(root, []string{"ln", "-s", "ta", "s"},
+			[]CommandChange{{Op: OpCmdSymlink, Path: "s", Target: "ta"}}))
+		must(t, afero.WriteFile(fsys, filepath.Join(root, via), []byte("new"), 0o644))
+		must(t, rec.Close())
+		tp, err := Read(&buf)
+		must(t, err)
+		return tp, endTree(t, root)
+	}
+	ta, treeA := run(filepath.Join(dir, "a"), "s")
+	tb, treeB := run(filepath.Join(dir, "b"), "ta")
+	if !slices.Equal(treeA, treeB) {
+		t.Fatalf("the oracle's trees differ, the case is wrong:\n%s\nvs\n%s", strings.Join(treeA, "\n"), strings.Join(treeB, "\n"))
+	}
+	if d := Compare(ta, tb, ModeFinal); d != nil {
+		t.Errorf("write through a command's symlink vs its target: %v", d)
 	}
 }
