@@ -21,8 +21,17 @@ type finalState struct {
 	// a residue line when that entry goes; a file the records prove
 	// created has its mode; a symlink the records made is followed.
 	v5       bool
-	residue  []string // v5: the lines of dropped entries whose changes may lie elsewhere
-	symlinks int      // v5: symlink entries made, so that follow costs nothing without one
+	residue  []string        // v5: the lines of dropped entries whose changes may lie elsewhere
+	symlinks int             // v5: symlink entries made, so that follow costs nothing without one
+	drops    map[string]drop // v5: the last drop of an entry at each path (see lostAt)
+	ndrops   int
+}
+
+// drop is what a path last lost: the drop's order among drops, and
+// whether the entry dropped there may have been a symlink or a hard link.
+type drop struct {
+	n       int
+	aliased bool
 }
 
 type finalEntry struct {
@@ -231,9 +240,42 @@ func under(p, dir string) bool {
 // made). The caller replaces p's own entry.
 func (s *finalState) drop(p string) {
 	if s.v5 {
+		s.noteDrop(p)
 		s.keepResidue(p)
 	}
 	s.deleteTree(p)
+}
+
+// noteDrop notes, for p and each entry under it, whether the entry about
+// to be dropped there may be a symlink or a hard link (aliased, and not
+// known absent), for a handle that loses its name by this drop (lostAt).
+func (s *finalState) noteDrop(p string) {
+	if s.drops == nil {
+		s.drops = map[string]drop{}
+	}
+	s.ndrops++
+	for k, e := range s.m {
+		if under(k, p) {
+			s.drops[k] = drop{s.ndrops, e.aliased() && !s.absentNow(k, e)}
+		}
+	}
+	e := s.get(p)
+	s.drops[p] = drop{s.ndrops, e.aliased() && !s.absentNow(p, e)}
+}
+
+// lostAt reports whether the last drop at p or an ancestor, which took a
+// handle's name at p away, may have dropped a symlink or a hard link: then
+// what the handle wrote may live on through another name.
+func (s *finalState) lostAt(p string) bool {
+	var last drop
+	for a := p; ; a = path.Dir(a) {
+		if d, ok := s.drops[a]; ok && d.n > last.n {
+			last = d
+		}
+		if a == "." || a == OutsidePath {
+			return last.aliased || last.n == 0
+		}
+	}
 }
 
 // keepResidue adds the residue lines of the entries at and under p whose
@@ -597,7 +639,11 @@ func (s *finalState) open5(r *Record) {
 	if r.To == OutsidePath && p != OutsidePath {
 		// The handle lost its name in the root while open (removed,
 		// renamed over or out): what it wrote may live on elsewhere, as
-		// through a symlink or a hard link.
+		// through a symlink or a hard link, unless the name was known to
+		// be neither when it went.
+		if !s.lostAt(p) {
+			return
+		}
 		e := &finalEntry{kind: "open", hash: r.Hash, size: r.Size}
 		if create {
 			e.perm = r.Mode

@@ -351,6 +351,13 @@ func TestFinalSameEndStateByAnyRoute(t *testing.T) {
 			lstat(fsys, r, "tmp")
 			write(fsys, r, "tmp", "")
 		}},
+		{"a new file's handle written after its name was removed vs nothing", func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			f, _ := fsys.OpenFile(p(r, "tmp"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fsys.Remove(p(r, "tmp"))
+			f.WriteString("new")
+			f.Close()
+		}, func(fsys afero.Fs, r string) { lstat(fsys, r, "tmp") }},
 		{"MkdirAll twice vs once", func(fsys afero.Fs, r string) {
 			fsys.MkdirAll(p(r, "d"), 0o755)
 			fsys.MkdirAll(p(r, "d"), 0o755)
@@ -555,6 +562,18 @@ func TestFinalThroughSymlinks(t *testing.T) {
 		}, func(fsys afero.Fs, r string) {
 			fsys.Remove(p(r, "a"))
 			write(fsys, r, "a", 0o644)
+		}},
+		{"handle through a symlink losing its name vs one on a new file there", func(fsys afero.Fs, r string) {
+			f, _ := fsys.OpenFile(p(r, "sl"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fsys.Remove(p(r, "sl"))
+			f.WriteString("new")
+			f.Close()
+		}, func(fsys afero.Fs, r string) {
+			fsys.Remove(p(r, "sl"))
+			f, _ := fsys.OpenFile(p(r, "sl"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fsys.Remove(p(r, "sl"))
+			f.WriteString("new")
+			f.Close()
 		}},
 		{"handle through a symlink written after the symlink was removed vs remove", func(fsys afero.Fs, r string) {
 			f, _ := fsys.OpenFile(p(r, "sl"), os.O_WRONLY|os.O_TRUNC, 0)
