@@ -240,27 +240,14 @@ func under(p, dir string) bool {
 // made). The caller replaces p's own entry.
 func (s *finalState) drop(p string) {
 	if s.v5 {
-		s.noteDrop(p)
-		s.keepResidue(p)
+		if s.drops == nil {
+			s.drops = map[string]drop{}
+		}
+		s.ndrops++
+		s.get(p)
+		s.keepResidue(p, true)
 	}
 	s.deleteTree(p)
-}
-
-// noteDrop notes, for p and each entry under it, whether the entry about
-// to be dropped there may be a symlink or a hard link (aliased, and not
-// known absent), for a handle that loses its name by this drop (lostAt).
-func (s *finalState) noteDrop(p string) {
-	if s.drops == nil {
-		s.drops = map[string]drop{}
-	}
-	s.ndrops++
-	for k, e := range s.m {
-		if under(k, p) {
-			s.drops[k] = drop{s.ndrops, e.aliased() && !s.absentNow(k, e)}
-		}
-	}
-	e := s.get(p)
-	s.drops[p] = drop{s.ndrops, e.aliased() && !s.absentNow(p, e)}
 }
 
 // lostAt reports whether the last drop at p or an ancestor, which took a
@@ -279,12 +266,18 @@ func (s *finalState) lostAt(p string) bool {
 }
 
 // keepResidue adds the residue lines of the entries at and under p whose
-// change may lie outside p (see drop), and returns their paths.
-func (s *finalState) keepResidue(p string) []string {
+// change may lie outside p (see drop), and returns their paths. With note
+// (a drop), it also notes for each whether it may be a symlink or a hard
+// link (aliased, and not known absent), for a handle that loses its name
+// by this drop (lostAt).
+func (s *finalState) keepResidue(p string, note bool) []string {
 	var kept []string
 	for k, e := range s.m {
 		if k != p && !under(k, p) {
 			continue
+		}
+		if note {
+			s.drops[k] = drop{s.ndrops, e.aliased() && !s.absentNow(k, e)}
 		}
 		if e.through() || k != p && !s.madeDirs(p, k) && s.shows(k, e) {
 			s.residue = append(s.residue, s.line(k, e, true))
@@ -474,7 +467,7 @@ func (s *finalState) rename(old, new string) {
 // says them); another is dropped, and its path reads as what the root
 // held there.
 func (s *finalState) pin(old string) {
-	for _, k := range s.keepResidue(old) {
+	for _, k := range s.keepResidue(old, false) {
 		e := s.m[k]
 		if e.through() {
 			e.hash, e.size, e.mode, e.perm, e.owner, e.mtime = "", 0, "", "", "", ""
