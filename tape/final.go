@@ -27,11 +27,13 @@ type finalState struct {
 	ndrops   int
 }
 
-// drop is what a path last lost: the drop's order among drops, and
-// whether the entry dropped there may have been a symlink or a hard link.
+// drop is what a path last lost: the drop's order among drops, whether
+// the entry dropped there may have been a symlink or a hard link, and the
+// root path it came from and the target it had.
 type drop struct {
-	n       int
-	aliased bool
+	n            int
+	aliased      bool
+	from, target string
 }
 
 type finalEntry struct {
@@ -250,17 +252,18 @@ func (s *finalState) drop(p string) {
 	s.deleteTree(p)
 }
 
-// lostAt reports whether the last drop at p or an ancestor, which took a
-// handle's name at p away, may have dropped a symlink or a hard link: then
-// what the handle wrote may live on through another name.
-func (s *finalState) lostAt(p string) bool {
+// lostAt returns the last drop at p or an ancestor, which took a
+// handle's name at p away, and whether it may have dropped a symlink or a
+// hard link (or there was none: the handle left by a rename out of the
+// root): then what the handle wrote may live on through another name.
+func (s *finalState) lostAt(p string) (drop, bool) {
 	var last drop
 	for a := p; ; a = path.Dir(a) {
 		if d, ok := s.drops[a]; ok && d.n > last.n {
 			last = d
 		}
 		if a == "." || a == OutsidePath {
-			return last.aliased || last.n == 0
+			return last, last.aliased || last.n == 0
 		}
 	}
 }
@@ -277,7 +280,7 @@ func (s *finalState) keepResidue(p string, note bool) []string {
 			continue
 		}
 		if note {
-			s.drops[k] = drop{s.ndrops, e.aliased() && !s.absentNow(k, e)}
+			s.drops[k] = drop{s.ndrops, e.aliased() && !s.absentNow(k, e), e.from, e.target}
 		}
 		if e.through() || k != p && !s.madeDirs(p, k) && s.shows(k, e) {
 			s.residue = append(s.residue, s.line(k, e, true))
@@ -634,10 +637,13 @@ func (s *finalState) open5(r *Record) {
 		// renamed over or out): what it wrote may live on elsewhere, as
 		// through a symlink or a hard link, unless the name was known to
 		// be neither when it went.
-		if !s.lostAt(p) {
+		d, lost := s.lostAt(p)
+		if !lost {
 			return
 		}
-		e := &finalEntry{kind: "open", hash: r.Hash, size: r.Size}
+		// Where the name led when it went: the root's entry at from, or
+		// the target of a symlink the records made.
+		e := &finalEntry{kind: "open", hash: r.Hash, size: r.Size, from: d.from, target: d.target}
 		if create {
 			e.perm = r.Mode
 		}

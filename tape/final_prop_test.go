@@ -575,6 +575,18 @@ func TestFinalThroughSymlinks(t *testing.T) {
 			f.WriteString("new")
 			f.Close()
 		}},
+		{"handle through a symlink the program made, renamed over, vs one on a new file renamed over", func(fsys afero.Fs, r string) {
+			symlink(fsys, r, filepath.Join(r, "ta"), "tmp")
+			f, _ := fsys.OpenFile(p(r, "tmp"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fsys.Rename(p(r, "a"), p(r, "tmp"))
+			f.WriteString("new")
+			f.Close()
+		}, func(fsys afero.Fs, r string) {
+			f, _ := fsys.OpenFile(p(r, "tmp"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fsys.Rename(p(r, "a"), p(r, "tmp"))
+			f.WriteString("new")
+			f.Close()
+		}},
 		{"handle through a symlink written after the symlink was removed vs remove", func(fsys afero.Fs, r string) {
 			f, _ := fsys.OpenFile(p(r, "sl"), os.O_WRONLY|os.O_TRUNC, 0)
 			fsys.Remove(p(r, "sl"))
