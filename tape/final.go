@@ -34,6 +34,7 @@ type drop struct {
 	n            int
 	aliased      bool
 	from, target string
+	via          *finalEntry // a symlink the records made dropped: the entry it led to
 }
 
 type finalEntry struct {
@@ -247,7 +248,13 @@ func (s *finalState) drop(p string) {
 		}
 		s.ndrops++
 		s.get(p)
-		s.keepResidue(p, true)
+		for _, k := range s.keepResidue(p, true) {
+			if t := s.follow(k, true); s.m[k].kind == "symlink" && t != k && t != OutsidePath {
+				d := s.drops[k]
+				d.via = s.get(t)
+				s.drops[k] = d
+			}
+		}
 	}
 	s.deleteTree(p)
 }
@@ -280,7 +287,10 @@ func (s *finalState) keepResidue(p string, note bool) []string {
 			continue
 		}
 		if note {
-			s.drops[k] = drop{s.ndrops, e.aliased() && !s.absentNow(k, e), e.from, e.target}
+			s.drops[k] = drop{s.ndrops, e.aliased() && !s.absentNow(k, e), e.from, e.target, nil}
+			if e.kind == "symlink" && !e.through() {
+				kept = append(kept, k) // for drop to follow
+			}
 		}
 		if e.through() || k != p && !s.madeDirs(p, k) && s.shows(k, e) {
 			s.residue = append(s.residue, s.line(k, e, true))
@@ -633,24 +643,10 @@ func (s *finalState) open5(r *Record) {
 	}
 	p := r.Path
 	if r.To == OutsidePath && p != OutsidePath {
-		// The handle lost its name in the root while open (removed,
-		// renamed over or out): what it wrote may live on elsewhere, as
-		// through a symlink or a hard link, unless the name was known to
-		// be neither when it went.
-		d, lost := s.lostAt(p)
-		if !lost {
+		if p = s.orphan(r, create); p == "" {
 			return
 		}
-		// Where the name led when it went: the root's entry at from, or
-		// the target of a symlink the records made.
-		e := &finalEntry{kind: "open", hash: r.Hash, size: r.Size, from: d.from, target: d.target}
-		if create {
-			e.perm = r.Mode
-		}
-		s.residue = append(s.residue, s.line(p, e, true))
-		return
-	}
-	if r.To != "" {
+	} else if r.To != "" {
 		p = r.To
 	}
 	if p = s.follow(p, true); p == OutsidePath {
@@ -667,6 +663,36 @@ func (s *finalState) open5(r *Record) {
 	if r.Hash != "" {
 		e.hash, e.size, e.mtime = r.Hash, r.Size, "" // a write sets the mtime anew
 	}
+}
+
+// orphan handles an open record whose handle lost its name in the root
+// while open (removed, renamed over or out). Through a symlink the
+// records made, the handle wrote to the entry it led to: orphan returns
+// that entry's path now, for open5 to apply the record there. Otherwise
+// what it wrote may live on elsewhere, as through a symlink or a hard
+// link, unless the name was known to be neither when it went: orphan
+// keeps a residue line for it and returns "".
+func (s *finalState) orphan(r *Record, create bool) string {
+	d, lost := s.lostAt(r.Path)
+	if d.via != nil {
+		for k, e := range s.m {
+			if e == d.via {
+				return k
+			}
+		}
+		lost = d.via.aliased() // the target went too: only its residue, if any
+	}
+	if !lost {
+		return ""
+	}
+	// Where the name led when it went: the root's entry at from, or the
+	// target of a symlink the records made.
+	e := &finalEntry{kind: "open", hash: r.Hash, size: r.Size, from: d.from, target: d.target}
+	if create {
+		e.perm = r.Mode
+	}
+	s.residue = append(s.residue, s.line(r.Path, e, true))
+	return ""
 }
 
 // attr applies a successful chmod, chown or chtimes by the rules of minor

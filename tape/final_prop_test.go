@@ -358,6 +358,17 @@ func TestFinalSameEndStateByAnyRoute(t *testing.T) {
 			f.WriteString("new")
 			f.Close()
 		}, func(fsys afero.Fs, r string) { lstat(fsys, r, "tmp") }},
+		{"handle through a symlink the program made, removed while open, vs writing the target", func(fsys afero.Fs, r string) {
+			fsys.(afero.Linker).SymlinkIfPossible("d/c", p(r, "s"))
+			f, _ := fsys.OpenFile(p(r, "s"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fsys.Remove(p(r, "s"))
+			f.WriteString("new")
+			f.Close()
+		}, func(fsys afero.Fs, r string) {
+			fsys.(afero.Linker).SymlinkIfPossible("d/c", p(r, "s"))
+			fsys.Remove(p(r, "s"))
+			write(fsys, r, "d/c", "new")
+		}},
 		{"MkdirAll twice vs once", func(fsys afero.Fs, r string) {
 			fsys.MkdirAll(p(r, "d"), 0o755)
 			fsys.MkdirAll(p(r, "d"), 0o755)
@@ -586,6 +597,21 @@ func TestFinalThroughSymlinks(t *testing.T) {
 			fsys.Rename(p(r, "a"), p(r, "tmp"))
 			f.WriteString("new")
 			f.Close()
+		}},
+		{"handle through a symlink the program made, its target moved before vs after", func(fsys afero.Fs, r string) {
+			symlink(fsys, r, "d/c", "s")
+			fsys.Rename(p(r, "d/c"), p(r, "b"))
+			f, _ := fsys.OpenFile(p(r, "s"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fsys.Rename(p(r, "a"), p(r, "s"))
+			f.WriteString("new")
+			f.Close()
+		}, func(fsys afero.Fs, r string) {
+			symlink(fsys, r, "d/c", "s")
+			f, _ := fsys.OpenFile(p(r, "s"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fsys.Rename(p(r, "a"), p(r, "s"))
+			f.WriteString("new")
+			f.Close()
+			fsys.Rename(p(r, "d/c"), p(r, "b"))
 		}},
 		{"handle through a symlink written after the symlink was removed vs remove", func(fsys afero.Fs, r string) {
 			f, _ := fsys.OpenFile(p(r, "sl"), os.O_WRONLY|os.O_TRUNC, 0)
