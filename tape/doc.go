@@ -43,7 +43,10 @@
 // inner handle has them; its ReadFrom and WriteTo copy through its Write
 // and Read, so the bytes are hashed as they pass. File.Stat makes an
 // "fstat" record when called. Handles still open when the Recorder closes
-// are flushed with End "unclosed".
+// are flushed with End "unclosed". A handle whose name was removed or
+// renamed over (through the same Fs) while it was open has no name in the
+// root at Close: its record's To is [OutsidePath], so that the final state
+// does not take what it wrote for the name's.
 //
 // What a subprocess changed (package helpers, Env.Run) is recorded by
 // [Recorder.RecordCommand] after it finished: one command record per
