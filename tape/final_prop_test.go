@@ -27,9 +27,11 @@ import (
 
 // finalFixture makes the tree every program starts from: a file a, a
 // directory d holding the file d/c; b and tmp are absent. Then symlinks,
-// whose targets no program names directly: dl -> gone (dangling), sl -> ta
-// (a file), sd -> td (a directory holding td/f), the chain sc -> s2 -> t2
-// (a file), and e/l -> ../ta from the directory e.
+// whose targets no program names directly and no two share (two names of
+// one object are the final state's exception): dl -> gone (dangling),
+// sl -> ta (a file), sd -> td (a directory holding td/f), the chain
+// sc -> s2 -> t2 (a file), and, relative from a directory, e/l -> ../t3 (a
+// file), e/m -> ../d2 (a directory holding d2/c), d/l -> ../t4 (dangling).
 func finalFixture(t testing.TB, root string) {
 	t.Helper()
 	if err := os.RemoveAll(root); err != nil {
@@ -40,6 +42,8 @@ func finalFixture(t testing.TB, root string) {
 	mustWrite(t, filepath.Join(root, "ta"), []byte("tango"))
 	mustWrite(t, filepath.Join(root, "td", "f"), []byte("foxtrot"))
 	mustWrite(t, filepath.Join(root, "t2"), []byte("two"))
+	mustWrite(t, filepath.Join(root, "t3"), []byte("three"))
+	mustWrite(t, filepath.Join(root, "d2", "c"), []byte("d2c"))
 	for _, p := range []string{root, filepath.Join(root, "d"), filepath.Join(root, "td")} {
 		if err := os.Chmod(p, 0o755); err != nil {
 			t.Fatal(err)
@@ -48,7 +52,7 @@ func finalFixture(t testing.TB, root string) {
 	if err := os.Mkdir(filepath.Join(root, "e"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for l, target := range map[string]string{"dl": "gone", "sl": "ta", "sd": "td", "sc": "s2", "s2": "t2", "e/l": "../ta"} {
+	for l, target := range map[string]string{"dl": "gone", "sl": "ta", "sd": "td", "sc": "s2", "s2": "t2", "e/l": "../t3", "e/m": "../d2", "d/l": "../t4"} {
 		if err := os.Symlink(target, filepath.Join(root, l)); err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +109,7 @@ func runOnFixture(t testing.TB, root string, fn func(afero.Fs, string)) (*Tape, 
 	return tp, endTree(t, root)
 }
 
-var finalNames = []string{"a", "b", "d/c", "d", "tmp", "tmp/x", "dl", "sl", "sd", "sd/f", "sc", "e", "e/l", "s"}
+var finalNames = []string{"a", "b", "d/c", "d", "tmp", "tmp/x", "dl", "sl", "sd", "sd/f", "sc", "e", "e/l", "s", "d/l", "e/m", "e/m/c", "tmp/l"}
 
 // finalTargets are the link texts of the symlinks finalProgram makes.
 var finalTargets = []string{"a", "ta", "d", "tmp", "../ta", "sl", "d/c"}
@@ -495,7 +499,7 @@ func TestFinalThroughSymlinks(t *testing.T) {
 			write(fsys, r, "sl", 0o644)
 			fsys.Rename(p(r, "a"), p(r, "sl"))
 		}, func(fsys afero.Fs, r string) { fsys.Rename(p(r, "a"), p(r, "sl")) }},
-		{"write through e/l -> ../ta, RemoveAll e vs RemoveAll e", func(fsys afero.Fs, r string) {
+		{"write through e/l -> ../t3, RemoveAll e vs RemoveAll e", func(fsys afero.Fs, r string) {
 			write(fsys, r, "e/l", 0o644)
 			fsys.RemoveAll(p(r, "e"))
 		}, func(fsys afero.Fs, r string) { fsys.RemoveAll(p(r, "e")) }},
