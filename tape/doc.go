@@ -74,7 +74,9 @@
 // Open of its current name (renames made through the same Fs are
 // followed when both name the file the same way, both relative or both
 // absolute). If that fails, for instance because the file was removed
-// while open, the record says so in Unhashed instead of holding a hash.
+// while open, the record says so in Unhashed instead of holding a hash;
+// so does a handle whose name another file was renamed over (reading the
+// name would hash that file).
 // The recorder assumes nothing else changes a file while a handle to it is
 // open.
 //

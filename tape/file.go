@@ -270,6 +270,10 @@ func (f *file) catchUp(limit int64, hole bool) {
 func (f *file) readBack(off, limit int64, fn func([]byte)) error {
 	var r io.ReaderAt = f.inner
 	if !f.state.access.reads() {
+		if f.orphan.Load() {
+			// The name now holds another file, or none.
+			return &fs.PathError{Op: "open", Path: f.name(), Err: fs.ErrNotExist}
+		}
 		g, err := f.fs.inner.Open(f.name())
 		if err != nil {
 			return err
