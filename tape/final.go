@@ -209,6 +209,9 @@ func (s *finalState) learnExcl(r *Record) {
 }
 
 func (s *finalState) learnAbsent(p string) {
+	if s.v5 {
+		p = s.follow(p, false) // the proofs follow no final symlink
+	}
 	if p != OutsidePath && p != "" && !s.changed(p) {
 		s.absent[p] = true
 	}

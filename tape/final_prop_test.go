@@ -373,6 +373,11 @@ func TestFinalSameEndStateByAnyRoute(t *testing.T) {
 			fsys.Remove(p(r, "s"))
 			write(fsys, r, "d/c", "new")
 		}},
+		{"mkdir and rmdir below a symlink the program made vs the symlink", func(fsys afero.Fs, r string) {
+			fsys.(afero.Linker).SymlinkIfPossible("d", p(r, "s"))
+			fsys.Mkdir(p(r, "s/new"), 0o755)
+			fsys.Remove(p(r, "s/new"))
+		}, func(fsys afero.Fs, r string) { fsys.(afero.Linker).SymlinkIfPossible("d", p(r, "s")) }},
 		{"MkdirAll twice vs once", func(fsys afero.Fs, r string) {
 			fsys.MkdirAll(p(r, "d"), 0o755)
 			fsys.MkdirAll(p(r, "d"), 0o755)
