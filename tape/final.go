@@ -487,6 +487,7 @@ func (s *finalState) pin(old string) {
 		e := s.m[k]
 		if e.through() {
 			e.hash, e.size, e.mode, e.perm, e.owner, e.mtime = "", 0, "", "", "", ""
+			e.live = false // from there it may lead to nothing
 		} else {
 			delete(s.m, k)
 		}

@@ -551,6 +551,15 @@ func TestFinalThroughSymlinks(t *testing.T) {
 			fsys.Rename(p(r, "sl"), p(r, "d/sl"))
 			write(fsys, r, "d/sl", 0o644)
 		}},
+		{"write through a symlink, move it to another directory, create 0600 vs 0644", func(fsys afero.Fs, r string) {
+			write(fsys, r, "sl", 0o644)
+			fsys.Rename(p(r, "sl"), p(r, "d/sl"))
+			write(fsys, r, "d/sl", 0o600)
+		}, func(fsys afero.Fs, r string) {
+			write(fsys, r, "sl", 0o644)
+			fsys.Rename(p(r, "sl"), p(r, "d/sl"))
+			write(fsys, r, "d/sl", 0o644)
+		}},
 		{"O_EXCL temp renamed over a symlink vs write through it", func(fsys afero.Fs, r string) {
 			if f, err := fsys.OpenFile(p(r, "tmp"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
 				f.WriteString("new")
