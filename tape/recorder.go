@@ -505,8 +505,6 @@ func (r *Recorder) emitClosed(f *file, rec *Record) {
 	r.diverged(d)
 }
 
-// renamed points the open handles of the inner name old (or below it) at
-// new, so a read-back after a rename of an open file finds the bytes.
 // removed marks the open handles of fsys at or under name, which a
 // Remove or RemoveAll took away, as having no name in the root: their
 // records say to OutsidePath, and the final state does not take their
@@ -521,6 +519,9 @@ func (r *Recorder) removed(fsys *Fs, name string) {
 	}
 }
 
+// renamed points the open handles of the inner name old (or below it) at
+// new, so a read-back after a rename of an open file finds the bytes, and
+// marks those of new (or below it) as having lost their name.
 func (r *Recorder) renamed(fsys *Fs, old, new string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
