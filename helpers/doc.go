@@ -181,7 +181,8 @@
 // golden.go and goldendiff.go: golden patches and how a mismatch is
 // explained; goldencontent.go: the file versions kept beside a golden
 // tape; record.go: the tape of an Env (files, golden tapes, the
-// online check); report.go: what a failing test logs and the artifacts;
+// online check); run.go: [Env.Run] and the command records it puts on
+// the tape; report.go: what a failing test logs and the artifacts;
 // chaos.go: the listing shuffler and short reads; faults.go: the injected
 // failures; vary.go: [EnvVary], the moved root and [As]; pkgpath.go: the
 // package path of the

@@ -173,8 +173,8 @@ func TestAssertionsFail(t *testing.T) {
 		"changes differ from what the test expects:\n\tmissing:    D notes.txt\n\tunexpected: M notes.txt\n",
 		"changed paths differ from what the test expects:\n\tmissing:    elsewhere\n\tunexpected: out\n",
 		"notes.txt does not hold what the test expects (a: want, b: got)", "\n-two\n+TWO\n",
-		"cannot check the content of missing.txt: readfile missing.txt: no such file or directory",
-		"cannot check the content of out: readfile out: is a directory",
+		"cannot check the content of missing.txt: open missing.txt: no such file or directory",
+		"cannot check the content of out: read out: is a directory",
 	)
 	if f.fatal {
 		t.Error("an assertion stopped the test")

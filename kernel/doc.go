@@ -477,9 +477,11 @@
 // oci_linux.go: the OCI layer tar; run_linux.go: [Run] and its re-executed
 // helper (the mount, dropped capabilities); thread_linux.go: the run in a
 // thread as root, and fork_linux.go its forked init; runcopy_linux.go: Run's copy
-// fallback; landlock_linux.go: confinement; seccomp_linux.go: chown's EPERM
+// fallback; quota_linux.go: the tmpfs that bounds a run of an Fs with a
+// quota; landlock_linux.go: confinement; seccomp_linux.go: chown's EPERM
 // in a user namespace and the sandbox's filter (keyrings, TIOCSTI, vsock,
-// io_uring); lifecycle_linux.go (also the sandbox's namespaces, read-only
+// io_uring), with seccomp_legacy_linux.go and seccomp_nolegacy_linux.go
+// for the calls only some architectures have; lifecycle_linux.go (also the sandbox's namespaces, read-only
 // host and /proc, its own /dev, and descriptors) and
 // owner_linux.go: the supervisors and owner records that let [Cleanup]
 // (cleanup_linux.go) tell abandoned temporary directories and mounts from

@@ -497,11 +497,6 @@ func TestIOFSExactErrors(t *testing.T) {
 			// that is not compared.
 			ws, gs := w+" err="+res(copyDir, werr), g+" err="+res(c.Root(), gerr)
 			ws = strings.ReplaceAll(strings.ReplaceAll(ws, "$ROOT/", ""), copyDir+"/", "")
-			if cl.call == "ReadFile" && werr != nil && !errors.Is(werr, fs.ErrInvalid) {
-				// IOFS's ReadFile says "readfile" where os.DirFS says open
-				// or read: package helpers shows it in its messages.
-				ws = strings.Replace(strings.Replace(ws, "op=open ", "op=readfile ", 1), "op=read ", "op=readfile ", 1)
-			}
 			gs = strings.ReplaceAll(gs, c.Root()+"/", "")
 			if ws != gs {
 				t.Errorf("%s(%q):\n\twant %s\n\tgot  %s", cl.call, name, ws, gs)

@@ -74,13 +74,11 @@ func (v ioFS) ReadFile(name string) ([]byte, error) {
 	}
 	fh, err := v.f.Open(h)
 	if err != nil {
-		// os.DirFS says open or read; "readfile" is kept for the callers
-		// whose messages show it (package helpers).
-		return nil, fixErr("readfile", name, err)
+		return nil, fixErr("", name, err) // as os.DirFS: the op is open, or read below
 	}
 	defer fh.Close()
 	data, err := io.ReadAll(fh)
-	return data, fixErr("readfile", name, err)
+	return data, fixErr("", name, err)
 }
 
 func (v ioFS) Stat(name string) (fs.FileInfo, error) {

@@ -19,12 +19,12 @@ import (
 	"github.com/spf13/afero"
 )
 
-// The oracle of these tests is testdata/sample-1.4.tape, written by a
+// The oracle of these tests is testdata/sample-1.5.tape, written by a
 // recorder that made one Write per line: with its header's volatile facts
 // given back through WithInfo, a recording of sampleOps must reproduce it
 // byte for byte, however it was buffered.
 
-// goldenOpts make a recorder write the header of testdata/sample-1.4.tape.
+// goldenOpts make a recorder write the header of testdata/sample-1.5.tape.
 func goldenOpts() []Option {
 	return []Option{
 		WithTest("example.com/p", "TestX"),
@@ -33,11 +33,11 @@ func goldenOpts() []Option {
 	}
 }
 
-// goldenLines returns the lines of testdata/sample-1.4.tape, each with
+// goldenLines returns the lines of testdata/sample-1.5.tape, each with
 // its newline, the trailer last.
 func goldenLines(t testing.TB) []string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "sample-1.4.tape"))
+	raw, err := os.ReadFile(filepath.Join("testdata", "sample-1.5.tape"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestBufferedTapeIsGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := readFile(t, f.Name()); got != golden {
-				t.Fatalf("tape:\n%s\nwant testdata/sample-1.4.tape:\n%s", got, golden)
+				t.Fatalf("tape:\n%s\nwant testdata/sample-1.5.tape:\n%s", got, golden)
 			}
 			want := len(gl)
 			if size >= 0 {

@@ -7,12 +7,13 @@
 // and then recorded; [Recorder.Close] writes the trailer. [Read] parses a
 // tape, [Compare] and [Classify] compare two. The format is specified in
 // FORMAT.md, next to this file, precisely enough for another tool to read
-// and write tapes. A Recorder writes format 1.4, whose trailer holds one
+// and write tapes. A Recorder writes format 1.5, whose trailer holds one
 // running BLAKE3 of the lines before it and the digest of the final state,
 // and whose names may be any byte string (a name that is not UTF-8 is
-// written Go-quoted, "bad\xff", see FORMAT.md); Read reads 1.0 to 1.4 and
+// written Go-quoted, "bad\xff", see FORMAT.md); Read reads 1.0 to 1.5 and
 // checks each trailer by the rule of the tape's own minor version (the
-// final state changed in 1.4: older digests are checked with the old one).
+// final state changed in 1.4 and 1.5: a 1.4 digest is checked by 1.4's
+// rules, older ones not at all).
 //
 // # Path names
 //
@@ -42,7 +43,10 @@
 // inner handle has them; its ReadFrom and WriteTo copy through its Write
 // and Read, so the bytes are hashed as they pass. File.Stat makes an
 // "fstat" record when called. Handles still open when the Recorder closes
-// are flushed with End "unclosed".
+// are flushed with End "unclosed". A handle whose name was removed or
+// renamed over (through the same Fs) while it was open has no name in the
+// root at Close: its record's To is [OutsidePath], so that the final state
+// does not take what it wrote for the name's.
 //
 // What a subprocess changed (package helpers, Env.Run) is recorded by
 // [Recorder.RecordCommand] after it finished: one command record per
@@ -70,7 +74,9 @@
 // Open of its current name (renames made through the same Fs are
 // followed when both name the file the same way, both relative or both
 // absolute). If that fails, for instance because the file was removed
-// while open, the record says so in Unhashed instead of holding a hash.
+// while open, the record says so in Unhashed instead of holding a hash;
+// so does a handle whose name another file was renamed over (reading the
+// name would hash that file).
 // The recorder assumes nothing else changes a file while a handle to it is
 // open.
 //
@@ -99,8 +105,11 @@
 // [ModeFinal] (the same end state, [Tape.Final]: the same end tree reached
 // by another route, such as a temporary file made and removed where a
 // record proved that the root did not hold it, or a chmod before a rename
-// instead of after, reads the same; two different end trees never do,
-// symlinks aside, since a write through one counts at the name used). Records are compared by
+// instead of after, reads the same; two different end trees never do: a
+// change through a name that may be a symlink leaves a residue line when
+// the name goes, and a created file's mode counts. Its exception: changes
+// through two names of one object in the start tree, whose order it does
+// not keep. FORMAT.md, "Final state"). Records are compared by
 // their canonical line ([Record.Canon]), which drops only the sequence
 // number. The first divergence is found by aligning the two sequences
 // (patience anchors, then Myers' diff), so one extra record in the middle is
@@ -164,7 +173,9 @@
 // reusing the hash of an unchanged file version;
 // chain.go: the chain hash, written and checked in one place;
 // outcome.go: the outcome of a failure ([ErrorOutcome]); final.go: the
-// end state ([Tape.Final]); read.go: [Read]; compare.go: the comparison
+// end state ([Tape.Final]), by the rules of 1.5 or (for the digest of a
+// 1.4 tape) of 1.4, with the residues of changes through symlinks and the
+// following of the symlinks a tape made (follow); read.go: [Read]; compare.go: the comparison
 // engine ([CompareAll] and what is built on it), with align.go for the
 // alignment; reference.go: the online check of [WithReference];
 // content.go: the captured contents of [WithContent]; name.go:

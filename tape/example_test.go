@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/afero"
 
@@ -127,4 +128,39 @@ func ExampleFs() {
 	fmt.Println(tf.Inner() == mem, tf.Name())
 	// Output:
 	// true TapeFs
+}
+
+// The final state names what a run leaves: a file the records prove new
+// with its mode, a write where something may have been with the
+// permission a new file would get (perm), and, once that name is removed,
+// a residue line: had it been a symlink, what was written lives on at its
+// target.
+func ExampleTape_Final() {
+	mem := afero.NewMemMapFs()
+	afero.WriteFile(mem, "/work/old.txt", []byte("old\n"), 0o644)
+	var buf bytes.Buffer
+	rec := tape.NewRecorder(&buf)
+	fsys := rec.Wrap(mem, "/work")
+	if f, err := fsys.OpenFile("/work/new.txt", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.WriteString("new\n")
+		f.Close()
+	}
+	afero.WriteFile(fsys, "/work/out.txt", []byte("out\n"), 0o644)
+	afero.WriteFile(fsys, "/work/old.txt", []byte("tmp\n"), 0o644)
+	fsys.Remove("/work/old.txt")
+	if err := rec.Close(); err != nil {
+		panic(err)
+	}
+	t, err := tape.Read(&buf)
+	if err != nil {
+		panic(err)
+	}
+	for _, l := range t.Final() {
+		fmt.Println(l)
+	}
+	// Output:
+	// new.txt file size=4 hash=79d1d8da0b625035cdbfc9d51841030861b9f4cf7c5abbe442a8d13efc352170 mode=-rw-------
+	// old.txt deleted
+	// old.txt residue was=lower size=4 hash=57282565456ddaa6022879ec7abce1e3937dc7e2065a1a74ecea7711c9763b7d perm=-rw-r--r--
+	// out.txt lower size=4 hash=88701ce6a0ef00d97590d1cda02dd0cb7e78e5255972941e3e1e082ec9b4aedb perm=-rw-r--r--
 }

@@ -34,6 +34,7 @@ type file struct {
 
 	opened string                 // inner name at open, cleaned
 	moved  atomic.Pointer[string] // inner name now, cleaned, once a rename moved it; nil before
+	orphan atomic.Bool            // its name was removed or renamed over: it has none now
 
 	// In the Recorder's list of open handles, under the Recorder's mu.
 	openPrev, openNext *file
@@ -158,12 +159,20 @@ func (f *file) name() string {
 func (f *file) renamed(old, new string) {
 	n := f.name()
 	switch {
+	case f.orphan.Load():
 	case n == old:
 		f.moved.Store(&new)
 	case strings.HasPrefix(n, old+string(filepath.Separator)):
 		s := new + n[len(old):]
 		f.moved.Store(&s)
+	case below(n, new):
+		f.orphan.Store(true) // renamed over
 	}
+}
+
+// below reports whether the inner name n is dir or below it.
+func below(n, dir string) bool {
+	return n == dir || strings.HasPrefix(n, dir+string(filepath.Separator))
 }
 
 func (f *file) fail(call string, err error) {
@@ -261,6 +270,10 @@ func (f *file) catchUp(limit int64, hole bool) {
 func (f *file) readBack(off, limit int64, fn func([]byte)) error {
 	var r io.ReaderAt = f.inner
 	if !f.state.access.reads() {
+		if f.orphan.Load() {
+			// The name now holds another file, or none.
+			return &fs.PathError{Op: "open", Path: f.name(), Err: fs.ErrNotExist}
+		}
 		g, err := f.fs.inner.Open(f.name())
 		if err != nil {
 			return err
@@ -617,7 +630,7 @@ func (f *file) Close() error { return f.flush(false) }
 // (TestEmitReadMatchesRecord).
 func (f *file) plainRead() bool {
 	return f.state.did == markFlushed && f.state.read == readFinished && f.rhash != "" && f.rsize > 0 &&
-		f.args.mode == "" && len(f.fails) == 0 && f.moved.Load() == nil && jsonPlain(f.args.path) && jsonPlain(f.args.flag)
+		f.args.mode == "" && len(f.fails) == 0 && f.moved.Load() == nil && !f.orphan.Load() && jsonPlain(f.args.path) && jsonPlain(f.args.flag)
 }
 
 // flush completes the record and writes it. unclosed is true when called
@@ -685,6 +698,9 @@ func (f *file) flush(unclosed bool) error {
 		if now := f.fs.rel(*n); now != rec.Path {
 			rec.To = now
 		}
+	}
+	if f.orphan.Load() {
+		rec.To = OutsidePath
 	}
 	f.cur.release()
 	var err error

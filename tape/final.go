@@ -15,6 +15,26 @@ import (
 type finalState struct {
 	m      map[string]*finalEntry
 	absent map[string]bool // paths the root is known not to have held at the start
+
+	// v5: the rules of minor 5 (FORMAT.md, "Final state"): a change
+	// through a name whose entry may be a symlink, or a hard link, keeps
+	// a residue line when that entry goes; a file the records prove
+	// created has its mode; a symlink the records made is followed.
+	v5       bool
+	residue  []string        // v5: the lines of dropped entries whose changes may lie elsewhere
+	symlinks int             // v5: symlink entries made, so that follow costs nothing without one
+	drops    map[string]drop // v5: the last drop of an entry at each path (see lostAt)
+	ndrops   int
+}
+
+// drop is what a path last lost: the drop's order among drops, whether
+// the entry dropped there may have been a symlink or a hard link, and the
+// root path it came from and the target it had.
+type drop struct {
+	n            int
+	aliased      bool
+	from, target string
+	via          *finalEntry // a symlink the records made dropped: the entry it led to
 }
 
 type finalEntry struct {
@@ -31,10 +51,14 @@ type finalEntry struct {
 	target string
 	owner  string
 	mtime  string
+	perm   string // v5: the permission an O_CREATE asked for, where the file may have been made by it
+	live   bool   // v5: a call that follows the name succeeded, so it leads to something
 }
 
-func newFinalState() *finalState {
-	return &finalState{m: map[string]*finalEntry{}, absent: map[string]bool{}}
+// newFinalState returns an empty final state by the rules of the given
+// minor version: those of 1.5 from minor 5 on, else those of 1.4.
+func newFinalState(minor int) *finalState {
+	return &finalState{m: map[string]*finalEntry{}, absent: map[string]bool{}, v5: minor >= throughMinor}
 }
 
 // get returns p's entry, making one if p has none: the root's entry at p,
@@ -124,8 +148,27 @@ func (s *finalState) absentNow(p string, e *finalEntry) bool {
 	return s.absentAt(p)
 }
 
-// plain reports an entry with no mode, owner or mtime set.
-func (e *finalEntry) plain() bool { return e.mode == "" && e.owner == "" && e.mtime == "" }
+// plain reports an entry with no mode, owner or mtime set, nor (v5) a
+// content or permission written through it.
+func (e *finalEntry) plain() bool {
+	return e.mode == "" && e.owner == "" && e.mtime == "" && e.hash == "" && e.perm == ""
+}
+
+// aliased reports an entry that may not be the object a call through its
+// name reaches, or may share that object with another name: the root's
+// entry (a symlink or a hard link, for all the records know) or a symlink
+// the records made and could not follow.
+func (e *finalEntry) aliased() bool {
+	switch e.kind {
+	case "lower", "moved", "ensured", "symlink":
+		return true
+	}
+	return false
+}
+
+// through reports an aliased entry that a call changed through its name:
+// the change may have landed at another path.
+func (e *finalEntry) through() bool { return e.aliased() && !e.plain() }
 
 // learn records what r shows about the start: a path that r proves absent
 // when r was made is absent at the start if no earlier record changed it.
@@ -166,6 +209,9 @@ func (s *finalState) learnExcl(r *Record) {
 }
 
 func (s *finalState) learnAbsent(p string) {
+	if s.v5 {
+		p = s.follow(p, false) // the proofs follow no final symlink
+	}
 	if p != OutsidePath && p != "" && !s.changed(p) {
 		s.absent[p] = true
 	}
@@ -183,11 +229,91 @@ func (s *finalState) link(old, new string) {
 	if e.kind == "lower" {
 		e.kind, e.from = "moved", old
 	}
+	if s.v5 {
+		e.exists = true // link does not follow old: something is there
+	}
 	s.m[new] = e
 }
 
 func under(p, dir string) bool {
 	return dir == "." && p != "." || strings.HasPrefix(p, dir+"/")
+}
+
+// drop forgets the entries under p, as deleteTree, and (v5) keeps a
+// residue line for each of p and those below whose change may lie outside
+// p: one made through an aliased entry, or below an entry that may be a
+// symlink to a directory elsewhere (anything but a directory the records
+// made). The caller replaces p's own entry.
+func (s *finalState) drop(p string) {
+	if s.v5 {
+		if s.drops == nil {
+			s.drops = map[string]drop{}
+		}
+		s.ndrops++
+		s.get(p)
+		for _, k := range s.keepResidue(p, true) {
+			if t := s.follow(k, true); s.m[k].kind == "symlink" && t != k && t != OutsidePath {
+				d := s.drops[k]
+				d.via = s.get(t)
+				s.drops[k] = d
+			}
+		}
+	}
+	s.deleteTree(p)
+}
+
+// lostAt returns the last drop at p or an ancestor, which took a
+// handle's name at p away, and whether it may have dropped a symlink or a
+// hard link (or there was none: the handle left by a rename out of the
+// root): then what the handle wrote may live on through another name.
+func (s *finalState) lostAt(p string) (drop, bool) {
+	var last drop
+	for a := p; ; a = path.Dir(a) {
+		if d, ok := s.drops[a]; ok && d.n > last.n {
+			last = d
+		}
+		if a == "." || a == OutsidePath {
+			return last, last.aliased || last.n == 0
+		}
+	}
+}
+
+// keepResidue adds the residue lines of the entries at and under p whose
+// change may lie outside p (see drop), and returns their paths. With note
+// (a drop), it also notes for each whether it may be a symlink or a hard
+// link (aliased, and not known absent), for a handle that loses its name
+// by this drop (lostAt).
+func (s *finalState) keepResidue(p string, note bool) []string {
+	var kept []string
+	for k, e := range s.m {
+		if k != p && !under(k, p) {
+			continue
+		}
+		if note {
+			s.drops[k] = drop{s.ndrops, e.aliased() && !s.absentNow(k, e), e.from, e.target, nil}
+			if e.kind == "symlink" && !e.through() {
+				kept = append(kept, k) // for drop to follow
+			}
+		}
+		if e.through() || k != p && !s.madeDirs(p, k) && s.shows(k, e) {
+			s.residue = append(s.residue, s.line(k, e, true))
+			kept = append(kept, k)
+		}
+	}
+	return kept
+}
+
+// madeDirs reports whether p and every directory between it and k are
+// directories the records made, so that k lies in p.
+func (s *finalState) madeDirs(p, k string) bool {
+	for a := path.Dir(k); ; a = path.Dir(a) {
+		if e := s.m[a]; e == nil || e.kind != "dir" {
+			return false
+		}
+		if a == p || a == "." {
+			return a == p
+		}
+	}
 }
 
 func (s *finalState) deleteTree(p string) {
@@ -201,6 +327,10 @@ func (s *finalState) deleteTree(p string) {
 func (s *finalState) apply(r *Record) {
 	s.learn(r)
 	if r.Err != "" || r.Path == OutsidePath && r.To == "" {
+		return
+	}
+	if s.v5 {
+		s.apply5(r)
 		return
 	}
 	switch r.Op {
@@ -239,15 +369,7 @@ func (s *finalState) apply(r *Record) {
 	case OpChmod:
 		s.get(r.Path).mode = r.Mode
 	case OpChown:
-		var b strings.Builder
-		if r.UID != nil {
-			b.WriteString(strconv.Itoa(*r.UID))
-		}
-		b.WriteByte(':')
-		if r.GID != nil {
-			b.WriteString(strconv.Itoa(*r.GID))
-		}
-		s.get(r.Path).owner = b.String()
+		s.get(r.Path).owner = owner(r)
 	case OpChtimes:
 		s.get(r.Path).mtime = r.Mtime
 	default:
@@ -259,25 +381,26 @@ func (s *finalState) apply(r *Record) {
 func (s *finalState) applyCommand(r *Record) {
 	switch r.Op {
 	case OpCmdWrite:
-		s.deleteTree(r.Path)
+		s.drop(r.Path)
 		s.m[r.Path] = &finalEntry{kind: "file", hash: r.Hash, size: r.Size, mode: r.Mode}
 	case OpCmdRemove:
-		s.deleteTree(r.Path)
+		s.drop(r.Path)
 		s.m[r.Path] = &finalEntry{kind: "deleted"}
 	case OpCmdMkdir:
 		e := s.get(r.Path)
 		if e.kind != "dir" {
-			s.deleteTree(r.Path)
+			s.drop(r.Path)
 			*e = finalEntry{kind: "dir"}
 		}
 		e.mode = r.Mode
 	case OpCmdSymlink:
-		s.deleteTree(r.Path)
+		s.drop(r.Path)
 		s.m[r.Path] = &finalEntry{kind: "symlink", target: r.Target}
+		s.symlinks++
 	case OpCmdChmod:
 		s.get(r.Path).mode = r.Mode
 	case OpCmdMknod:
-		s.deleteTree(r.Path)
+		s.drop(r.Path)
 		s.m[r.Path] = &finalEntry{kind: "special", mode: r.Mode}
 	}
 }
@@ -324,6 +447,9 @@ func (s *finalState) rename(old, new string) {
 	if old != OutsidePath {
 		s.get(old)
 	}
+	if s.v5 && path.Dir(old) != path.Dir(new) {
+		s.pin(old)
+	}
 	moved := map[string]*finalEntry{}
 	for k, e := range s.m {
 		if k == old || under(k, old) {
@@ -335,7 +461,7 @@ func (s *finalState) rename(old, new string) {
 		}
 	}
 	if new != OutsidePath {
-		s.deleteTree(new)
+		s.drop(new)
 		if _, ok := moved[new]; !ok {
 			moved[new] = &finalEntry{kind: "moved", from: old}
 		}
@@ -349,46 +475,77 @@ func (s *finalState) rename(old, new string) {
 	}
 }
 
-// lines returns the state as sorted canonical lines.
+// pin keeps the residue of what was changed at and under old, which a
+// rename moves to another directory: a relative symlink among them (the
+// root's entry at old, or one below it) leads elsewhere from there, so a
+// change made through it before the move is not one made after. An
+// aliased entry pinned moves on with its changes forgotten (the residue
+// says them); another is dropped, and its path reads as what the root
+// held there.
+func (s *finalState) pin(old string) {
+	for _, k := range s.keepResidue(old, false) {
+		e := s.m[k]
+		if e.through() {
+			e.hash, e.size, e.mode, e.perm, e.owner, e.mtime = "", 0, "", "", "", ""
+			e.live = false // from there it may lead to nothing
+		} else {
+			delete(s.m, k)
+		}
+	}
+}
+
+// lines returns the state as sorted canonical lines, residues included.
 func (s *finalState) lines() []string {
-	keys := make([]string, 0, len(s.m))
+	out := slices.Clone(s.residue)
 	for k, e := range s.m {
 		if s.shows(k, e) {
-			keys = append(keys, k)
+			out = append(out, s.line(k, e, false))
 		}
 	}
-	slices.Sort(keys)
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		e := s.m[k]
-		kind, from := e.kind, e.from
-		if from == k {
-			from = "" // back where it was
-			if kind == "moved" {
-				kind = "lower"
-			}
+	slices.SortFunc(out, func(a, b string) int {
+		if c := strings.Compare(finalPath(a), finalPath(b)); c != 0 {
+			return c
 		}
-		var b strings.Builder
-		b.WriteString(quoteIfNeeded(k))
-		b.WriteByte(' ')
-		b.WriteString(kind)
-		kv := func(k, v string) {
-			if v != "" {
-				b.WriteString(" " + k + "=" + quoteIfNeeded(v))
-			}
-		}
-		kv("from", from)
-		if e.kind == "file" {
-			kv("size", strconv.FormatInt(e.size, 10))
-		}
-		kv("hash", e.hash)
-		kv("target", e.target)
-		kv("mode", e.mode)
-		kv("owner", e.owner)
-		kv("mtime", e.mtime)
-		out[i] = b.String()
-	}
+		return strings.Compare(a, b)
+	})
 	return out
+}
+
+// line returns k's canonical line; a residue's kind is "residue" and the
+// entry's kind follows as was.
+func (s *finalState) line(k string, e *finalEntry, residue bool) string {
+	kind, from := e.kind, e.from
+	if from == k {
+		from = "" // back where it was
+		if kind == "moved" {
+			kind = "lower"
+		}
+	}
+	var b strings.Builder
+	b.WriteString(quoteIfNeeded(k))
+	b.WriteByte(' ')
+	kv := func(k, v string) {
+		if v != "" {
+			b.WriteString(" " + k + "=" + quoteIfNeeded(v))
+		}
+	}
+	if residue {
+		b.WriteString("residue")
+		kv("was", kind)
+	} else {
+		b.WriteString(kind)
+	}
+	kv("from", from)
+	if e.kind == "file" || e.hash != "" {
+		kv("size", strconv.FormatInt(e.size, 10))
+	}
+	kv("hash", e.hash)
+	kv("target", e.target)
+	kv("mode", e.mode)
+	kv("perm", e.perm)
+	kv("owner", e.owner)
+	kv("mtime", e.mtime)
+	return b.String()
 }
 
 // shows reports whether the entry at k differs from what the root held
@@ -413,16 +570,228 @@ func (s *finalState) digest() string {
 
 // Final returns the end state the records describe, one canonical line per
 // changed path in path order ("<path> <kind> key=value..."), as FORMAT.md
-// defines for format 1.4, whatever the tape's version: a path made and
-// removed where a record proved the root did not hold it gives no line, and
-// an entry changed before its rename reads as one changed after. Its BLAKE3
-// (lines joined by "\n") is the trailer's Final in tapes of minor 4 and
-// later; older trailers hold that of the 1.3 final state, which Read
-// checks instead.
+// defines for format 1.5, whatever the tape's version: a path made and
+// removed where a record proved the root did not hold it gives no line, an
+// entry changed before its rename reads as one changed after, and a change
+// through a name that may be a symlink or a hard link leaves a residue
+// line when that name's entry goes. Its BLAKE3 (lines joined by "\n") is
+// the trailer's Final in tapes of minor 5 and later; those of minor 4 hold
+// that of the 1.4 final state, which Read checks instead, and older
+// trailers are not checked.
 func (t *Tape) Final() []string {
-	s := newFinalState()
+	return t.final(Minor)
+}
+
+// final returns the final state by the rules of the given minor version.
+func (t *Tape) final(minor int) []string {
+	s := newFinalState(minor)
 	for i := range t.Records {
 		s.apply(&t.Records[i])
 	}
 	return s.lines()
+}
+
+// apply5 is apply by the rules of minor 5 for a successful record: a
+// name is first followed through the symlinks the records made (follow);
+// a write or create through an aliased entry keeps its entry and kind;
+// remove, rename over and the command records keep residues (drop).
+func (s *finalState) apply5(r *Record) {
+	p := s.follow(r.Path, false)
+	switch r.Op {
+	case OpOpen:
+		s.open5(r)
+		return
+	case OpLink:
+		s.link(p, s.follow(r.To, false))
+		return
+	case OpRename:
+		s.rename(p, s.follow(r.To, false))
+		return
+	case OpChmod, OpChown, OpChtimes:
+		s.attr(r)
+		return
+	}
+	if p == OutsidePath {
+		return
+	}
+	switch r.Op {
+	case OpMkdir:
+		e := s.get(p)
+		if e.kind != "dir" {
+			*e = finalEntry{kind: "dir", mode: r.Mode}
+		}
+	case OpMkdirAll:
+		s.mkdirAll(p, r.Mode)
+	case OpSymlink:
+		s.drop(p)
+		s.m[p] = &finalEntry{kind: "symlink", target: r.Target}
+		s.symlinks++
+	case OpRemove, OpRemoveAll:
+		s.drop(p)
+		s.m[p] = &finalEntry{kind: "deleted"}
+	default:
+		s.applyCommand(r)
+	}
+}
+
+// open5 applies a successful open by the rules of minor 5. A file the
+// records prove made by it (its name was deleted or known absent) is a
+// file with the permission asked for (the umask aside, as for mkdir); an
+// O_CREATE through an aliased entry not yet known to lead anywhere may
+// have made one, and says so with perm. A create that wrote nothing
+// still leaves a file, empty where made.
+func (s *finalState) open5(r *Record) {
+	create := strings.Contains(r.Flag, "|create")
+	if r.Hash == "" && !create {
+		return
+	}
+	p := r.Path
+	if r.To == OutsidePath && p != OutsidePath {
+		if p = s.orphan(r, create); p == "" {
+			return
+		}
+	} else if r.To != "" {
+		p = r.To
+	}
+	if p = s.follow(p, true); p == OutsidePath {
+		return
+	}
+	e := s.get(p)
+	switch {
+	case e.kind == "deleted" || s.absentNow(p, e):
+		*e = finalEntry{kind: "file", hash: HashBytes(nil), mode: r.Mode}
+	case e.aliased() && !e.live && create:
+		e.perm = r.Mode
+	}
+	e.live = true
+	if r.Hash != "" {
+		e.hash, e.size, e.mtime = r.Hash, r.Size, "" // a write sets the mtime anew
+	}
+}
+
+// orphan handles an open record whose handle lost its name in the root
+// while open (removed, renamed over or out). Through a symlink the
+// records made, the handle wrote to the entry it led to: orphan returns
+// that entry's path now, for open5 to apply the record there. Otherwise
+// what it wrote may live on elsewhere, as through a symlink or a hard
+// link, unless the name was known to be neither when it went: orphan
+// keeps a residue line for it and returns "".
+func (s *finalState) orphan(r *Record, create bool) string {
+	d, lost := s.lostAt(r.Path)
+	if d.via != nil {
+		for k, e := range s.m {
+			if e == d.via {
+				return k
+			}
+		}
+		lost = d.via.aliased() // the target went too: only its residue, if any
+	}
+	if !lost {
+		return ""
+	}
+	// Where the name led when it went: the root's entry at from, or the
+	// target of a symlink the records made.
+	e := &finalEntry{kind: "open", hash: r.Hash, size: r.Size, from: d.from, target: d.target}
+	if create {
+		e.perm = r.Mode
+	}
+	s.residue = append(s.residue, s.line(r.Path, e, true))
+	return ""
+}
+
+// attr applies a successful chmod, chown or chtimes by the rules of minor
+// 5: on the entry the name leads to through the symlinks the records
+// made, which it proves leads somewhere.
+func (s *finalState) attr(r *Record) {
+	p := s.follow(r.Path, true)
+	if p == OutsidePath {
+		return
+	}
+	e := s.get(p)
+	e.live = true
+	switch r.Op {
+	case OpChmod:
+		e.mode, e.perm = r.Mode, "" // whatever a create made, chmod decides
+	case OpChown:
+		e.owner = owner(r)
+	case OpChtimes:
+		e.mtime = r.Mtime
+	}
+}
+
+// owner returns a chown record's "uid:gid", either side empty when kept.
+func owner(r *Record) string {
+	var b strings.Builder
+	if r.UID != nil {
+		b.WriteString(strconv.Itoa(*r.UID))
+	}
+	b.WriteByte(':')
+	if r.GID != nil {
+		b.WriteString(strconv.Itoa(*r.GID))
+	}
+	return b.String()
+}
+
+// follow returns the path p leads to through the symlinks the records
+// made, as the kernel would resolve it: each such symlink among p's
+// directories (and p itself when final is set) is replaced by its target,
+// up to 40 times. A target outside the root gives OutsidePath; a target
+// with a ".." component is not followed (".." goes up from where the link
+// really is, which a directory of unknown kind may hide), and what is
+// done through it stays at the link's name.
+func (s *finalState) follow(p string, final bool) string {
+	if s.symlinks == 0 || p == OutsidePath {
+		return p
+	}
+	for range 40 {
+		q, ok := s.hop(p, final)
+		if !ok {
+			return p
+		}
+		if p = q; p == OutsidePath {
+			return p
+		}
+	}
+	return p
+}
+
+// hop replaces the first symlink the records made along p, reporting
+// whether there was one it could follow.
+func (s *finalState) hop(p string, final bool) (string, bool) {
+	for i := 0; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' || i == len(p) && !final {
+			continue
+		}
+		e := s.m[p[:i]]
+		if e == nil || e.kind != "symlink" {
+			continue
+		}
+		t, ok := linkPath(path.Dir(p[:i]), e.target)
+		if !ok {
+			return p, false
+		}
+		if t == OutsidePath {
+			return t, true
+		}
+		return path.Join(t, p[i:]), true
+	}
+	return p, false
+}
+
+// linkPath returns the root path a symlink in dir with link text target
+// names, OutsidePath for one outside the root; false for a target that
+// goes up with "..", or is empty.
+func linkPath(dir, target string) (string, bool) {
+	if target == "" || slices.Contains(strings.Split(target, "/"), "..") {
+		return "", false
+	}
+	switch {
+	case target == RootPrefix:
+		return ".", true
+	case strings.HasPrefix(target, RootPrefix+"/"):
+		return path.Clean(target[len(RootPrefix)+1:]), true
+	case path.IsAbs(target):
+		return OutsidePath, true
+	}
+	return path.Join(dir, target), true
 }

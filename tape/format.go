@@ -12,7 +12,7 @@ import (
 const (
 	FormatName = "cowfs-tape" // header "format"
 	Version    = 1            // header "version": major; a reader rejects a larger one
-	Minor      = 4            // header "minor": 1.1 added command records, 1.2 the running chain hash, 1.3 any byte string as a name and link, 1.4 the final state of the same end state by any route
+	Minor      = 5            // header "minor": 1.1 added command records, 1.2 the running chain hash, 1.3 any byte string as a name and link, 1.4 the final state of the same end state by any route, 1.5 the final state of changes through symlinks and of created modes
 	HashAlgo   = "blake3"     // header "hash": the only algorithm of version 1
 )
 
@@ -24,6 +24,12 @@ const wireMinor = 3
 // that of Tape.Final. An older tape's digest, by older rules, is not
 // checked: it is derived from the records, which the chain hash covers.
 const finalMinor = 4
+
+// throughMinor is the minor version from which the final state keeps the
+// residue of a change through a name that may be a symlink, and the mode
+// of a created file (FORMAT.md, "Final state"); a tape of minor 4 has its
+// digest checked by the rules of 1.4.
+const throughMinor = 5
 
 // EnvDir names the environment variable that switches recording on for a
 // whole `go test` run: when set to a directory, package helpers writes one

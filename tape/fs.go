@@ -264,16 +264,25 @@ func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 
 // Remove forwards and records the call.
 func (f *Fs) Remove(name string) error {
-	return f.simple(OpRemove, name, f.inner.Remove(name), nil)
+	err := f.inner.Remove(name)
+	if err == nil {
+		f.rec.removed(f, filepath.Clean(name))
+	}
+	return f.simple(OpRemove, name, err, nil)
 }
 
 // RemoveAll forwards and records the call.
 func (f *Fs) RemoveAll(name string) error {
-	return f.simple(OpRemoveAll, name, f.inner.RemoveAll(name), nil)
+	err := f.inner.RemoveAll(name)
+	if err == nil {
+		f.rec.removed(f, filepath.Clean(name))
+	}
+	return f.simple(OpRemoveAll, name, err, nil)
 }
 
 // Rename forwards and records the call; open handles of the old name
-// follow the rename for their read-backs.
+// follow the rename for their read-backs, and those of the new name lose
+// it (their record's to is OutsidePath).
 func (f *Fs) Rename(oldname, newname string) error {
 	err := f.inner.Rename(oldname, newname)
 	if err == nil {

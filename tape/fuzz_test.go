@@ -33,7 +33,7 @@ func FuzzRead(f *testing.F) {
 	})
 	rec.Close()
 	f.Add(cmdTape.Bytes())
-	for _, golden := range []string{"sample.tape", "sample-1.1.tape", "sample-1.2.tape"} {
+	for _, golden := range []string{"sample.tape", "sample-1.1.tape", "sample-1.2.tape", "sample-1.4.tape", "sample-1.5.tape"} {
 		b, err := os.ReadFile(filepath.Join("testdata", golden))
 		if err != nil {
 			f.Fatal(err)

@@ -403,6 +403,26 @@ func TestRemovedWhileOpen(t *testing.T) {
 	}
 }
 
+// TestRenamedOverWhileOpen: nor those of one whose name another file was
+// renamed over: reading the name back would hash that other file.
+func TestRenamedOverWhileOpen(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "a"), pattern(5000, 4))
+	mustWrite(t, filepath.Join(dir, "b"), pattern(5000, 5))
+	tp, _ := tapeOf(t, afero.NewOsFs(), dir, func(fsys afero.Fs) {
+		f, err := fsys.OpenFile(filepath.Join(dir, "a"), os.O_WRONLY, 0)
+		must(t, err)
+		_, err = f.WriteAt([]byte("x"), 10)
+		must(t, err)
+		must(t, fsys.Rename(filepath.Join(dir, "b"), filepath.Join(dir, "a")))
+		must(t, f.Close())
+	})
+	r := only(tp, OpOpen, "a")[0]
+	if r.Hash != "" || r.Unhashed != OutcomeNotExist || r.To != OutsidePath {
+		t.Fatalf("record %s: want no hash, unhashed=%s and to=%s", r.String(), OutcomeNotExist, OutsidePath)
+	}
+}
+
 // TestUnclosedFlushed: handles never closed appear at Recorder.Close, in
 // open order, with their content hashed.
 func TestUnclosedFlushed(t *testing.T) {

@@ -157,7 +157,7 @@ type Recorder struct {
 // [WithBuffer], in whole lines at most an interval late. Write errors
 // are sticky and returned by Close.
 func NewRecorder(w io.Writer, opts ...Option) *Recorder {
-	r := &Recorder{w: w, final: newFinalState(), pools: newPools()}
+	r := &Recorder{w: w, final: newFinalState(Minor), pools: newPools()}
 	r.cfg.refMode = ModePath
 	for _, o := range opts {
 		o(&r.cfg)
@@ -505,8 +505,23 @@ func (r *Recorder) emitClosed(f *file, rec *Record) {
 	r.diverged(d)
 }
 
+// removed marks the open handles of fsys at or under name, which a
+// Remove or RemoveAll took away, as having no name in the root: their
+// records say to OutsidePath, and the final state does not take their
+// writes for the name's (FORMAT.md, "Handle records").
+func (r *Recorder) removed(fsys *Fs, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for f := r.open.head; f != nil; f = f.openNext {
+		if f.fs == fsys && below(f.name(), name) {
+			f.orphan.Store(true)
+		}
+	}
+}
+
 // renamed points the open handles of the inner name old (or below it) at
-// new, so a read-back after a rename of an open file finds the bytes.
+// new, so a read-back after a rename of an open file finds the bytes, and
+// marks those of new (or below it) as having lost their name.
 func (r *Recorder) renamed(fsys *Fs, old, new string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -39,7 +39,7 @@ func Example_show() {
 	code := run([]string{"show", "-canon", "-order", "final", a})
 	fmt.Println("exit", code)
 	// Output:
-	// final.txt file size=6 hash=8e4c7c1b99dbfd50e7a95185fead5ee1448fa904a2fdd778eaf5f2dbfd629a99
+	// final.txt moved from=report.txt size=6 hash=8e4c7c1b99dbfd50e7a95185fead5ee1448fa904a2fdd778eaf5f2dbfd629a99 perm=-rw-r--r--
 	// report.txt deleted
 	// exit 0
 }

@@ -136,4 +136,13 @@
 // Content, or changes that contradict each other (a file "P" and a file
 // "P/x" on the same side). Errors from Content and from the writer are
 // returned wrapped with %w. A patch cut short by an error is incomplete.
+//
+// # Where things live
+//
+// gitdiff.go: [File], [Change], [Write] and the order of the sections;
+// text.go: the line diff and its hunks; compact.go: where groups of
+// changed lines slide to, as git's xdiff puts them; binary.go: binary
+// detection, blob ids and the literal hunks; rename.go: rename detection;
+// stream.go: content read in chunks from a size on, so that a large binary
+// file is never held whole; quote.go: git's C quoting of names.
 package gitdiff

@@ -33,12 +33,15 @@ type row struct {
 	goal     string
 }
 
+// The goals are the issues' (issue 14's table; issue 26 set Stat of a lower
+// file with a non-empty layer at 1.15×, the price of dropping the lock-free
+// Stat tier, for both rows of that workload).
 var rows = []row{
 	{"BenchmarkTableReadFile4K/layer=nonempty", "ReadFile of a 4 KiB lower file, layer not empty", "`os.ReadFile`", "≤ 1.05×"},
 	{"BenchmarkTableReadFile4K/layer=empty/friendly", "ReadFile of a 4 KiB lower file, empty layer (friendly)", "`os.ReadFile`", "—"},
 	{"BenchmarkTableReadFile4K/floor=afero.OsFs", "ReadFile of a 4 KiB file: afero.ReadFile over afero.OsFs (the floor)", "`os.ReadFile`", "—"},
-	{"BenchmarkTableStat/layer=nonempty", "Stat of a lower file, layer not empty", "`os.Stat`", "≤ 1.05×"},
-	{"BenchmarkTableStat/layer=samedir", "Stat of a lower file beside 100 layer files in its directory", "`os.Stat`", "≤ 1.05×"},
+	{"BenchmarkTableStat/layer=nonempty", "Stat of a lower file, layer not empty", "`os.Stat`", "≤ 1.15×"},
+	{"BenchmarkTableStat/layer=samedir", "Stat of a lower file beside 100 layer files in its directory", "`os.Stat`", "≤ 1.15×"},
 	{"BenchmarkTableStat/depth=32", "Stat of a lower file 32 directories deep", "`os.Stat`", "≤ 1.10×"},
 	{"BenchmarkTableStat/layer=empty/friendly", "Stat of a lower file, empty layer (friendly)", "`os.Stat`", "—"},
 	{"BenchmarkTableWriteFile4K/overwrite-64", "WriteFile overwriting 4 KiB layer files (64 names cycled)", "MemMapFs, same", "≤ 1.0×"},
