@@ -109,9 +109,15 @@ func (l *layer) goneDirTimesLocked(rel string) map[int32]time.Time {
 		if n.kind != kindDir {
 			continue // a file handle: a file's time is its own
 		}
-		t := l.dirInfoLocked(l.infoLocked("", n), b.rel, n).ModTime()
+		var t time.Time
+		if n.layer || n.fi != nil {
+			t = l.dirInfoLocked(l.infoLocked("", n), b.rel, n).ModTime()
+		}
 		if ents, err := l.listLocked(b.rel, n); err == nil && len(ents.names) > 0 {
 			t = l.now()
+		}
+		if t.IsZero() {
+			continue
 		}
 		if times == nil {
 			times = map[int32]time.Time{}
