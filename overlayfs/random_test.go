@@ -131,6 +131,9 @@ func randFixture(t testing.TB, dir string) string {
 	for i := range randBigFiles {
 		must(os.WriteFile(filepath.Join(root, randBigName(i)), nil, 0o644))
 	}
+	// Lower hard links: files with two names, in one directory and across two.
+	must(os.Link(filepath.Join(root, "b"), filepath.Join(root, "hb")))
+	must(os.Link(filepath.Join(root, "d/c"), filepath.Join(root, "dir/hc")))
 	must(unix.Mkfifo(filepath.Join(root, "pipe"), 0o644))
 	must(unix.Mknod(filepath.Join(root, "sock"), unix.S_IFSOCK|0o755, 0))
 	must(unix.Mkfifo(filepath.Join(root, "d/pipe"), 0o600))
@@ -185,8 +188,8 @@ var randBase = []string{
 	"../alias/a", "../alias/d/c", "../alias/new", "../alias/ld/b", "../alias/d", "../dalias/f",
 	"../dalias/sub/g", "../dalias/new", "../dalias/up/a", "../dalias/sub", "toalias/f", "toalias/new",
 	"al/f", "al/new", "al/sub/g", "al/up/a",
-	// Hard links the generator makes (randLinkNames).
-	"h1", "d/h3", "sg/h4",
+	// Hard links the generator makes (randLinkNames), and the fixture's.
+	"h1", "d/h3", "sg/h4", "hb", "dir/hc",
 }
 
 // randLinkNames are new names for hard links: a link's new name is one of
@@ -248,7 +251,7 @@ var randTargets = []string{"a", "d", "d/", "..", "../outside.txt", "missing", "s
 
 // randLowerFiles are the fixture's regular files: an append-only handle on
 // one appends to content still on the lower.
-var randLowerFiles = []string{"a", "b", "x", "p", "ro", "d/b", "d/c", "g/h", "dir/sub/s", "sg/f"}
+var randLowerFiles = []string{"a", "b", "x", "p", "ro", "d/b", "d/c", "g/h", "dir/sub/s", "sg/f", "hb", "dir/hc"}
 
 var randData = []string{"", "Z", "hello", "0123456789abcdefghij", "alpha\n", "\x00\x01"}
 
