@@ -3,8 +3,10 @@
 package overlayfs_test
 
 // Operation classes of the random differential beyond names, handles and
-// modes: hard links, symlink targets of every form (absolute ones into
-// and out of the root, mapped per side), and directory times.
+// modes: hard links (with writes, renames, metadata and handles through
+// their names), symlink targets of every form (absolute ones into and out
+// of the root, mapped per side), and directory times. Each is validated
+// os against os by TestRandomOracleSelfCheck.
 
 import (
 	"fmt"

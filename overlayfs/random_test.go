@@ -15,7 +15,7 @@ package overlayfs_test
 // relative to it; Chmod to setgid, sticky and 0 modes followed by creates
 // inside; symlink chains, self-loops and ".." links (some lead out of the
 // root: writes outside are allowed, and each side has its own outside tree
-// to write to); FIFOs and sockets in the fixture; io.Copy (also io.CopyN,
+// to write to); FIFOs, sockets and hard links in the fixture; io.Copy (also io.CopyN,
 // ReadFrom of a LimitReader, of a handle, and into a buffer: os's
 // copy_file_range path, into closed, read-only and directory handles),
 // ReadFrom and WriteString; seeks past the end then writes (holes); Lstat; Chtimes then
