@@ -74,10 +74,12 @@ func (l *layer) openOutsideLocked(name, abs string, flag int, perm fs.FileMode, 
 			}
 			return &osFile{File: fh, name: name, flag: flag, via: l}, at, nil
 		}
-		if t, rerr := os.Readlink(at.host); rerr == nil && flag&os.O_CREATE != 0 && strings.HasSuffix(t, "/") {
-			// A symlink whose target ends in a slash, to create through
-			// (seed 3996): the kernel says EISDIR, as inside the root.
-			return nil, at, pathErr("open", name, errIsDir)
+		if t, rerr := os.Readlink(at.host); rerr == nil && flag&os.O_CREATE != 0 {
+			if err := createThroughDirTarget(at.host, t); err != nil {
+				// A symlink whose target names a directory, to create
+				// through (seed 3996): EISDIR, as inside the root.
+				return nil, at, nameErr("open", name, err)
+			}
 		}
 		var ok bool
 		if at, ok, err = l.writeLoc("open", name, abs, true); ok {
@@ -85,6 +87,36 @@ func (l *layer) openOutsideLocked(name, abs string, flag int, perm fs.FileMode, 
 		}
 	}
 	return nil, at, err
+}
+
+// createThroughDirTarget returns the kernel's error for a create through
+// an outside symlink at host whose target names a directory: one ending
+// in a name and a slash (EISDIR once the walk reached that name: its
+// directory part is walked first, where it may fail) or in "." or ".."
+// (EISDIR where the whole target is a directory). It returns nil for
+// other targets.
+func createThroughDirTarget(host, target string) error {
+	t := strings.TrimRight(target, "/")
+	i := strings.LastIndexByte(t, '/')
+	var p string // what must be a directory
+	switch base := t[i+1:]; {
+	case slashAfterName(target):
+		p = t[:i+1]
+	case base == "." || base == "..":
+		p = t + "/"
+	default:
+		return nil
+	}
+	if p == "" {
+		return errIsDir // the link's own directory
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = host[:strings.LastIndexByte(host, '/')+1] + p
+	}
+	if _, err := os.Stat(p); err != nil {
+		return err // ENOENT, ENOTDIR, ELOOP on the way
+	}
+	return errIsDir
 }
 
 // openWriteLocked is openFile for an open that may change the layer.

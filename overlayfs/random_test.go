@@ -1250,6 +1250,10 @@ func TestCornerClasses(t *testing.T) {
 			// top of the directory alias is the alias's parent, outside.
 			symlink("d/", "ld/../../dalias/up/q"), lstat("../dalias/up/q"), writeFile("../dalias/up/q", "0123", 0o755), lstat("../d"),
 			symlink("nothing/", "../outdir/sl"), openFile(0, "../outdir/sl", wronly|creat, 0o644), openFile(1, "../outdir/sl", wronly|creat|excl, 0o644), lstat("../outdir/nothing"),
+			symlink("nothing/./", "../outdir/sl2"), openFile(0, "../outdir/sl2", wronly|creat, 0o644), symlink("sl3/x/", "../outdir/sl3"), openFile(1, "../outdir/sl3", wronly|creat, 0o644),
+			symlink("o/x/", "../outdir/sl4"), openFile(2, "../outdir/sl4", wronly|creat, 0o644), symlink("sl5/./", "../outdir/sl5"), create(0, "out/sl5"),
+			symlink(".", "../outdir/sl6"), create(1, "out/sl6"), symlink("o/.", "../outdir/sl7"), create(2, "out/sl7"), symlink("../outdir/.", "../outdir/sl8"), create(0, "out/sl8"),
+			symlink("../outdir/..", "../outdir/sl9"), create(1, "out/sl9"), symlink("nope/..", "../outdir/sla"), create(2, "out/sla"),
 		}},
 		{"link-new-name-outside", []op{
 			// linkat resolves the new name before it compares mounts: an
