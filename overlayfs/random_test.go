@@ -190,6 +190,8 @@ var randBase = []string{
 	"al/f", "al/new", "al/sub/g", "al/up/a",
 	// Hard links the generator makes (randLinkNames), and the fixture's.
 	"h1", "d/h3", "sg/h4", "hb", "dir/hc",
+	// New names outside, through the link out of the root.
+	"out/new", "out/new/x",
 }
 
 // randLinkNames are new names for hard links: a link's new name is one of
