@@ -1293,6 +1293,13 @@ func TestCornerClasses(t *testing.T) {
 			chtimesPair("empty/e", time.Unix(1e9, 1), time.Unix(1e9, 2)), openFile(0, "empty/e", wronly|creat, 0o644), lstat("empty/e"), syncH(0), closeH(0), lstat("empty/e"),
 			openFile(0, "x", rdonly|trunc, 0), lstat("x"), openFile(0, "p", wronly|creat|excl, 0o644), lstat("p"), hardLink("x", "xl"), lstat("x"), rename("xl", "xm"), lstat("x"),
 		}},
+		{"no-op-renames-keep-dir-times", []op{
+			// A rename of a name onto itself, or onto another name of
+			// the same file, changes nothing: not the directory's time.
+			hardLink("a", "d/h1"), chtimesPair("", time.Unix(1e9, 1), time.Unix(1e9, 2)), chtimesPair("d", time.Unix(1e9, 1), time.Unix(1e9, 3)),
+			rename("a", "d/h1"), dirTime(""), dirTime("d"), rename("d/h1", "a"), dirTime(""), dirTime("d"), rename("a", "a"), rename("d", "d"), rename("l", "l"),
+			dirTime(""), hardLink("b", "h2"), chtimesPair("", time.Unix(1e9, 1), time.Unix(1e9, 4)), rename("h2", "b"), rename("b", "./h2"), dirTime(""), lstat("b"), lstat("h2"),
+		}},
 		{"special-files", []op{
 			chmod("pipe", 0o600), lstat("pipe"), rename("sock", "d/s2"), lstat("d/s2"), chtimesStat("pipe", time.Unix(1e9, 0)),
 			remove("d/pipe"), openFile(0, "sock", rdonly, 0),
