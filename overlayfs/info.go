@@ -95,6 +95,9 @@ type timedInfo struct {
 
 func (fi timedInfo) ModTime() time.Time { return fi.mtime }
 
+// Sys is the lower's, with that time where it is a *syscall.Stat_t.
+func (fi timedInfo) Sys() any { return timedSys(fi.FileInfo.Sys(), fi.mtime) }
+
 // unlinkedDirInfo is fi, a directory's, with the link count of a removed
 // one: 0.
 func unlinkedDirInfo(fi fs.FileInfo) fs.FileInfo {

@@ -3,6 +3,7 @@ package overlayfs
 import (
 	"io/fs"
 	"syscall"
+	"time"
 
 	"github.com/cowfs/cowfs/internal/unixmode"
 	"golang.org/x/sys/unix"
@@ -26,6 +27,18 @@ func sysStat(fi *fileInfo) any {
 	}
 	setUint(&st.Nlink, uint64(fi.nlink)) // uint64 on amd64, uint32 on arm64 and 386
 	return st
+}
+
+// timedSys is sys, a lower's Sys(), with the modification time t where it
+// is a *syscall.Stat_t (a copy: the lower's FileInfo is shared).
+func timedSys(sys any, t time.Time) any {
+	st, ok := sys.(*syscall.Stat_t)
+	if !ok {
+		return sys
+	}
+	c := *st
+	c.Mtim = syscall.NsecToTimespec(t.UnixNano())
+	return &c
 }
 
 // fileID identifies a lower file's version: any write or metadata change
