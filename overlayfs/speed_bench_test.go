@@ -264,10 +264,11 @@ func BenchmarkTableStat(b *testing.B) {
 
 // writeSide writes 4 KiB files into fsys: cycling over 64 names (overwrite)
 // or a new name each time; fresh makes a new, empty fsys before each round
-// (untimed), which has written one file already: what a fresh file system
-// does once (an overlay reads the umask at its first creation, and lists a
-// lower directory at its first miss in it) is the row of New + first
-// create, not spread over a round of a size the clock picks.
+// (untimed), which has written two files already: what a fresh file system
+// does once (an overlay reads the umask at its first creation, lstats the
+// names of its first two misses in a lower directory and lists that
+// directory at the second, see missed) is the rows of New + first create,
+// not spread over a round of a size the clock picks.
 func writeSide(b *testing.B, fsys *afero.Fs, dir string, cycle int, fresh func() afero.Fs) side {
 	s := side{op: func(i int) {
 		if cycle > 0 {
@@ -281,6 +282,7 @@ func writeSide(b *testing.B, fsys *afero.Fs, dir string, cycle int, fresh func()
 		s.prepare = func() {
 			*fsys = fresh()
 			must(b, afero.WriteFile(*fsys, filepath.Join(dir, "first"), data4K, 0o644))
+			must(b, afero.WriteFile(*fsys, filepath.Join(dir, "second"), data4K, 0o644))
 		}
 	}
 	return s
