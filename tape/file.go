@@ -156,13 +156,22 @@ func (f *file) name() string {
 	return f.opened
 }
 
+// renamed follows a rename of old to new (cleaned inner names): the handle
+// moves with old, or loses its name when new replaced it. Names are
+// compared as spelled, and else as absolute names (a relative name
+// against the working directory now), so that "a" and "/root/a" match.
 func (f *file) renamed(old, new string) {
+	if f.orphan.Load() {
+		return
+	}
 	n := f.name()
+	if !below(n, old) && !below(n, new) && anyRelative(n, old, new) {
+		n, old, new = absName(n), absName(old), absName(new)
+	}
 	switch {
-	case f.orphan.Load():
 	case n == old:
 		f.moved.Store(&new)
-	case strings.HasPrefix(n, old+string(filepath.Separator)):
+	case below(n, old):
 		s := new + n[len(old):]
 		f.moved.Store(&s)
 	case below(n, new):
@@ -170,9 +179,34 @@ func (f *file) renamed(old, new string) {
 	}
 }
 
+// removedName reports whether a Remove or RemoveAll of name (a cleaned
+// inner name) took the handle's name, compared as renamed compares.
+func (f *file) removedName(name string) bool {
+	n := f.name()
+	return below(n, name) || anyRelative(n, name) && below(absName(n), absName(name))
+}
+
 // below reports whether the inner name n is dir or below it.
 func below(n, dir string) bool {
 	return n == dir || strings.HasPrefix(n, dir+string(filepath.Separator))
+}
+
+func anyRelative(names ...string) bool {
+	for _, n := range names {
+		if !filepath.IsAbs(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// absName is n, an inner name, made absolute against the working
+// directory; n itself when that fails.
+func absName(n string) string {
+	if a, err := filepath.Abs(n); err == nil {
+		return a
+	}
+	return n
 }
 
 func (f *file) fail(call string, err error) {

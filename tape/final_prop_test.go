@@ -650,6 +650,33 @@ func TestFinalThroughSymlinks(t *testing.T) {
 			fsys.Rename(p(r, "tmp"), p(r, "a"))
 			write(fsys, r, "a", 0o644)
 		}},
+		// The recorder matches a handle's name to a remove or rename by
+		// absolute name too: here the handle's is relative (the working
+		// directory is the root), the remove's and rename's absolute.
+		{"handle opened by a relative name, removed by an absolute one, vs write after remove", func(fsys afero.Fs, r string) {
+			t.Chdir(r)
+			f, _ := fsys.OpenFile("a", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fsys.Remove(p(r, "a"))
+			f.WriteString("new")
+			f.Close()
+		}, func(fsys afero.Fs, r string) {
+			fsys.Remove(p(r, "a"))
+			write(fsys, r, "a", 0o644)
+		}},
+		{"handle opened by a relative name, renamed over by absolute ones, vs write after the rename", func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			afero.WriteFile(fsys, p(r, "tmp"), []byte("x"), 0o644)
+			t.Chdir(r)
+			f, _ := fsys.OpenFile("a", os.O_WRONLY|os.O_TRUNC, 0)
+			fsys.Rename(p(r, "tmp"), p(r, "a"))
+			f.WriteString("new")
+			f.Close()
+		}, func(fsys afero.Fs, r string) {
+			lstat(fsys, r, "tmp")
+			afero.WriteFile(fsys, p(r, "tmp"), []byte("x"), 0o644)
+			fsys.Rename(p(r, "tmp"), p(r, "a"))
+			write(fsys, r, "a", 0o644)
+		}},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {

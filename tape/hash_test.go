@@ -615,3 +615,27 @@ func TestCloseRacesRecorderClose(t *testing.T) {
 		}
 	}
 }
+
+// TestRenamedWhileOpenOtherSpelling: a write-only handle opened by a
+// relative name follows a rename spelled with absolute names: its record
+// names the new path and hashes what os left there (the oracle: the file
+// read back after the run).
+func TestRenamedWhileOpenOtherSpelling(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "a"), pattern(5000, 4))
+	t.Chdir(dir)
+	tp, _ := tapeOf(t, afero.NewOsFs(), dir, func(fsys afero.Fs) {
+		f, err := fsys.OpenFile("a", os.O_WRONLY, 0)
+		must(t, err)
+		_, err = f.WriteAt([]byte("x"), 10)
+		must(t, err)
+		must(t, fsys.Rename(filepath.Join(dir, "a"), filepath.Join(dir, "b")))
+		must(t, f.Close())
+	})
+	want, err := os.ReadFile(filepath.Join(dir, "b"))
+	must(t, err)
+	r := only(tp, OpOpen, "a")[0]
+	if r.To != "b" || r.Hash != HashBytes(want) {
+		t.Fatalf("record %s: want to=b and the hash of b's %d bytes", r.String(), len(want))
+	}
+}

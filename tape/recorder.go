@@ -513,7 +513,7 @@ func (r *Recorder) removed(fsys *Fs, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for f := r.open.head; f != nil; f = f.openNext {
-		if f.fs == fsys && below(f.name(), name) {
+		if f.fs == fsys && f.removedName(name) {
 			f.orphan.Store(true)
 		}
 	}
