@@ -67,3 +67,18 @@ func TestDirTimeInSys(t *testing.T) {
 		}
 	}
 }
+
+// sysMtime renders whether fi's Stat_t (Sys()) holds the time ModTime
+// reports, as os's FileInfo always does: the differentials' info() shows
+// it, so that a time kept beside the lower's Stat_t shows when it is not
+// in it.
+func sysMtime(fi fs.FileInfo) string {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok:
+		return ""
+	case time.Unix(st.Mtim.Unix()).Equal(fi.ModTime()):
+		return " sys-mtime=agrees"
+	}
+	return " sys-mtime=differs"
+}

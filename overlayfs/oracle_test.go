@@ -741,7 +741,7 @@ func info(fi fs.FileInfo) string {
 	if k, ok := sysNlinkOf(fi); ok {
 		s += fmt.Sprintf(" nlink=%d", k)
 	}
-	s += " mtime=" + timeClass(fi.ModTime())
+	s += " mtime=" + timeClass(fi.ModTime()) + sysMtime(fi)
 	return s
 }
 
